@@ -1,0 +1,116 @@
+package main
+
+// `netfwd bench SUITE [--json] [--quick] [--cpuprofile FILE]`: runs one of the
+// suites registered in package bench and prints its records, as a text table
+// or as one JSON array (the design notes' record format).
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"sort"
+	"strings"
+
+	"github.com/netfwd/netfwd/bench"
+)
+
+func init() {
+	register(command{
+		name:  "bench",
+		usage: "SUITE [--json] [--quick] [--cpuprofile FILE]   suites: " + strings.Join(bench.Names(), ", "),
+		run:   runBench,
+	})
+}
+
+func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON array of records")
+	quick := fs.Bool("quick", false, "small inputs and short measurements (smoke test)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
+	// Accept the suite name before or after the flags.
+	var suite string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		suite, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if suite == "" && fs.NArg() > 0 {
+		suite = fs.Arg(0)
+	}
+	s, ok := bench.Lookup(suite)
+	if !ok {
+		fmt.Fprintf(stderr, "netfwd bench: unknown suite %q (have: %s)\n", suite, strings.Join(bench.Names(), ", "))
+		return 2
+	}
+	if s.Root && os.Geteuid() != 0 {
+		fmt.Fprintf(stderr, "netfwd bench %s: needs root (network namespaces)\n", suite)
+		return 1
+	}
+	env := bench.CurrentEnv()
+	fmt.Fprintf(stderr, "# netfwd bench %s: %s\n", suite, env)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, "netfwd bench:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "netfwd bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	opts := bench.Options{Quick: *quick, Log: func(format string, a ...any) {
+		fmt.Fprintf(stderr, "# "+format+"\n", a...)
+	}}
+	opts.Normalize()
+	recs, err := s.Run(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "netfwd bench %s: %v\n", suite, err)
+		return 1
+	}
+	for i := range recs {
+		recs[i].Env = env
+	}
+	if *asJSON {
+		b, err := json.Marshal(recs)
+		if err != nil {
+			fmt.Fprintln(stderr, "netfwd bench:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	printRecords(stdout, recs)
+	return 0
+}
+
+// printRecords writes a fixed-width table, one record per line.
+func printRecords(w io.Writer, recs []bench.Record) {
+	fmt.Fprintf(w, "%-8s %-16s %-44s %12s %10s %9s  %s\n", "suite", "impl", "params", "ns/op", "Mops", "allocs/op", "extra")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%-8s %-16s %-44s %12.2f %10.3f %9.2f  %s\n", r.Suite, r.Impl, formatMap(r.Params), r.NsOp, r.Mops, r.AllocsOp, formatMap(r.Extra))
+	}
+}
+
+func formatMap(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%v", k, m[k])
+	}
+	return b.String()
+}
