@@ -1,0 +1,119 @@
+// Package fib is netfwd's forwarding information base: routes per table as
+// configured (local 255, main 254 and numbered tables, for dumps), and ONE
+// merged longest-prefix-match trie over local and main whose value at each
+// prefix is the effective result, so that a lookup is one trie walk returning
+// one pointer (*nexthop.Nexthop), with exactly the rule-order semantics of
+// separate local and main tables (ip rule 0: local, 32766: main), overlaps
+// included.
+//
+// Flow: writers open a transaction (Begin), apply route, address, nexthop and
+// link operations, and Commit (publish atomically) or Abort (nothing
+// happened). Readers call Lookup on the current state without locks.
+//
+// Locking: mu is the writer lock, held from Begin to Commit/Abort; it guards
+// the nexthop registry and the followers. cur is the published state, read
+// with an atomic load by any goroutine.
+package fib
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/netfwd/netfwd/nexthop"
+)
+
+// Options configure a FIB.
+type Options struct {
+	// Trie selects the bart kind of the merged trie.
+	Trie TrieKind
+	// Now is the clock for nexthop index reuse (nil: time.Now).
+	Now func() time.Time
+}
+
+// FIB is the forwarding information base.
+type FIB struct {
+	cur atomic.Pointer[state]
+
+	mu   sync.Mutex         // writer lock
+	nhs  *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
+	kind TrieKind           // immutable
+	obs  []func(Commit)     // guarded by mu
+}
+
+// Commit describes a published transaction to observers (derived lookup
+// structures such as the compiled FIB follow the merged trie with it).
+type Commit struct {
+	Version uint64
+	// Changes are the merged trie's changes in order; nil when Rebuild is set.
+	Changes []MergedChange
+	// Rebuild says the change set was too large to replay: rebuild from All.
+	Rebuild bool
+	// All iterates the merged trie of the new version (sorted).
+	All func(yield func(netip.Prefix, *nexthop.Nexthop) bool)
+	// Parent returns the longest prefix of the new version strictly
+	// containing p, with its value.
+	Parent func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool)
+}
+
+// MergedChange is one change of the merged trie: the value at Prefix is now
+// NH (nil means "no route" but the prefix stays), or the prefix is gone.
+type MergedChange struct {
+	Prefix  netip.Prefix
+	NH      *nexthop.Nexthop
+	Deleted bool
+}
+
+// New returns an empty FIB.
+func New(opts Options) *FIB {
+	f := &FIB{nhs: nexthop.NewRegistry(opts.Now), kind: opts.Trie}
+	s := &state{tables: map[uint32]*routeTrie{}}
+	s.setMerged(newMtrie(opts.Trie))
+	f.cur.Store(s)
+	return f
+}
+
+// Lookup returns the effective nexthop for dst: nil when there is no route
+// (network unreachable). The nexthop's Kind says whether to forward, deliver
+// locally or reject. Lock-free; one trie lookup.
+func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
+	return f.cur.Load().lookup(dst)
+}
+
+// Version returns the published version number (incremented per commit).
+func (f *FIB) Version() uint64 { return f.cur.Load().version }
+
+// TrieKind returns the bart kind of the merged trie.
+func (f *FIB) TrieKind() TrieKind { return f.kind }
+
+// NexthopByIndex maps a nexthop index back to the object. Lock-free.
+func (f *FIB) NexthopByIndex(i uint32) *nexthop.Nexthop { return f.nhs.ByIndex(i) }
+
+// Observe registers fn to be called (with the writer lock held) after every
+// commit. The first call it gets describes a rebuild of the current state.
+func (f *FIB) Observe(fn func(Commit)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.obs = append(f.obs, fn)
+	fn(rebuildCommit(f.cur.Load()))
+}
+
+func rebuildCommit(s *state) Commit {
+	return Commit{
+		Version: s.version,
+		Rebuild: true,
+		All:     s.merged.all(),
+		Parent:  func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(s.merged, p) },
+	}
+}
+
+// mergedParent finds the longest prefix strictly containing p.
+func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) {
+	for q, nh := range m.supernets(p) {
+		if q.Bits() < p.Bits() {
+			return q, nh, true
+		}
+	}
+	return netip.Prefix{}, nil, false
+}

@@ -1,0 +1,167 @@
+package fib
+
+// Transactions: every change to the FIB happens inside one, and readers see
+// either none or all of it.
+//
+// Flow: Begin takes the writer lock and starts from the published state.
+// Small transactions update the tries copy-on-write (bart ...Persist), so the
+// published version is never touched; bulk transactions (a config file with
+// many routes, or an empty FIB) clone each trie once on first touch and then
+// update in place, which is several times faster per route. Commit publishes
+// the new state with one atomic store, then lets the nexthop registry release
+// what the old state used and tells observers; Abort drops the new state and
+// rolls the registry back.
+//
+// Locking: the Txn owns the FIB writer lock until Commit or Abort.
+
+import (
+	"maps"
+	"net/netip"
+
+	"github.com/netfwd/netfwd/nexthop"
+)
+
+// Txn is an open transaction. Methods are not safe for concurrent use.
+type Txn struct {
+	f    *FIB
+	base *state
+	next *state
+	bulk bool // clone-on-first-touch + in-place updates instead of persist
+
+	tablesCopied bool            // next.tables is a private copy of base.tables
+	ownedTables  map[uint32]bool // bulk: tries already cloned
+	mergedOwned  bool            // bulk: merged trie already cloned
+
+	changes []MergedChange
+	done    bool
+}
+
+// rebuildThreshold: past this many merged changes, observers rebuild instead
+// of replaying changes one by one.
+const rebuildThreshold = 1 << 16
+
+// Begin opens a transaction. sizeHint is the expected number of operations;
+// large ones switch to bulk mode.
+func (f *FIB) Begin(sizeHint int) *Txn {
+	f.mu.Lock()
+	base := f.cur.Load()
+	next := *base
+	next.version = base.version + 1
+	tx := &Txn{f: f, base: base, next: &next, ownedTables: map[uint32]bool{}}
+	size := base.merged.size()
+	tx.bulk = size == 0 || sizeHint > 64 && sizeHint >= size/16
+	f.nhs.Begin()
+	return tx
+}
+
+// Commit publishes the transaction's changes.
+func (tx *Txn) Commit() {
+	tx.finish()
+	f := tx.f
+	f.cur.Store(tx.next)
+	f.nhs.Commit()
+	if len(f.obs) > 0 {
+		c := Commit{Version: tx.next.version, Changes: tx.changes}
+		if len(tx.changes) > rebuildThreshold {
+			c = rebuildCommit(tx.next)
+		} else {
+			m := tx.next.merged
+			c.All = m.all()
+			c.Parent = func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(m, p) }
+		}
+		for _, fn := range f.obs {
+			fn(c)
+		}
+	}
+	f.mu.Unlock()
+}
+
+// Abort discards the transaction.
+func (tx *Txn) Abort() {
+	tx.finish()
+	tx.f.nhs.Rollback()
+	tx.f.mu.Unlock()
+}
+
+func (tx *Txn) finish() {
+	if tx.done {
+		panic("fib: transaction already finished")
+	}
+	tx.done = true
+}
+
+// Nexthops gives the transaction's view of the nexthop registry.
+func (tx *Txn) Nexthops() *nexthop.Registry { return tx.f.nhs }
+
+// table returns the route trie of table id in the new state (nil if absent).
+func (tx *Txn) table(id uint32) *routeTrie { return tx.next.tables[id] }
+
+// getList returns the routes at (table, prefix).
+func (tx *Txn) getList(id uint32, p netip.Prefix) []*Route {
+	t := tx.next.tables[id]
+	if t == nil {
+		return nil
+	}
+	if rl, ok := t.Get(p); ok {
+		return rl.routes
+	}
+	return nil
+}
+
+// setList stores the routes of (table, prefix); an empty list removes the
+// prefix. It does not touch the merged trie (see updateMerged).
+func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
+	if !tx.tablesCopied {
+		tx.next.tables = maps.Clone(tx.base.tables)
+		tx.tablesCopied = true
+	}
+	t := tx.next.tables[id]
+	if t == nil {
+		if len(routes) == 0 {
+			return
+		}
+		t = new(routeTrie)
+		tx.next.tables[id] = t
+		tx.ownedTables[id] = true
+	}
+	if tx.bulk {
+		if !tx.ownedTables[id] {
+			t = t.Clone()
+			tx.next.tables[id] = t
+			tx.ownedTables[id] = true
+		}
+		if len(routes) == 0 {
+			t.Delete(p)
+		} else {
+			t.Insert(p, &routeList{routes: routes})
+		}
+		return
+	}
+	if len(routes) == 0 {
+		t = t.DeletePersist(p)
+	} else {
+		t = t.InsertPersist(p, &routeList{routes: routes})
+	}
+	tx.next.tables[id] = t
+}
+
+// mergedSet and mergedDelete are the only places the merged trie changes:
+// the change log for observers is kept here.
+func (tx *Txn) mergedSet(p netip.Prefix, nh *nexthop.Nexthop) {
+	tx.ownMerged()
+	tx.next.setMerged(tx.next.merged.set(p, nh, !tx.bulk))
+	tx.changes = append(tx.changes, MergedChange{Prefix: p, NH: nh})
+}
+
+func (tx *Txn) mergedDelete(p netip.Prefix) {
+	tx.ownMerged()
+	tx.next.setMerged(tx.next.merged.del(p, !tx.bulk))
+	tx.changes = append(tx.changes, MergedChange{Prefix: p, Deleted: true})
+}
+
+func (tx *Txn) ownMerged() {
+	if tx.bulk && !tx.mergedOwned {
+		tx.next.setMerged(tx.next.merged.clone())
+		tx.mergedOwned = true
+	}
+}

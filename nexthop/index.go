@@ -1,0 +1,116 @@
+package nexthop
+
+// The index table maps a nexthop's dense Index back to the object, for lookup
+// structures that store 32-bit entries instead of pointers.
+//
+// Flow: the writer allocates an index when it creates a nexthop and stores the
+// pointer in the slot; released indices wait in quarantine for a grace period
+// before reuse, so a datapath reader that got an index from an older snapshot
+// (microseconds ago) still finds the object it meant, never a newer one.
+//
+// Locking: slots are atomic pointers in fixed-size chunks; the chunk directory
+// is copied on growth and published atomically. Readers never lock. The
+// allocation state is writer-side (FIB writer lock).
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+)
+
+type indexChunk [chunkSize]atomic.Pointer[Nexthop]
+
+type quarantined struct {
+	index uint32
+	since time.Time
+}
+
+type indexTable struct {
+	dir atomic.Pointer[[]*indexChunk]
+
+	// Writer side.
+	next       uint32 // lowest never-used index (index 0 means "no route")
+	free       []uint32
+	quarantine []quarantined // oldest first
+	grace      time.Duration
+	now        func() time.Time
+}
+
+func (t *indexTable) init(grace time.Duration, now func() time.Time) {
+	t.next = 1
+	t.grace = grace
+	t.now = now
+	dir := []*indexChunk{}
+	t.dir.Store(&dir)
+}
+
+// get returns the nexthop at index i, or nil. Lock-free.
+func (t *indexTable) get(i uint32) *Nexthop {
+	dir := *t.dir.Load()
+	c := i >> chunkBits
+	if int(c) >= len(dir) {
+		return nil
+	}
+	return dir[c][i&(chunkSize-1)].Load()
+}
+
+// alloc returns an unused index and stores nh in its slot.
+func (t *indexTable) alloc(nh *Nexthop) (uint32, bool) {
+	t.reclaim()
+	var i uint32
+	if n := len(t.free); n > 0 {
+		i = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		if t.next > MaxIndex {
+			return 0, false
+		}
+		i = t.next
+		t.next++
+		dir := *t.dir.Load()
+		if int(i>>chunkBits) >= len(dir) {
+			grown := make([]*indexChunk, len(dir)+1)
+			copy(grown, dir)
+			grown[len(dir)] = new(indexChunk)
+			t.dir.Store(&grown)
+			dir = grown
+		}
+	}
+	(*t.dir.Load())[i>>chunkBits][i&(chunkSize-1)].Store(nh)
+	return i, true
+}
+
+// unallocate returns an index that was never published (a rolled-back
+// transaction's) straight to the free list.
+func (t *indexTable) unallocate(i uint32) {
+	(*t.dir.Load())[i>>chunkBits][i&(chunkSize-1)].Store(nil)
+	t.free = append(t.free, i)
+}
+
+// release puts a published index in quarantine; its slot keeps pointing at
+// the old nexthop until the index is reused.
+func (t *indexTable) release(i uint32) {
+	t.quarantine = append(t.quarantine, quarantined{index: i, since: t.now()})
+}
+
+// reclaim moves indices whose grace period is over to the free list.
+func (t *indexTable) reclaim() {
+	now := t.now()
+	n := 0
+	for n < len(t.quarantine) && now.Sub(t.quarantine[n].since) >= t.grace {
+		t.free = append(t.free, t.quarantine[n].index)
+		n++
+	}
+	if n > 0 {
+		t.quarantine = append(t.quarantine[:0], t.quarantine[n:]...)
+	}
+}
+
+// live counts allocated, non-quarantined indices.
+func (t *indexTable) live() int {
+	return int(t.next) - 1 - len(t.free) - len(t.quarantine)
+}
