@@ -36,10 +36,10 @@ type Options struct {
 type FIB struct {
 	cur atomic.Pointer[state]
 
-	mu   sync.Mutex         // writer lock
-	nhs  *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
-	kind TrieKind           // immutable
-	obs  []func(Commit)     // guarded by mu
+	mu   sync.Mutex        // writer lock
+	nhs  *nexthop.Registry // guarded by mu (ByIndex is lock-free)
+	kind TrieKind          // immutable
+	obs  []func(Commit)    // guarded by mu
 }
 
 // Commit describes a published transaction to observers (derived lookup

@@ -119,8 +119,8 @@ func (f fastTrie) supernets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nex
 	return f.t.Supernets(p)
 }
 func (f fastTrie) all() iter.Seq2[netip.Prefix, *nexthop.Nexthop] { return f.t.AllSorted4() }
-func (f fastTrie) clone() mtrie                                    { return fastTrie{f.t.Clone()} }
-func (f fastTrie) size() int                                       { return f.t.Size4() }
+func (f fastTrie) clone() mtrie                                   { return fastTrie{f.t.Clone()} }
+func (f fastTrie) size() int                                      { return f.t.Size4() }
 
 type tableTrie struct{ t *bart.Table[*nexthop.Nexthop] }
 
@@ -146,5 +146,5 @@ func (f tableTrie) supernets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Ne
 	return f.t.Supernets(p)
 }
 func (f tableTrie) all() iter.Seq2[netip.Prefix, *nexthop.Nexthop] { return f.t.AllSorted4() }
-func (f tableTrie) clone() mtrie                                    { return tableTrie{f.t.Clone()} }
-func (f tableTrie) size() int                                       { return f.t.Size4() }
+func (f tableTrie) clone() mtrie                                   { return tableTrie{f.t.Clone()} }
+func (f tableTrie) size() int                                      { return f.t.Size4() }
