@@ -32,8 +32,9 @@ type Txn struct {
 	ownedTables  map[uint32]bool // bulk: tries already cloned
 	mergedOwned  bool            // bulk: merged trie already cloned
 
-	changes []MergedChange
-	done    bool
+	changes  []MergedChange // the merged trie's changes, for observers
+	overflow bool           // too many changes: observers rebuild instead
+	done     bool
 }
 
 // rebuildThreshold: past this many merged changes, observers rebuild instead
@@ -62,7 +63,7 @@ func (tx *Txn) Commit() {
 	f.nhs.Commit()
 	if len(f.obs) > 0 {
 		c := Commit{Version: tx.next.version, Changes: tx.changes}
-		if len(tx.changes) > rebuildThreshold {
+		if tx.overflow {
 			c = rebuildCommit(tx.next)
 		} else {
 			m := tx.next.merged
@@ -150,13 +151,24 @@ func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
 func (tx *Txn) mergedSet(p netip.Prefix, nh *nexthop.Nexthop) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.set(p, nh, !tx.bulk))
-	tx.changes = append(tx.changes, MergedChange{Prefix: p, NH: nh})
+	tx.logChange(MergedChange{Prefix: p, NH: nh})
 }
 
 func (tx *Txn) mergedDelete(p netip.Prefix) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.del(p, !tx.bulk))
-	tx.changes = append(tx.changes, MergedChange{Prefix: p, Deleted: true})
+	tx.logChange(MergedChange{Prefix: p, Deleted: true})
+}
+
+func (tx *Txn) logChange(c MergedChange) {
+	if tx.overflow {
+		return
+	}
+	if len(tx.changes) >= rebuildThreshold {
+		tx.overflow, tx.changes = true, nil
+		return
+	}
+	tx.changes = append(tx.changes, c)
 }
 
 func (tx *Txn) ownMerged() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/netfwd/netfwd/fib"
 )
@@ -19,14 +20,15 @@ func ApplyFIB(tx *fib.Txn, cmds []Command) []error {
 	var errs []error
 	for i := range cmds {
 		c := &cmds[i]
-		if err := applyFIB(tx, c); err != nil {
+		if err := ApplyFIBCommand(tx, c); err != nil {
 			errs = append(errs, &Error{c.Pos, err})
 		}
 	}
 	return errs
 }
 
-func applyFIB(tx *fib.Txn, c *Command) error {
+// ApplyFIBCommand applies one command (see ApplyFIB).
+func ApplyFIBCommand(tx *fib.Txn, c *Command) error {
 	switch {
 	case c.Route != nil:
 		r := c.Route
@@ -70,15 +72,22 @@ func applyFIB(tx *fib.Txn, c *Command) error {
 	return nil
 }
 
-// LoadFIB reads a config file and applies it to f entirely or not at all.
-// The error lists every problem, one FILE:LINE: reason per line.
-func LoadFIB(f *fib.FIB, name string, r io.Reader) error {
-	cmds, errs := Parse(name, r)
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+// LoadFIB reads a config text and applies it to f entirely or not at all.
+// The error lists every problem, one FILE:LINE: reason per line. sizeHint
+// is the expected number of lines (0: unknown, assume a bulk load).
+func LoadFIB(f *fib.FIB, name string, r io.Reader, sizeHint int) error {
+	if sizeHint <= 0 {
+		sizeHint = 1 << 30
 	}
-	tx := f.Begin(len(cmds))
-	if errs := ApplyFIB(tx, cmds); len(errs) > 0 {
+	if sizeHint > 10000 {
+		// A bulk load allocates a few small objects per route that all stay
+		// live: collecting while they pile up is wasted work (it was a third
+		// of the load time of the full table). Collect less often meanwhile.
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
+	tx := f.Begin(sizeHint)
+	errs := Stream(name, r, func(c *Command) error { return ApplyFIBCommand(tx, c) })
+	if len(errs) > 0 {
 		tx.Abort()
 		return errors.Join(errs...)
 	}
@@ -93,5 +102,9 @@ func LoadFIBFile(f *fib.FIB, name string) error {
 		return err
 	}
 	defer fd.Close()
-	return LoadFIB(f, name, fd)
+	hint := 0
+	if st, err := fd.Stat(); err == nil {
+		hint = int(st.Size() / 40) // about 40 bytes per route line
+	}
+	return LoadFIB(f, name, fd, hint)
 }

@@ -54,6 +54,19 @@ type Command struct {
 // parsed and an error for each line that did not.
 func Parse(file string, r io.Reader) ([]Command, []error) {
 	var cmds []Command
+	errs := Stream(file, r, func(c *Command) error {
+		cmds = append(cmds, *c)
+		return nil
+	})
+	return cmds, errs
+}
+
+// Stream parses a config text line by line and hands each command to fn,
+// without keeping them: a 900,000-line route file goes straight into the
+// transaction. It returns one positioned error per line that failed to parse
+// or that fn refused; lines after an error are still parsed and handed on,
+// so the caller sees every problem (and aborts its transaction).
+func Stream(file string, r io.Reader, fn func(*Command) error) []error {
 	var errs []error
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -62,18 +75,17 @@ func Parse(file string, r io.Reader) ([]Command, []error) {
 		n++
 		pos := Pos{file, n}
 		cmd, ok, err := ParseLine(pos, sc.Text())
+		if err == nil && ok {
+			err = fn(&cmd)
+		}
 		if err != nil {
 			errs = append(errs, &Error{pos, err})
-			continue
-		}
-		if ok {
-			cmds = append(cmds, cmd)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, &Error{Pos{file, n + 1}, err})
 	}
-	return cmds, errs
+	return errs
 }
 
 // ParseLine parses one line; ok is false for blank and comment lines.
