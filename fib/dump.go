@@ -228,3 +228,10 @@ func flags(nh *nexthop.Nexthop) []string {
 	}
 	return f
 }
+
+// Merged iterates the merged trie of the published state: every prefix with
+// its effective nexthop (nil: no route), sorted. Benchmarks build bare tries
+// with exactly this content as the floor to compare against.
+func (f *FIB) Merged() func(yield func(netip.Prefix, *nexthop.Nexthop) bool) {
+	return f.cur.Load().merged.all()
+}

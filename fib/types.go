@@ -52,6 +52,7 @@ const (
 	ProtoKernel Proto = 2
 	ProtoBoot   Proto = 3
 	ProtoStatic Proto = 4
+	ProtoBGP    Proto = 186
 )
 
 // protoNames is /etc/iproute2/rt_protos.

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/netfwd/netfwd/fib"
+)
+
+// go test -bench Lookup ./bench: the same cases as `netfwd bench fib`.
+func BenchmarkLookup(b *testing.B) {
+	s, err := NewFIBSetup(0, 1<<20)
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, kind := range []fib.TrieKind{fib.TrieFast, fib.TrieTable} {
+		f, err := s.BuildFIB(kind)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for name, lookup := range FIBCases(f, kind) {
+			for _, probe := range []string{"hot", "random"} {
+				ps := s.Random
+				if probe == "hot" {
+					ps = []netip.Addr{s.Hot}
+				}
+				body := lookupCase(lookup, ps)
+				b.Run(name+"/"+kind.String()+"/"+probe, func(b *testing.B) {
+					b.ReportAllocs()
+					body(b.N)
+				})
+			}
+		}
+	}
+}
+
+// The suite runs end to end in quick mode and reports every impl and probe.
+func TestFIBSuiteQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 100,000 routes")
+	}
+	recs, err := runFIB(Options{Quick: true, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		key := r.Impl
+		if p, ok := r.Params["probe"]; ok {
+			key += "/" + p.(string)
+		}
+		if tr, ok := r.Params["trie"]; ok {
+			key += "/" + tr.(string)
+		}
+		seen[key] = true
+		if r.NsOp <= 0 {
+			t.Errorf("%s: ns_op %v", key, r.NsOp)
+		}
+		if r.Impl == "merged" && r.AllocsOp != 0 {
+			t.Errorf("%s allocates %.2f per lookup", key, r.AllocsOp)
+		}
+	}
+	for _, k := range []string{"load/fast", "bart-fast-raw/random", "bart-table-raw/hot", "split/random/fast", "merged/random/fast", "merged/hot/table"} {
+		if !seen[k] {
+			t.Errorf("no record for %s (have %v)", k, seen)
+		}
+	}
+}
+
+// Merged lookups agree with the raw trie holding the same effective values
+// on every probe: the benchmark compares equal work.
+func TestFIBCasesAgree(t *testing.T) {
+	s, err := NewFIBSetup(50_000, 1<<14)
+	if err != nil {
+		t.Skip(err)
+	}
+	f, err := s.BuildFIB(fib.TrieFast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := FIBCases(f, fib.TrieFast)
+	for _, a := range s.Random {
+		want := cases["merged"](a)
+		for name, lookup := range cases {
+			if got := lookup(a); got != want {
+				t.Fatalf("%s(%s) = %v, merged %v", name, a, got, want)
+			}
+		}
+	}
+}
