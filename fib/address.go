@@ -10,9 +10,10 @@ package fib
 //
 // Flow: every address or link change computes the derived routes of the
 // device before and after, and applies the difference. That one mechanism
-// covers add, delete, promotion of a secondary when its primary goes, and link
-// down/up (down keeps only local routes, as the kernel does). Deleting the last
-// address of a device flushes the routes through it (fib_disable_ip).
+// covers add, delete (a primary takes its secondaries with it, Linux's default
+// promote_secondaries=0) and link down/up (down keeps only local routes, as the
+// kernel does). Deleting the last address of a device flushes the routes
+// through it (fib_disable_ip).
 //
 // Locking: inside a Txn.
 
@@ -66,17 +67,12 @@ func (tx *Txn) DelAddress(dev string, p netip.Prefix) error {
 		return ErrAddrNotFound
 	}
 	gone := tx.next.addrs[i]
-	addrs := slices.Delete(slices.Clone(tx.next.addrs), i, i+1)
-	if !gone.Secondary { // promote the first secondary of the same subnet
-		for j := range addrs {
-			a := &addrs[j]
-			if a.Dev == dev && a.Secondary && a.Prefix.Bits() == p.Bits() && a.Prefix.Masked() == p.Masked() {
-				a.Secondary = false
-				break
-			}
-		}
-	}
-	tx.next.addrs = addrs
+	// Deleting a primary address deletes the secondaries of its subnet with
+	// it: Linux's default (net.ipv4.conf.*.promote_secondaries = 0).
+	tx.next.addrs = slices.DeleteFunc(slices.Clone(tx.next.addrs), func(a Address) bool {
+		return a == gone || !gone.Secondary && a.Dev == dev && a.Secondary &&
+			a.Prefix.Bits() == p.Bits() && a.Prefix.Masked() == p.Masked()
+	})
 	if err := tx.syncDerived(dev, before, tx.f.nhs.DevUp(dev)); err != nil {
 		return err
 	}
@@ -157,6 +153,9 @@ func sameDerived(a, b *Route) bool {
 		a.NH.Kind == b.NH.Kind && a.NH.Dev == b.NH.Dev && !a.NH.Gateway.IsValid() && !b.NH.Gateway.IsValid()
 }
 
+// LastAddr returns the last address of a prefix (its broadcast address).
+func LastAddr(p netip.Prefix) netip.Addr { return lastAddr(p) }
+
 func lastAddr(p netip.Prefix) netip.Addr {
 	b := p.Masked().Addr().As4()
 	host := uint32(1)<<(32-p.Bits()) - 1
@@ -202,13 +201,22 @@ func (tx *Txn) addDerived(t *Route) error {
 			return nil
 		}
 	}
+	// The kernel's fib_magic validates derived routes like any other and
+	// drops them silently when that fails (say a user route makes the
+	// preferred source look like a broadcast address).
+	if !tx.validPrefsrc(t) {
+		return nil
+	}
 	nh, err := tx.f.nhs.Implicit(nexthop.Spec{Kind: t.NH.Kind, Dev: t.NH.Dev})
 	if err != nil {
 		return err
 	}
 	r := *t
 	r.NH = nh
-	return tx.insertRoute(&r, modeAppend)
+	if err := tx.insertRoute(&r, modeAppend); err != nil && !errors.Is(err, ErrExists) {
+		return err
+	}
+	return nil
 }
 
 // flushDev removes every route whose (non-group) nexthop is an implicit

@@ -98,11 +98,9 @@ func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) {
 		res.Prefsrc = dst // the kernel's output route for a local destination
 	}
 	if !res.Prefsrc.IsValid() && res.NH != nil && res.NH.Dev != "" {
-		target := dst
-		if res.NH.Gateway.IsValid() {
-			target = res.NH.Gateway
-		}
-		res.Prefsrc = selectSource(s.addrs, res.NH.Dev, target)
+		// The kernel caches inet_select_addr(dev, gateway) per nexthop: the
+		// gateway's subnet decides, not the destination's.
+		res.Prefsrc = selectSource(s.addrs, res.NH.Dev, res.NH.Gateway)
 	}
 	return res, true
 }

@@ -28,12 +28,23 @@ func (tx *Txn) checkUserSpec(u nexthop.UserSpec) error {
 	return err
 }
 
+// resolveUserSpec fills what validation learns (the gateway is local).
+func (tx *Txn) resolveUserSpec(u nexthop.UserSpec) nexthop.UserSpec {
+	s := u.Single
+	if len(u.Group) == 0 && s.Kind == nexthop.Unicast && s.Gateway.IsValid() && !s.OnLink {
+		if spec, err := tx.checkPath(s.Gateway, s.Dev, false, &Route{Table: TableMain, Scope: ScopeUniverse}); err == nil {
+			u.Single.LocalGateway = spec.LocalGateway
+		}
+	}
+	return u
+}
+
 // AddNexthop adds a user nexthop.
 func (tx *Txn) AddNexthop(u nexthop.UserSpec) error {
 	if err := tx.checkUserSpec(u); err != nil {
 		return err
 	}
-	_, err := tx.f.nhs.Add(u)
+	_, err := tx.f.nhs.Add(tx.resolveUserSpec(u))
 	return err
 }
 
@@ -43,7 +54,7 @@ func (tx *Txn) ReplaceNexthop(u nexthop.UserSpec) error {
 	if err := tx.checkUserSpec(u); err != nil {
 		return err
 	}
-	reps, err := tx.f.nhs.Replace(u)
+	reps, err := tx.f.nhs.Replace(tx.resolveUserSpec(u))
 	if err != nil {
 		return err
 	}

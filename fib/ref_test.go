@@ -341,24 +341,25 @@ func (m *model) buildRoute(s RouteSpec) (*mroute, error) {
 			return nil, fmt.Errorf("no nexthop")
 		}
 	}
-	if r.src.IsValid() {
-		ok := r.typ == Local && r.prefix.Bits() == 32 && r.prefix.Addr() == r.src
-		if !ok {
-			id := r.table
-			if id == TableMain {
-				id = TableLocal
-			}
-			x := m.lookup(r.src, mfilter{table: id, onlyTable: true, ignoreDead: true})
-			if (x == nil || x.typ != Local) && id != TableLocal {
-				x = m.lookup(r.src, mfilter{table: TableLocal, onlyTable: true, ignoreDead: true})
-			}
-			ok = x != nil && x.typ == Local
-		}
-		if !ok {
-			return nil, fmt.Errorf("bad prefsrc")
-		}
+	if r.src.IsValid() && !m.validSrc(r) {
+		return nil, fmt.Errorf("bad prefsrc")
 	}
 	return r, nil
+}
+
+func (m *model) validSrc(r *mroute) bool {
+	if r.typ == Local && r.prefix.Bits() == 32 && r.prefix.Addr() == r.src {
+		return true
+	}
+	id := r.table
+	if id == TableMain {
+		id = TableLocal
+	}
+	x := m.lookup(r.src, mfilter{table: id, onlyTable: true, ignoreDead: true})
+	if (x == nil || x.typ != Local) && id != TableLocal {
+		x = m.lookup(r.src, mfilter{table: TableLocal, onlyTable: true, ignoreDead: true})
+	}
+	return x != nil && x.typ == Local
 }
 
 func (m *model) checkPath(gw netip.Addr, dev string, onlink bool, r *mroute) (string, error) {
@@ -372,7 +373,11 @@ func (m *model) checkPath(gw netip.Addr, dev string, onlink bool, r *mroute) (st
 		if r.scope >= ScopeLink || dev == "" || m.down[dev] {
 			return "", fmt.Errorf("bad onlink")
 		}
-		if x := m.lookup(gw, mfilter{table: TableLocal, onlyTable: true, ignoreDead: true}); x != nil && x.typ != Unicast {
+		b := gw.As4()
+		if b[0] == 0 || gw.IsMulticast() || gw == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+			return "", fmt.Errorf("bad onlink gw")
+		}
+		if x := m.lookup(gw, mfilter{table: TableLocal, onlyTable: true}); x != nil && x.typ.hasNexthop() && x.typ != Unicast {
 			return "", fmt.Errorf("bad onlink gw")
 		}
 		return dev, nil
@@ -488,7 +493,7 @@ func (m *model) del(s RouteSpec) error {
 	}
 	for _, i := range m.samePrefix(id, s.Prefix) {
 		r := m.tables[id][i]
-		if s.TypeSet && r.typ != s.Type || s.MetricSet && r.metric != s.Metric || s.Proto != 0 && r.proto != s.Proto ||
+		if s.TypeSet && r.typ != s.Type || s.MetricSet && s.Metric != 0 && r.metric != s.Metric || s.Proto != 0 && r.proto != s.Proto ||
 			s.ScopeSet && r.scope != s.Scope || s.Src.IsValid() && r.src != s.Src || s.NhID != 0 && r.nhid != s.NhID {
 			continue
 		}
@@ -582,7 +587,7 @@ func (m *model) syncDerived(dev string, before []Address, wasUp bool) {
 				exists = true
 			}
 		}
-		if !exists {
+		if !exists && m.validSrc(n) {
 			m.insertSorted(n)
 		}
 	}
@@ -611,16 +616,15 @@ func (m *model) delAddress(dev string, p netip.Prefix) error {
 		return ErrAddrNotFound
 	}
 	gone := m.addrs[i]
-	m.addrs = slices.Delete(m.addrs, i, i+1)
-	if !gone.Secondary {
-		for j := range m.addrs {
-			a := &m.addrs[j]
-			if a.Dev == dev && a.Secondary && a.Prefix.Bits() == p.Bits() && a.Prefix.Masked() == p.Masked() {
-				a.Secondary = false
-				break
-			}
+	var keep []Address
+	for j, a := range m.addrs {
+		sameSubnet := a.Dev == dev && a.Prefix.Bits() == p.Bits() && a.Prefix.Masked() == p.Masked()
+		if j == i || !gone.Secondary && a.Secondary && sameSubnet {
+			continue
 		}
+		keep = append(keep, a)
 	}
+	m.addrs = keep
 	m.syncDerived(dev, before, !m.down[dev])
 	if len(m.devAddrs(dev)) == 0 {
 		for id, l := range m.tables {

@@ -90,6 +90,18 @@ func (tx *Txn) insertRoute(r *Route, mode insertMode) error {
 			next = insertSorted(list, r)
 			break
 		}
+		// The kernel's fib_table_insert: an identical route among those of
+		// the same metric makes the replace a no-op if it is the first of
+		// them, and an error otherwise.
+		for i := same; i < len(list) && list[i].Metric == r.Metric; i++ {
+			if identical(list[i], r) {
+				if i == same {
+					tx.release(r)
+					return nil
+				}
+				return ErrExists
+			}
+		}
 		old := list[same]
 		next = slices.Clone(list)
 		next[same] = r
@@ -156,7 +168,7 @@ func (tx *Txn) matches(r *Route, s *RouteSpec) bool {
 	if s.TypeSet && r.Type != s.Type {
 		return false
 	}
-	if s.MetricSet && r.Metric != s.Metric {
+	if s.MetricSet && s.Metric != 0 && r.Metric != s.Metric { // metric 0 matches any, as in the kernel
 		return false
 	}
 	if s.Proto != 0 && r.Proto != s.Proto {
@@ -339,7 +351,7 @@ func (tx *Txn) checkPath(gw netip.Addr, dev string, onlink bool, r *Route) (next
 		if !tx.f.nhs.DevUp(dev) {
 			return spec, errors.New("nexthop device is not up")
 		}
-		if rt := tx.lookupSlow(gw, lookupFilter{table: TableLocal, onlyTable: true, ignoreDead: true}); rt != nil && rt.Type != Unicast {
+		if !tx.unicastAddr(gw) {
 			return spec, errors.New("nexthop has invalid gateway")
 		}
 		return spec, nil
@@ -351,6 +363,7 @@ func (tx *Txn) checkPath(gw netip.Addr, dev string, onlink bool, r *Route) (next
 	if spec.Dev == "" {
 		spec.Dev = gr.NH.Dev
 	}
+	spec.LocalGateway = gr.Type == Local
 	if !tx.f.nhs.DevUp(spec.Dev) {
 		return spec, errors.New("nexthop device is not up")
 	}
@@ -399,4 +412,18 @@ func (tx *Txn) validPrefsrc(r *Route) bool {
 		rt = tx.lookupSlow(r.Src, lookupFilter{table: TableLocal, onlyTable: true, ignoreDead: true})
 	}
 	return rt != nil && rt.Type == Local
+}
+
+// unicastAddr is the kernel's inet_addr_type_dev_table(dev, a) ==
+// RTN_UNICAST, which despite its name ignores the device: a is not a
+// zero-network, limited-broadcast or multicast address, and the local table
+// does not make it a local or broadcast address. (The kernel also refuses when
+// the namespace has no local table at all; netfwd does not copy that quirk.)
+func (tx *Txn) unicastAddr(a netip.Addr) bool {
+	b := a.As4()
+	if b[0] == 0 || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) || a.IsMulticast() {
+		return false
+	}
+	rt := tx.lookupSlow(a, lookupFilter{table: TableLocal, onlyTable: true})
+	return rt == nil || !rt.Type.hasNexthop() || rt.Type == Unicast
 }

@@ -1,9 +1,9 @@
 package fib
 
 // Source address selection, the kernel's inet_select_addr: a primary address
-// of the egress device whose subnet contains the target (the gateway, or the
-// destination of a connected route), else the device's first primary address,
-// else the first primary address of any other device.
+// of the egress device whose subnet contains the target (the gateway; an
+// invalid target matches the first), else the device's first primary
+// address, else the first primary address of any other device.
 
 import "net/netip"
 
@@ -13,7 +13,7 @@ func selectSource(addrs []Address, dev string, target netip.Addr) netip.Addr {
 		if a.Dev != dev || a.Secondary {
 			continue
 		}
-		if a.Prefix.Contains(target) {
+		if !target.IsValid() || a.Prefix.Contains(target) {
 			return a.Prefix.Addr()
 		}
 		if !first.IsValid() {

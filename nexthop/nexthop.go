@@ -81,6 +81,10 @@ type Nexthop struct {
 	// prohibit and for groups).
 	Dev    string
 	OnLink bool
+	// LocalGateway: Gateway is one of the router's own addresses and is not
+	// used; destinations are reached directly on Dev (the kernel's nexthop
+	// scope host).
+	LocalGateway bool
 	// Group is non-nil for a nexthop group; then Kind is Unicast.
 	Group *Group
 
@@ -93,6 +97,10 @@ func withDead(nh *Nexthop, dead bool) *Nexthop {
 	nh.dead.Store(dead)
 	return nh
 }
+
+// UsesGateway reports whether packets are sent to the gateway (rather than
+// to their destination) on the link.
+func (nh *Nexthop) UsesGateway() bool { return nh.Gateway.IsValid() && !nh.LocalGateway }
 
 // IsGroup reports whether the nexthop is a group.
 func (nh *Nexthop) IsGroup() bool { return nh.Group != nil }

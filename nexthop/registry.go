@@ -33,6 +33,10 @@ type Spec struct {
 	Gateway netip.Addr
 	Dev     string
 	OnLink  bool
+	// LocalGateway: the gateway is one of the router's own addresses (it
+	// resolved through a local route), so, as in the kernel (nexthop scope
+	// host), it is not used: destinations are reached directly on Dev.
+	LocalGateway bool
 }
 
 type implicitKey struct {
@@ -220,7 +224,7 @@ func (r *Registry) Implicit(s Spec) (*Nexthop, error) {
 		r.Hold(nh)
 		return nh, nil
 	}
-	nh, err := r.newNexthop(withDead(&Nexthop{Kind: s.Kind, Gateway: s.Gateway, Dev: s.Dev, OnLink: s.OnLink}, specDead(r, s)))
+	nh, err := r.newNexthop(withDead(&Nexthop{Kind: s.Kind, Gateway: s.Gateway, Dev: s.Dev, OnLink: s.OnLink, LocalGateway: s.LocalGateway}, specDead(r, s)))
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +243,7 @@ func (r *Registry) ImplicitGroup(paths []Spec, weights []uint16) (*Nexthop, erro
 	}
 	var sig strings.Builder
 	for i, p := range paths {
-		fmt.Fprintf(&sig, "%d|%s|%s|%t|%d;", p.Kind, p.Gateway, p.Dev, p.OnLink, weights[i])
+		fmt.Fprintf(&sig, "%d|%s|%s|%t|%t|%d;", p.Kind, p.Gateway, p.Dev, p.OnLink, p.LocalGateway, weights[i])
 	}
 	key := implicitKey{group: sig.String()}
 	if nh := r.implicit[key]; nh != nil {
@@ -273,11 +277,11 @@ func (r *Registry) ImplicitGroup(paths []Spec, weights []uint16) (*Nexthop, erro
 
 func implicitKeyOf(nh *Nexthop) implicitKey {
 	if nh.Group == nil {
-		return implicitKey{spec: Spec{Kind: nh.Kind, Gateway: nh.Gateway, Dev: nh.Dev, OnLink: nh.OnLink}}
+		return implicitKey{spec: Spec{Kind: nh.Kind, Gateway: nh.Gateway, Dev: nh.Dev, OnLink: nh.OnLink, LocalGateway: nh.LocalGateway}}
 	}
 	var sig strings.Builder
 	for _, m := range nh.Group.Members {
-		fmt.Fprintf(&sig, "%d|%s|%s|%t|%d;", m.NH.Kind, m.NH.Gateway, m.NH.Dev, m.NH.OnLink, m.Weight)
+		fmt.Fprintf(&sig, "%d|%s|%s|%t|%t|%d;", m.NH.Kind, m.NH.Gateway, m.NH.Dev, m.NH.OnLink, m.NH.LocalGateway, m.Weight)
 	}
 	return implicitKey{group: sig.String()}
 }

@@ -89,7 +89,7 @@ func (r *Registry) validate(u UserSpec) error {
 func (r *Registry) build(u UserSpec) (*Nexthop, error) {
 	if len(u.Group) == 0 {
 		s := u.Single
-		return r.newNexthop(withDead(&Nexthop{ID: u.ID, Kind: s.Kind, Gateway: s.Gateway, Dev: s.Dev, OnLink: s.OnLink}, specDead(r, s)))
+		return r.newNexthop(withDead(&Nexthop{ID: u.ID, Kind: s.Kind, Gateway: s.Gateway, Dev: s.Dev, OnLink: s.OnLink, LocalGateway: s.LocalGateway}, specDead(r, s)))
 	}
 	members := make([]Member, len(u.Group))
 	for i, m := range u.Group {

@@ -153,7 +153,7 @@ func appendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 	}
 	var gw, dev string
 	if res.NH != nil {
-		if res.NH.Gateway.IsValid() {
+		if res.NH.UsesGateway() {
 			gw = res.NH.Gateway.String()
 		}
 		dev = res.NH.Dev
