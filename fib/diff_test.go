@@ -275,8 +275,8 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 func TestDifferentialRandom(t *testing.T) {
 	seeds := 40
 	steps := 300
-	if testing.Short() {
-		seeds, steps = 8, 150
+	if testing.Short() || raceEnabled {
+		seeds, steps = 6, 150
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -303,7 +303,11 @@ func TestDifferentialRandom(t *testing.T) {
 // operation fails the whole transaction is aborted and both the FIB and the
 // model must be exactly as before.
 func TestDifferentialTransactions(t *testing.T) {
-	for seed := range 12 {
+	seeds := 12
+	if testing.Short() || raceEnabled {
+		seeds = 3
+	}
+	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			f := New(Options{})
 			g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 99)), m: newModel()}

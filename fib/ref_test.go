@@ -28,6 +28,7 @@ type mroute struct {
 	// dev only for local/broadcast, or nothing for the error types.
 	nhid  uint32
 	paths []fib_path
+	key   string // nhKey, computed once (routes are never changed in place)
 }
 
 type fib_path struct {
@@ -110,9 +111,16 @@ func (m *model) dead(r *mroute) bool {
 }
 
 func (r *mroute) nhKey() string {
+	if r.key == "" {
+		r.key = r.computeKey()
+	}
+	return r.key
+}
+
+func (r *mroute) computeKey() string {
 	switch {
 	case r.typ == Throw:
-		return ""
+		return "throw"
 	case r.nhid != 0:
 		return fmt.Sprintf("id%d", r.nhid)
 	case r.typ != Unicast:
@@ -137,7 +145,7 @@ func (r *mroute) nhKey() string {
 func nhKeyOf(nh *nexthop.Nexthop) string {
 	switch {
 	case nh == nil:
-		return ""
+		return "throw"
 	case nh.ID != 0:
 		return fmt.Sprintf("id%d", nh.ID)
 	case nh.Group != nil:
@@ -469,6 +477,15 @@ func (m *model) insertBuilt(r *mroute, mode insertMode) error {
 		}
 	case modeReplace, modeChange:
 		if same >= 0 {
+			for _, i := range m.samePrefix(r.table, r.prefix) {
+				o := l[i]
+				if o.metric == r.metric && o.typ == r.typ && o.nhKey() == r.nhKey() && o.proto == r.proto && o.scope == r.scope && o.src == r.src {
+					if i == same {
+						return nil
+					}
+					return ErrExists
+				}
+			}
 			l[same] = r
 			return nil
 		}

@@ -35,7 +35,8 @@ type indexTable struct {
 	// Writer side.
 	next       uint32 // lowest never-used index (index 0 means "no route")
 	free       []uint32
-	quarantine []quarantined // oldest first
+	quarantine []quarantined // oldest first, from qhead on
+	qhead      int
 	grace      time.Duration
 	now        func() time.Time
 }
@@ -97,20 +98,25 @@ func (t *indexTable) release(i uint32) {
 	t.quarantine = append(t.quarantine, quarantined{index: i, since: t.now()})
 }
 
-// reclaim moves indices whose grace period is over to the free list.
+// reclaim moves indices whose grace period is over to the free list. The
+// quarantine is a FIFO (oldest first) consumed from qhead, compacted once
+// half of it is consumed, so a reclaim costs what it frees.
 func (t *indexTable) reclaim() {
-	now := t.now()
-	n := 0
-	for n < len(t.quarantine) && now.Sub(t.quarantine[n].since) >= t.grace {
-		t.free = append(t.free, t.quarantine[n].index)
-		n++
+	if t.qhead == len(t.quarantine) {
+		return
 	}
-	if n > 0 {
-		t.quarantine = append(t.quarantine[:0], t.quarantine[n:]...)
+	now := t.now()
+	for t.qhead < len(t.quarantine) && now.Sub(t.quarantine[t.qhead].since) >= t.grace {
+		t.free = append(t.free, t.quarantine[t.qhead].index)
+		t.qhead++
+	}
+	if t.qhead > len(t.quarantine)/2 {
+		t.quarantine = append(t.quarantine[:0], t.quarantine[t.qhead:]...)
+		t.qhead = 0
 	}
 }
 
 // live counts allocated, non-quarantined indices.
 func (t *indexTable) live() int {
-	return int(t.next) - 1 - len(t.free) - len(t.quarantine)
+	return int(t.next) - 1 - len(t.free) - (len(t.quarantine) - t.qhead)
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package fib
+
+const raceEnabled = false
