@@ -2,4 +2,7 @@ module github.com/netfwd/netfwd
 
 go 1.26
 
-require github.com/gaissmai/bart v0.30.0 // indirect
+require (
+	github.com/gaissmai/bart v0.30.0 // indirect
+	github.com/google/gopacket v1.1.19 // indirect
+)

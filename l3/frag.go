@@ -1,0 +1,81 @@
+package l3
+
+// IPv4 fragmentation (RFC 791, Linux ip_do_fragment) for packets that do
+// not fit the egress MTU and may be fragmented (DF clear): every fragment
+// but the last carries a multiple of 8 data bytes; options that must not be
+// copied are replaced by NOPs after the first fragment, keeping the header
+// length, as Linux's ip_options_fragment does; a packet that was itself a
+// fragment keeps its offset base and its MF flag on the last piece.
+//
+// Locking: none (pure function; the caller provides the buffers).
+
+import "encoding/binary"
+
+const (
+	optEnd  = 0
+	optNOP  = 1
+	optCopy = 0x80
+)
+
+// Fragment splits pkt to fit mtu, writing each fragment into a buffer from
+// alloc and handing it to emit. It returns the number of fragments, or 0 if
+// the MTU cannot carry even 8 data bytes with this header.
+func Fragment(pkt IPv4, mtu int, alloc func(n int) []byte, emit func(frag []byte)) int {
+	hl := pkt.IHL()
+	room := (mtu - hl) &^ 7
+	if room < 8 {
+		return 0
+	}
+	data := pkt[hl:]
+	base := pkt.FragOffset()
+	lastMF := pkt.MF()
+	n := 0
+	for off := 0; off < len(data); off += room {
+		size := min(room, len(data)-off)
+		last := off+size == len(data)
+		f := alloc(hl + size)
+		copy(f, pkt[:hl])
+		if n > 0 {
+			stripUncopiedOptions(f[ipv4MinHeader:hl])
+		}
+		copy(f[hl:], data[off:off+size])
+		flags := pkt.FlagsFrag() &^ (ipFlagMF | ipOffsetMask)
+		if !last || lastMF {
+			flags |= ipFlagMF
+		}
+		flags |= uint16((base + off) / 8)
+		binary.BigEndian.PutUint16(f[2:], uint16(hl+size))
+		binary.BigEndian.PutUint16(f[6:], flags)
+		IPv4(f).SetChecksum(0)
+		IPv4(f).SetChecksum(Checksum(f[:hl], 0))
+		emit(f)
+		n++
+	}
+	return n
+}
+
+// stripUncopiedOptions replaces options without the copy flag by NOPs.
+func stripUncopiedOptions(opts []byte) {
+	for i := 0; i < len(opts); {
+		switch opts[i] {
+		case optEnd:
+			return
+		case optNOP:
+			i++
+			continue
+		}
+		l := 2
+		if i+1 < len(opts) {
+			l = int(opts[i+1])
+		}
+		if l < 2 || i+l > len(opts) {
+			l = len(opts) - i // malformed: blank the rest
+		}
+		if opts[i]&optCopy == 0 {
+			for j := i; j < i+l; j++ {
+				opts[j] = optNOP
+			}
+		}
+		i += l
+	}
+}

@@ -1,0 +1,130 @@
+// Package l3 is netfwd's IPv4 router: interfaces (routed ports and VLAN
+// interfaces of the bridge), the forwarding path, ARP neighbours, ICMP, and
+// the engine that composes bridge and router over batches of frames. It does
+// no I/O.
+package l3
+
+// IPv4 header view and validation. The forwarding path validates a header
+// once at ingress and then reads fields in place (gVisor's header.IPv4
+// style); nothing is copied or allocated.
+//
+// Locking: none (pure functions over the caller's bytes).
+
+import "encoding/binary"
+
+// IPv4 is a view of an IPv4 header (and what follows) in a packet buffer.
+type IPv4 []byte
+
+const (
+	ipv4MinHeader = 20
+	ipFlagDF      = 0x4000
+	ipFlagMF      = 0x2000
+	ipOffsetMask  = 0x1fff
+)
+
+func (h IPv4) IHL() int            { return int(h[0]&0x0f) * 4 }
+func (h IPv4) TOS() uint8          { return h[1] }
+func (h IPv4) TotalLen() int       { return int(binary.BigEndian.Uint16(h[2:])) }
+func (h IPv4) ID() uint16          { return binary.BigEndian.Uint16(h[4:]) }
+func (h IPv4) FlagsFrag() uint16   { return binary.BigEndian.Uint16(h[6:]) }
+func (h IPv4) DF() bool            { return h.FlagsFrag()&ipFlagDF != 0 }
+func (h IPv4) MF() bool            { return h.FlagsFrag()&ipFlagMF != 0 }
+func (h IPv4) FragOffset() int     { return int(h.FlagsFrag()&ipOffsetMask) * 8 }
+func (h IPv4) IsFragment() bool    { return h.FlagsFrag()&(ipFlagMF|ipOffsetMask) != 0 }
+func (h IPv4) TTL() uint8          { return h[8] }
+func (h IPv4) Protocol() uint8     { return h[9] }
+func (h IPv4) Checksum() uint16    { return binary.BigEndian.Uint16(h[10:]) }
+func (h IPv4) Src() uint32         { return binary.BigEndian.Uint32(h[12:]) }
+func (h IPv4) Dst() uint32         { return binary.BigEndian.Uint32(h[16:]) }
+func (h IPv4) Payload() []byte     { return h[h.IHL():h.TotalLen()] }
+func (h IPv4) SetChecksum(c uint16) { binary.BigEndian.PutUint16(h[10:], c) }
+
+// Protocol numbers the router looks at.
+const (
+	ProtoICMP = 1
+	ProtoTCP  = 6
+	ProtoUDP  = 17
+)
+
+// CheckIPv4 validates the header at the start of b (the frame after the
+// link-layer header, possibly padded) as Linux's ip_rcv_core does and returns
+// the packet trimmed to its total length.
+func CheckIPv4(b []byte) (IPv4, DropReason) {
+	if len(b) < ipv4MinHeader {
+		return nil, DropIPTooShort
+	}
+	if b[0]>>4 != 4 {
+		return nil, DropIPVersion
+	}
+	ihl := int(b[0]&0x0f) * 4
+	if ihl < ipv4MinHeader || ihl > len(b) {
+		return nil, DropIPHeaderLen
+	}
+	total := int(binary.BigEndian.Uint16(b[2:]))
+	if total < ihl || total > len(b) {
+		return nil, DropIPTotalLen
+	}
+	if Checksum(b[:ihl], 0) != 0 {
+		return nil, DropIPChecksum
+	}
+	return IPv4(b[:total]), DropNone
+}
+
+// Checksum is the Internet checksum (RFC 1071) of b added to initial, folded
+// and complemented. Over a header with its checksum field filled it is 0.
+func Checksum(b []byte, initial uint32) uint16 {
+	return ^fold(sum(b, initial))
+}
+
+func sum(b []byte, acc uint32) uint32 {
+	s := uint64(acc)
+	for len(b) >= 8 {
+		s += uint64(binary.BigEndian.Uint32(b)) + uint64(binary.BigEndian.Uint32(b[4:]))
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		s += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint64(b[0]) << 8
+	}
+	s = (s >> 32) + (s & 0xffffffff)
+	s = (s >> 32) + (s & 0xffffffff)
+	return uint32(s>>16) + uint32(s&0xffff)
+}
+
+func fold(s uint32) uint16 {
+	for s > 0xffff {
+		s = (s >> 16) + (s & 0xffff)
+	}
+	return uint16(s)
+}
+
+// DecTTL decrements the TTL and patches the checksum incrementally (RFC 1624,
+// eqn. 3: HC' = ~(~HC + ~m + m')): the TTL is the high byte of its 16-bit
+// word, so the word drops by 0x0100.
+func (h IPv4) DecTTL() {
+	h[8]--
+	old := uint16(h[8]+1)<<8 | uint16(h[9])
+	new := uint16(h[8])<<8 | uint16(h[9])
+	h.SetChecksum(^fold(uint32(^h.Checksum()) + uint32(^old) + uint32(new)))
+}
+
+// putAddr writes an IPv4 address in network order.
+func putAddr(b []byte, a uint32) { binary.BigEndian.PutUint32(b, a) }
+
+// isMartianSource reports source addresses a router must never accept
+// (Linux ip_route_input_slow: multicast, limited broadcast, zero network,
+// loopback).
+func isMartianSource(a uint32) bool {
+	return a>>28 == 0xe || a == 0xffffffff || a>>24 == 0 || a>>24 == 127
+}
+
+// isMartianDest reports destinations that are never forwarded (zero network,
+// loopback) — multicast and limited broadcast are handled separately.
+func isMartianDest(a uint32) bool {
+	return a>>24 == 0 || a>>24 == 127
+}
+
+func isMulticast(a uint32) bool { return a>>28 == 0xe }
