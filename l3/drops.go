@@ -16,24 +16,24 @@ const (
 	DropIPChecksum
 	DropMartianSource
 	DropMartianDest
-	DropNotForUs       // link-layer destination is not the interface's address
-	DropEtherType      // neither IPv4 nor ARP
-	DropIfaceDown      // ingress interface is down
-	DropTTLExpired     // TTL would reach 0 (ICMP time exceeded sent when allowed)
-	DropNoRoute        // no route (ICMP net unreachable)
-	DropBlackhole      // blackhole route: silent
-	DropUnreachable    // unreachable route (ICMP host unreachable)
-	DropProhibit       // prohibit route (ICMP administratively prohibited)
-	DropFragNeeded     // too big with DF set (ICMP fragmentation needed)
-	DropNeighFailed    // the next hop did not answer ARP (ICMP host unreachable)
-	DropNeighQueue     // waiting for ARP: queue full or the entry could not be created
-	DropLocalProto     // to the router, a protocol it does not serve (ICMP unreachable sent)
-	DropLocalICMP      // to the router, an ICMP message it does not answer
-	DropBroadcastFwd   // directed or limited broadcast, or multicast: not forwarded
-	DropEgressDown     // the route's interface is down
-	DropNoEgress       // the route's interface is unknown to the engine
-	DropARP            // malformed or ignored ARP
-	DropFragment       // fragment to the router (no reassembly)
+	DropNotForUs     // link-layer destination is not the interface's address
+	DropEtherType    // neither IPv4 nor ARP
+	DropIfaceDown    // ingress interface is down
+	DropTTLExpired   // TTL would reach 0 (ICMP time exceeded sent when allowed)
+	DropNoRoute      // no route (ICMP net unreachable)
+	DropBlackhole    // blackhole route: silent
+	DropUnreachable  // unreachable route (ICMP host unreachable)
+	DropProhibit     // prohibit route (ICMP administratively prohibited)
+	DropFragNeeded   // too big with DF set (ICMP fragmentation needed)
+	DropNeighFailed  // the next hop did not answer ARP (ICMP host unreachable)
+	DropNeighQueue   // waiting for ARP: queue full or the entry could not be created
+	DropLocalProto   // to the router, a protocol it does not serve (ICMP unreachable sent)
+	DropLocalICMP    // to the router, an ICMP message it does not answer
+	DropBroadcastFwd // directed or limited broadcast, or multicast: not forwarded
+	DropEgressDown   // the route's interface is down
+	DropNoEgress     // the route's interface is unknown to the engine
+	DropARP          // malformed or ignored ARP
+	DropFragment     // fragment to the router (no reassembly)
 	dropReasonCount
 )
 

@@ -22,21 +22,21 @@ const (
 	ipOffsetMask  = 0x1fff
 )
 
-func (h IPv4) IHL() int            { return int(h[0]&0x0f) * 4 }
-func (h IPv4) TOS() uint8          { return h[1] }
-func (h IPv4) TotalLen() int       { return int(binary.BigEndian.Uint16(h[2:])) }
-func (h IPv4) ID() uint16          { return binary.BigEndian.Uint16(h[4:]) }
-func (h IPv4) FlagsFrag() uint16   { return binary.BigEndian.Uint16(h[6:]) }
-func (h IPv4) DF() bool            { return h.FlagsFrag()&ipFlagDF != 0 }
-func (h IPv4) MF() bool            { return h.FlagsFrag()&ipFlagMF != 0 }
-func (h IPv4) FragOffset() int     { return int(h.FlagsFrag()&ipOffsetMask) * 8 }
-func (h IPv4) IsFragment() bool    { return h.FlagsFrag()&(ipFlagMF|ipOffsetMask) != 0 }
-func (h IPv4) TTL() uint8          { return h[8] }
-func (h IPv4) Protocol() uint8     { return h[9] }
-func (h IPv4) Checksum() uint16    { return binary.BigEndian.Uint16(h[10:]) }
-func (h IPv4) Src() uint32         { return binary.BigEndian.Uint32(h[12:]) }
-func (h IPv4) Dst() uint32         { return binary.BigEndian.Uint32(h[16:]) }
-func (h IPv4) Payload() []byte     { return h[h.IHL():h.TotalLen()] }
+func (h IPv4) IHL() int             { return int(h[0]&0x0f) * 4 }
+func (h IPv4) TOS() uint8           { return h[1] }
+func (h IPv4) TotalLen() int        { return int(binary.BigEndian.Uint16(h[2:])) }
+func (h IPv4) ID() uint16           { return binary.BigEndian.Uint16(h[4:]) }
+func (h IPv4) FlagsFrag() uint16    { return binary.BigEndian.Uint16(h[6:]) }
+func (h IPv4) DF() bool             { return h.FlagsFrag()&ipFlagDF != 0 }
+func (h IPv4) MF() bool             { return h.FlagsFrag()&ipFlagMF != 0 }
+func (h IPv4) FragOffset() int      { return int(h.FlagsFrag()&ipOffsetMask) * 8 }
+func (h IPv4) IsFragment() bool     { return h.FlagsFrag()&(ipFlagMF|ipOffsetMask) != 0 }
+func (h IPv4) TTL() uint8           { return h[8] }
+func (h IPv4) Protocol() uint8      { return h[9] }
+func (h IPv4) Checksum() uint16     { return binary.BigEndian.Uint16(h[10:]) }
+func (h IPv4) Src() uint32          { return binary.BigEndian.Uint32(h[12:]) }
+func (h IPv4) Dst() uint32          { return binary.BigEndian.Uint32(h[16:]) }
+func (h IPv4) Payload() []byte      { return h[h.IHL():h.TotalLen()] }
 func (h IPv4) SetChecksum(c uint16) { binary.BigEndian.PutUint16(h[10:], c) }
 
 // Protocol numbers the router looks at.
