@@ -1,5 +1,12 @@
 module github.com/netfwd/netfwd
 
-go 1.26
+go 1.26.0
 
-require github.com/gaissmai/bart v0.30.0 // indirect
+require (
+	github.com/gaissmai/bart v0.30.0 // indirect
+	github.com/mdlayher/packet v1.2.0 // indirect
+	github.com/mdlayher/socket v0.7.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
