@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,7 @@ type Port struct {
 
 	cfg      Config
 	ifi      *net.Interface
+	netns    *os.File // the namespace the port was opened in: Tx sockets go there too
 	queues   []*Queue
 	fanoutID int // -1 without fanout
 
@@ -53,8 +55,12 @@ func Open(name string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pktio: interface %q: %w", name, err)
 	}
+	ns, err := currentNetns()
+	if err != nil {
+		return nil, fmt.Errorf("pktio: %s: %w", name, err)
+	}
 	p := &Port{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU,
-		cfg: cfg, ifi: ifi, fanoutID: -1}
+		cfg: cfg, ifi: ifi, netns: ns, fanoutID: -1}
 	for i := range cfg.Queues {
 		q, err := p.openQueue(i)
 		if err != nil {
@@ -115,14 +121,21 @@ func (p *Port) Config() Config { return p.cfg }
 // queue.
 func (p *Port) FanoutID() int { return p.fanoutID }
 
-// NewTx opens a transmit handle on the port for one owner goroutine.
+// NewTx opens a transmit handle on the port for one owner goroutine. Its
+// socket is created in the port's network namespace, whichever namespace
+// the caller runs in.
 func (p *Port) NewTx() (*Tx, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shutdown {
 		return nil, ErrClosed
 	}
-	t, err := newTx(p)
+	var t *Tx
+	err := inNetnsFile(p.netns, p.Name, func() error {
+		var err error
+		t, err = newTx(p)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("pktio: %s tx: %w", p.Name, err)
 	}
@@ -172,5 +185,6 @@ func (p *Port) Close() error {
 	for _, t := range p.txs {
 		errs = append(errs, t.unmap())
 	}
+	errs = append(errs, p.netns.Close())
 	return errors.Join(errs...)
 }

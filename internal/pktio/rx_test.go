@@ -3,12 +3,13 @@ package pktio
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/packet"
-	"net"
 )
 
 // rawSender opens a plain packet socket on iface in ns for injecting frames.
@@ -103,5 +104,104 @@ func TestRecvIntact(t *testing.T) {
 	st := port.Stats()
 	if st.Rx.Packets != uint64(len(sent)) || st.Rx.RingDrops != 0 {
 		t.Errorf("stats %+v", st.Rx)
+	}
+}
+
+func TestRecvHeadroomAndVLANRestore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"offload", Config{}},
+		{"offload-headroom4", Config{Headroom: 4}},
+		{"nooffload-headroom40", Config{NoOffload: true, Headroom: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t)
+			port := openIn(t, p.nsB, p.b, tc.cfg)
+			c := rawSender(t, p.nsA, p.a)
+			dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+			rng := rand.New(rand.NewPCG(3, 4))
+			tagged := func(n int, tags ...uint32) []byte {
+				inner := testFrame(rng, dst, src, n)
+				f := append([]byte{}, inner[:12]...)
+				for _, tg := range tags {
+					f = binary.BigEndian.AppendUint32(f, tg)
+				}
+				return append(f, inner[12:]...)
+			}
+			sent := [][]byte{
+				tagged(60, 0x8100_a064),               // 802.1Q, PCP 5, VID 100
+				tagged(60, 0x8100_0000),               // priority tag, VID 0
+				tagged(1510, 0x8100_0fff),             // VID 4095, 1514 bytes
+				tagged(1000, 0x88a8_00c8),             // 802.1ad, VID 200
+				tagged(100, 0x88a8_012c, 0x8100_0010), // QinQ: outer offloaded, inner in bytes
+				testFrame(rng, dst, src, 60),          // untagged
+			}
+			send(t, c, sent...)
+			got, meta := recvN(t, port.Queue(0), len(sent), 2*time.Second)
+			if len(got) != len(sent) {
+				t.Fatalf("received %d frames, want %d", len(got), len(sent))
+			}
+			for i := range sent {
+				if !bytes.Equal(got[i], sent[i]) {
+					t.Errorf("frame %d differs:\n got %x\nwant %x", i, got[i], sent[i])
+				}
+				restored := meta[i].Flags&FlagVLANRestored != 0
+				if restored != (i < 5) || int(meta[i].Len) != len(sent[i]) {
+					t.Errorf("frame %d meta %+v", i, meta[i])
+				}
+				if restored && meta[i].VLANTCI != binary.BigEndian.Uint16(sent[i][14:]) {
+					t.Errorf("frame %d TCI %#x", i, meta[i].VLANTCI)
+				}
+			}
+			if st := port.Stats().Rx; st.VLANRestored != 5 {
+				t.Errorf("VLANRestored = %d, want 5", st.VLANRestored)
+			}
+		})
+	}
+}
+
+func TestRecvTruncatedDropped(t *testing.T) {
+	p := newPair(t)
+	// 4 KiB blocks cannot hold the 9000-byte frame the MTU lets through.
+	for _, dev := range []struct{ ns, name string }{{p.nsA, p.a}, {p.nsB, p.b}} {
+		if err := p.lab.IP(dev.ns, "link", "set", dev.name, "mtu", "9000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 8})
+	c := rawSender(t, p.nsA, p.a)
+	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	rng := rand.New(rand.NewPCG(5, 6))
+	small := testFrame(rng, dst, src, 100)
+	send(t, c, testFrame(rng, dst, src, 9000), small)
+	got, _ := recvN(t, port.Queue(0), 1, 2*time.Second)
+	if len(got) != 1 || !bytes.Equal(got[0], small) {
+		t.Fatalf("got %d frames, want only the small one", len(got))
+	}
+	if st := port.Stats().Rx; st.Truncated != 1 {
+		t.Errorf("Truncated = %d, want 1", st.Truncated)
+	}
+}
+
+func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{})
+	errc := make(chan error, 1)
+	go func() {
+		frames, meta := make([][]byte, 8), make([]Meta, 8)
+		_, err := port.Queue(0).Recv(frames, meta)
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	port.Shutdown()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Recv after Shutdown: %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Recv still blocked 2s after Shutdown")
 	}
 }

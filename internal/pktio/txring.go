@@ -26,7 +26,7 @@ type txRing struct {
 	head      int
 	kickFn    func(fd uintptr) bool
 	waitFn    func(fd uintptr) bool
-	kickErr   unix.Errno
+	kickErr   unix.Errno // of the last kick (owner only)
 }
 
 // tpacket3 TX slot layout: status at 20 (tp_status), tp_len at 16,
@@ -93,7 +93,7 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 		if atomic.LoadUint32(r.status(r.head)) != unix.TP_STATUS_AVAILABLE {
 			// Ring full: let the kernel send what is queued, then wait
 			// for this slot.
-			if err := t.sock.rc.Write(r.kickFn); err != nil {
+			if err := r.doKick(t); err != nil {
 				return r.finish(t, queued, bytes, bad, refused, err)
 			}
 			if err := t.sock.rc.Write(r.waitFn); err != nil {
@@ -120,9 +120,22 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 	}
 	var err error
 	if queued > 0 {
-		err = t.sock.rc.Write(r.kickFn)
+		err = r.doKick(t)
 	}
 	return r.finish(t, queued, bytes, bad, refused, err)
+}
+
+// doKick runs kick in the netpoller and returns the kernel's error, if any.
+// Frames a failed kick leaves requested are sent by the next one.
+func (r *txRing) doKick(t *Tx) error {
+	r.kickErr = 0
+	if err := t.sock.rc.Write(r.kickFn); err != nil {
+		return err
+	}
+	if r.kickErr != 0 {
+		return r.kickErr
+	}
+	return nil
 }
 
 func (r *txRing) finish(t *Tx, queued int, bytes, bad, refused uint64, err error) (int, error) {

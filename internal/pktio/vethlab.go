@@ -48,8 +48,9 @@ func NewLab() (*Lab, error) {
 // within 15 bytes: keep suffixes to 7).
 func (l *Lab) Name(suffix string) string { return l.Prefix + suffix }
 
-// AddNetns creates the namespace Name(suffix), brings its loopback up and
-// returns its name.
+// AddNetns creates the namespace Name(suffix), brings its loopback up,
+// turns IPv6 off in it (no router solicitations or MLD reports to muddle
+// counts; tests that want IPv6 turn it back on) and returns its name.
 func (l *Lab) AddNetns(suffix string) (string, error) {
 	name := l.Name(suffix)
 	if err := l.IP("", "netns", "add", name); err != nil {
@@ -58,6 +59,11 @@ func (l *Lab) AddNetns(suffix string) (string, error) {
 	l.mu.Lock()
 	l.nss = append(l.nss, name)
 	l.mu.Unlock()
+	for _, key := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := l.Sysctl(name, key, "1"); err != nil {
+			return "", err
+		}
+	}
 	return name, l.IP(name, "link", "set", "lo", "up")
 }
 
@@ -95,10 +101,16 @@ func (l *Lab) Exec(ns string, cmd string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// Sysctl sets a sysctl inside namespace ns (key as in /proc/sys, dotted).
+// Sysctl sets a sysctl inside namespace ns (key dotted, as sysctl(8)
+// takes it). /proc/sys/net resolves to the namespace of the opening thread.
 func (l *Lab) Sysctl(ns, key, value string) error {
-	_, err := l.Exec(ns, "sysctl", "-q", "-w", key+"="+value)
-	return err
+	path := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
+	return InNetns(ns, func() error {
+		if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+			return fmt.Errorf("pktio: sysctl %s=%s in %s: %w", key, value, ns, err)
+		}
+		return nil
+	})
 }
 
 // Close deletes every namespace of the lab.
