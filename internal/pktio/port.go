@@ -162,8 +162,7 @@ func (p *Port) shutdownLocked() {
 		q.sock.close()
 	}
 	for _, t := range p.txs {
-		t.closed.Store(true)
-		t.sock.close()
+		t.closeSockets()
 	}
 }
 

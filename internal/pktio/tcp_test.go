@@ -1,6 +1,7 @@
 package pktio
 
 import (
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net"
@@ -139,8 +140,8 @@ func tcpStream(t testing.TB, c *chain, d time.Duration) (int64, bool) {
 // TestTCPThroughForwarder: a TCP stream between two host namespaces passes
 // intact through the trivial forwarder, GSO super-frames passed on whole.
 func TestTCPThroughForwarder(t *testing.T) {
-	for _, cfg := range []Config{{Queues: 1}, {Queues: 2}} {
-		t.Run("queues"+string(rune('0'+cfg.Queues)), func(t *testing.T) {
+	for _, cfg := range []Config{{Queues: 1}, {Queues: 2}, {Queues: 1, Tx: TxRing}} {
+		t.Run(fmt.Sprintf("queues%d-%v", cfg.Queues, cfg.Tx), func(t *testing.T) {
 			c := newChain(t)
 			a, b, stop := c.startL2Forwarder(t, cfg)
 			d := 2 * time.Second

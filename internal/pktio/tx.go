@@ -73,8 +73,16 @@ func newTx(p *Port) (*Tx, error) {
 		return fail(err)
 	}
 	if p.cfg.Tx == TxRing {
-		r, err := newTxRing(s, &p.cfg)
+		// The ring gets a socket of its own: a socket with a TX ring sends
+		// only from the ring, and frames too big for a slot (GSO
+		// super-frames) still go out through sendmmsg on s.
+		rs, err := openSocket(p.ifi, 0)
 		if err != nil {
+			return fail(err)
+		}
+		r, err := newTxRing(rs, &p.cfg, t.vnet)
+		if err != nil {
+			rs.close()
 			return fail(err)
 		}
 		t.ring = r
@@ -112,6 +120,11 @@ func (t *Tx) Send(frames [][]byte, offl []Offload) (int, error) {
 	if t.ring != nil {
 		return t.ring.send(t, frames, offl)
 	}
+	return t.sendmmsg(frames, offl)
+}
+
+// sendmmsg is Send without a ring.
+func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
 	sent := 0
 	for i := 0; i < len(frames); {
 		k := 0
@@ -237,12 +250,21 @@ func (t *Tx) Close() error {
 			break
 		}
 	}
-	t.closed.Store(true)
-	err := t.sock.close()
+	t.closeSockets()
+	err := error(nil)
 	if uerr := t.unmap(); uerr != nil {
 		err = errors.Join(err, uerr)
 	}
 	return err
+}
+
+// closeSockets wakes the owner if it waits in Send.
+func (t *Tx) closeSockets() {
+	t.closed.Store(true)
+	t.sock.close()
+	if t.ring != nil {
+		t.ring.sock.close()
+	}
 }
 
 func (t *Tx) unmap() error {

@@ -4,8 +4,9 @@
 // makes the kernel walk and transmit every requested slot. A slot becomes
 // AVAILABLE again when the kernel frees its skb.
 //
-// Kept as a measured alternative to sendmmsg (docs/pktio.md); frames larger
-// than a slot are refused.
+// The ring has a socket of its own; frames larger than a slot (GSO
+// super-frames) are sent by sendmmsg on the Tx's plain socket after the
+// ring is kicked, so the order of frames is kept.
 //
 // Locking: none; the owner goroutine of the Tx. Slot status words are shared
 // with the kernel (atomic load/store).
@@ -20,6 +21,7 @@ import (
 )
 
 type txRing struct {
+	sock      *rawSocket
 	mem       []byte
 	frameSize int
 	frames    int
@@ -37,8 +39,16 @@ const (
 	txDataOff   = tpacket3HdrLen
 )
 
-func newTxRing(s *rawSocket, cfg *Config) (*txRing, error) {
+func newTxRing(s *rawSocket, cfg *Config, vnet bool) (*txRing, error) {
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
+		return nil, err
+	}
+	if vnet {
+		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.setTxOptions(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_LOSS, 1, "PACKET_LOSS"); err != nil {
@@ -59,7 +69,7 @@ func newTxRing(s *rawSocket, cfg *Config) (*txRing, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &txRing{mem: mem, frameSize: cfg.TxFrameSize, frames: blocks * perBlock}
+	r := &txRing{sock: s, mem: mem, frameSize: cfg.TxFrameSize, frames: blocks * perBlock}
 	r.kickFn = r.kick
 	r.waitFn = r.waitSlot
 	return r, nil
@@ -69,10 +79,10 @@ func (r *txRing) status(i int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&r.mem[i*r.frameSize+txStatusOff]))
 }
 
-// send copies frames into slots and kicks the kernel once per ring's worth.
+// send copies frames into slots and kicks the kernel once per call (and
+// whenever the ring is full or a big frame must go out in between).
 func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
-	queued, bad, refused := 0, uint64(0), uint64(0)
-	var bytes uint64
+	var c ringBatch
 	hdr := 0
 	if t.vnet {
 		hdr = vnetHdrLen
@@ -83,21 +93,32 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 			o = offl[i]
 		}
 		if !t.prepare(f, o) {
-			bad++
+			c.bad++
 			continue
 		}
 		if txDataOff+hdr+len(f) > r.frameSize {
-			refused++
+			// Too big for a slot: flush the ring first to keep the order.
+			if err := r.flush(t, &c); err != nil {
+				return c.sent, err
+			}
+			var o1 []Offload
+			if offl != nil {
+				o1 = offl[i : i+1]
+			}
+			n, err := t.sendmmsg(frames[i:i+1], o1) // counts itself
+			c.sent += n
+			if err != nil {
+				return c.sent, err
+			}
 			continue
 		}
 		if atomic.LoadUint32(r.status(r.head)) != unix.TP_STATUS_AVAILABLE {
-			// Ring full: let the kernel send what is queued, then wait
-			// for this slot.
-			if err := r.doKick(t); err != nil {
-				return r.finish(t, queued, bytes, bad, refused, err)
+			// Ring full: send what is queued, then wait for this slot.
+			if err := r.flush(t, &c); err != nil {
+				return c.sent, err
 			}
-			if err := t.sock.rc.Write(r.waitFn); err != nil {
-				return r.finish(t, queued, bytes, bad, refused, err)
+			if err := r.sock.rc.Write(r.waitFn); err != nil {
+				return c.sent, r.fail(t, &c, err)
 			}
 		}
 		slot := r.mem[r.head*r.frameSize : (r.head+1)*r.frameSize]
@@ -109,48 +130,61 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 		}
 		copy(data, f)
 		binary.NativeEndian.PutUint32(slot[txLenOff:], uint32(hdr+len(f)))
-		binary.NativeEndian.PutUint32(slot[0:], 0)
+		binary.NativeEndian.PutUint32(slot[0:], 0) // tp_next_offset: fixed-size slots
 		atomic.StoreUint32(r.status(r.head), unix.TP_STATUS_SEND_REQUEST)
 		r.head++
 		if r.head == r.frames {
 			r.head = 0
 		}
-		queued++
-		bytes += uint64(len(f))
+		c.queued++
+		c.bytes += uint64(len(f))
 	}
-	var err error
-	if queued > 0 {
-		err = r.doKick(t)
+	err := r.flush(t, &c)
+	if c.bad != 0 {
+		t.stats.badOffload.Add(c.bad)
 	}
-	return r.finish(t, queued, bytes, bad, refused, err)
+	return c.sent, err
 }
 
-// doKick runs kick in the netpoller and returns the kernel's error, if any.
-// Frames a failed kick leaves requested are sent by the next one.
-func (r *txRing) doKick(t *Tx) error {
+// ringBatch counts one send call.
+type ringBatch struct {
+	sent   int    // frames the kernel took (ring and big ones)
+	queued int    // requested in the ring since the last flush
+	bytes  uint64 // of the queued ones
+	bad    uint64
+}
+
+// flush kicks the kernel to send the queued slots and accounts for them.
+func (r *txRing) flush(t *Tx, c *ringBatch) error {
+	if c.queued == 0 {
+		return nil
+	}
 	r.kickErr = 0
-	if err := t.sock.rc.Write(r.kickFn); err != nil {
-		return err
+	err := r.sock.rc.Write(r.kickFn)
+	if err == nil && r.kickErr != 0 {
+		err = r.kickErr
 	}
-	if r.kickErr != 0 {
-		return r.kickErr
+	if err != nil {
+		return r.fail(t, c, err)
 	}
+	t.stats.packets.Add(uint64(c.queued))
+	t.stats.bytes.Add(c.bytes)
+	c.sent += c.queued
+	c.queued, c.bytes = 0, 0
 	return nil
 }
 
-func (r *txRing) finish(t *Tx, queued int, bytes, bad, refused uint64, err error) (int, error) {
-	t.stats.packets.Add(uint64(queued))
-	t.stats.bytes.Add(bytes)
-	if bad != 0 {
-		t.stats.badOffload.Add(bad)
+// fail accounts for a batch the device or shutdown stopped: queued slots
+// stay requested and go out with a later kick if the device comes back.
+func (r *txRing) fail(t *Tx, c *ringBatch, err error) error {
+	if c.bad != 0 {
+		t.stats.badOffload.Add(c.bad)
+		c.bad = 0
 	}
-	if refused != 0 {
-		t.stats.refused.Add(refused)
+	if t.closed.Load() {
+		return ErrClosed
 	}
-	if err != nil && t.closed.Load() {
-		err = ErrClosed
-	}
-	return queued, err
+	return err
 }
 
 // kick asks the kernel to transmit the requested slots (non-blocking).
@@ -162,8 +196,10 @@ func (r *txRing) kick(fd uintptr) bool {
 			return true
 		case unix.EINTR:
 			continue
-		case unix.EAGAIN, unix.ENOBUFS:
-			return false
+		case unix.EAGAIN:
+			return false // no send buffer: wait until skbs are freed
+		case unix.ENOBUFS:
+			return true // the device dropped one; the rest stay requested
 		default:
 			r.kickErr = e
 			return true
@@ -171,8 +207,18 @@ func (r *txRing) kick(fd uintptr) bool {
 	}
 }
 
-func (r *txRing) waitSlot(uintptr) bool {
-	return atomic.LoadUint32(r.status(r.head)) == unix.TP_STATUS_AVAILABLE
+// waitSlot is the RawConn.Write callback while the ring is full: a slot
+// still requested (a kick stopped early) needs another kick, a slot being
+// sent comes back when the kernel frees its skb (which wakes the socket).
+func (r *txRing) waitSlot(fd uintptr) bool {
+	switch atomic.LoadUint32(r.status(r.head)) {
+	case unix.TP_STATUS_AVAILABLE:
+		return true
+	case unix.TP_STATUS_SEND_REQUEST:
+		r.kick(fd)
+		return atomic.LoadUint32(r.status(r.head)) == unix.TP_STATUS_AVAILABLE
+	}
+	return false
 }
 
 func (r *txRing) unmap() error {
