@@ -103,10 +103,10 @@ func (q *Queue) Headroom() int { return q.headroom }
 func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
 	max := min(len(frames), len(meta))
 	for {
-		q.Release()
 		if q.closed.Load() {
 			return 0, ErrClosed
 		}
+		q.Release()
 		if max == 0 {
 			return 0, nil
 		}
@@ -127,10 +127,10 @@ func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
 
 // TryRecv is Recv without waiting: it returns 0 when no block is ready.
 func (q *Queue) TryRecv(frames [][]byte, meta []Meta) (int, error) {
-	q.Release()
 	if q.closed.Load() {
 		return 0, ErrClosed
 	}
+	q.Release()
 	return q.fill(frames[:min(len(frames), len(meta))], meta), nil
 }
 
@@ -166,6 +166,12 @@ func (q *Queue) fill(frames [][]byte, meta []Meta) int {
 	n := 0
 	for n < len(frames) {
 		if !q.inBlock {
+			// Hold at most half the ring for one batch (a batch of GSO
+			// super-frames spans a block per frame): the kernel keeps room,
+			// and cur never wraps onto a block we still hold.
+			if q.held >= q.blocks/2 {
+				break
+			}
 			if atomic.LoadUint32(q.word(q.cur, blkStatusOff))&unix.TP_STATUS_USER == 0 {
 				break
 			}

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -63,11 +64,20 @@ func (c *chain) startL2Forwarder(t testing.TB, cfg Config) (a, b *Port, stop fun
 		fw.start(a.Queue(i), tb, 256)
 		fw.start(b.Queue(i), ta, 256)
 	}
-	return a, b, func() error {
-		a.Shutdown()
-		b.Shutdown()
-		return fw.wait()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			a.Shutdown()
+			b.Shutdown()
+			err = fw.wait()
+		})
+		return err
 	}
+	// Cleanups run last-in first-out: the workers stop before the ports
+	// (registered earlier by openIn) unmap their rings, even on t.Fatal.
+	t.Cleanup(func() { stop() })
+	return a, b, stop
 }
 
 // tcpStream sends a pseudo-random byte stream from h1 to h2 for d and
