@@ -15,14 +15,14 @@ import (
 type TxMode int
 
 const (
-	// TxSendmmsg sends a batch with one sendmmsg(2): one linear skb per
-	// frame, any size (GSO super-frames included). The default: it measured
-	// faster than the TX ring here (docs/pktio.md).
-	TxSendmmsg TxMode = iota
 	// TxRing copies frames into a TPACKET_V3 TX ring and kicks it with one
-	// send(2). Frames larger than TxFrameSize are sent with sendmsg on the
-	// side socket.
-	TxRing
+	// send(2) per batch; frames too big for a slot (GSO super-frames) go
+	// out through sendmmsg on a second socket, in order. The default: it
+	// measured faster than sendmmsg here (docs/pktio.md).
+	TxRing TxMode = iota
+	// TxSendmmsg sends a batch with one sendmmsg(2): no copy in user space,
+	// one msghdr per frame for the kernel to read, any frame size.
+	TxSendmmsg
 )
 
 func (m TxMode) String() string {

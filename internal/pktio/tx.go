@@ -1,10 +1,12 @@
 // tx: a Tx is a transmit handle on a Port for one owner goroutine: its own
-// send-only socket (bound with protocol 0, so it receives nothing) with
-// PACKET_QDISC_BYPASS, and scratch for one sendmmsg(2) batch.
+// send-only sockets (bound with protocol 0, so they receive nothing) with
+// PACKET_QDISC_BYPASS. In TxRing mode (the default, txring.go) frames go
+// through a TX ring; this file is the sendmmsg path, used by TxSendmmsg
+// mode and by the ring mode for frames too big for a ring slot.
 //
-// Flow of Send: per frame, build the virtio-net header from its Offload
-// (offload mode) and point an iovec at header and frame (no copy); submit
-// up to TxBatch messages per sendmmsg from a RawConn.Write callback, which
+// Flow of sendmmsg: per frame, build the virtio-net header from its Offload
+// (offload mode) and point iovecs at header and frame (no copy); submit up
+// to TxBatch messages per sendmmsg(2) from a RawConn.Write callback, which
 // parks the owner in the netpoller while the socket's send buffer is full
 // (EAGAIN); a message the kernel refuses (EMSGSIZE, EINVAL, ENOBUFS) is
 // counted and skipped; a dead device (ENETDOWN, ENXIO) ends the call.
@@ -80,7 +82,7 @@ func newTx(p *Port) (*Tx, error) {
 		if err != nil {
 			return fail(err)
 		}
-		r, err := newTxRing(rs, &p.cfg, t.vnet)
+		r, err := newTxRing(rs, &p.cfg)
 		if err != nil {
 			rs.close()
 			return fail(err)

@@ -39,14 +39,12 @@ const (
 	txDataOff   = tpacket3HdrLen
 )
 
-func newTxRing(s *rawSocket, cfg *Config, vnet bool) (*txRing, error) {
+func newTxRing(s *rawSocket, cfg *Config) (*txRing, error) {
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
 		return nil, err
 	}
-	if vnet {
-		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
-			return nil, err
-		}
+	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
+		return nil, err
 	}
 	if err := s.setTxOptions(cfg); err != nil {
 		return nil, err
@@ -83,10 +81,11 @@ func (r *txRing) status(i int) *uint32 {
 // whenever the ring is full or a big frame must go out in between).
 func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 	var c ringBatch
-	hdr := 0
-	if t.vnet {
-		hdr = vnetHdrLen
-	}
+	// The ring socket always has PACKET_VNET_HDR: hdr_len in the header
+	// makes tpacket_snd copy that many bytes into the skb's linear area, and
+	// hdr_len = frame length gives a linear skb instead of one whose payload
+	// is page fragments of the ring (which the receiver must pull up).
+	const hdr = vnetHdrLen
 	for i, f := range frames {
 		var o Offload
 		if offl != nil {
@@ -123,12 +122,10 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 		}
 		slot := r.mem[r.head*r.frameSize : (r.head+1)*r.frameSize]
 		data := slot[txDataOff:]
-		if t.vnet {
-			h, _ := vnetForTx(f, o)
-			h.encode(data)
-			data = data[vnetHdrLen:]
-		}
-		copy(data, f)
+		h, _ := vnetForTx(f, o) // prepare checked it (zero without offload)
+		h.hdrLen = uint16(len(f))
+		h.encode(data)
+		copy(data[vnetHdrLen:], f)
 		binary.NativeEndian.PutUint32(slot[txLenOff:], uint32(hdr+len(f)))
 		binary.NativeEndian.PutUint32(slot[0:], 0) // tp_next_offset: fixed-size slots
 		atomic.StoreUint32(r.status(r.head), unix.TP_STATUS_SEND_REQUEST)
