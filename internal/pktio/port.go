@@ -162,7 +162,7 @@ func (p *Port) shutdownLocked() {
 		q.sock.close()
 	}
 	for _, t := range p.txs {
-		t.closeSockets()
+		t.closed.Store(true) // owners see it within one poll timeout
 	}
 }
 
@@ -182,6 +182,7 @@ func (p *Port) Close() error {
 		errs = append(errs, q.unmap())
 	}
 	for _, t := range p.txs {
+		t.closeSockets()
 		errs = append(errs, t.unmap())
 	}
 	errs = append(errs, p.netns.Close())

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -31,10 +33,15 @@ var ErrClosed = net.ErrClosed
 // dropAll is a classic BPF program that accepts nothing.
 var dropAll = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: 0}}
 
-// rawSocket is one packet socket and its raw fd access.
+// rawSocket is one packet socket and its raw fd access: either a
+// mdlayher/packet Conn in the Go netpoller (receive queues), or a bare fd
+// outside it (transmit sockets, see openTxSocket).
 type rawSocket struct {
 	conn *packet.Conn
 	rc   syscall.RawConn
+
+	fd        int // bare fd when conn is nil
+	closeOnce sync.Once
 }
 
 // openSocket opens a SOCK_RAW packet socket bound to ifi for protocol proto
@@ -56,10 +63,62 @@ func openSocket(ifi *net.Interface, proto int) (*rawSocket, error) {
 	return &rawSocket{conn: c, rc: rc}, nil
 }
 
-func (s *rawSocket) close() error { return s.conn.Close() }
+// openTxSocket opens a send-only packet socket (protocol 0: it receives
+// nothing) on ifi, with x/sys/unix rather than the library: the socket
+// stays out of the Go netpoller. Every skb sent from a socket wakes the
+// socket's waiters when it is freed (sock_wfree -> sk_write_space); in the
+// netpoller that is one epoll event, and often a thread wakeup, per frame.
+// Waiting for room (rare) uses poll(2) instead.
+func openTxSocket(ifi *net.Interface) (*rawSocket, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifi.Index}); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind %s: %w", ifi.Name, err)
+	}
+	return &rawSocket{fd: fd}, nil
+}
+
+// close closes the socket once. For a bare fd the owner must be done with
+// it (Shutdown only sets the closed flags the owners poll).
+func (s *rawSocket) close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.conn != nil {
+			err = s.conn.Close()
+		} else {
+			err = unix.Close(s.fd)
+		}
+	})
+	return err
+}
+
+// write runs fn until it returns true, waiting for the socket to become
+// writable in between; it gives up with ErrClosed once closed is set.
+func (s *rawSocket) write(fn func(fd uintptr) bool, closed *atomic.Bool) error {
+	if s.conn != nil {
+		return s.rc.Write(fn)
+	}
+	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
+	for !fn(uintptr(s.fd)) {
+		if closed.Load() {
+			return ErrClosed
+		}
+		// Bounded, so a shutdown is seen within the timeout.
+		if _, err := unix.Poll(pfd, 50); err != nil && err != unix.EINTR {
+			return err
+		}
+	}
+	return nil
+}
 
 // control runs fn with the fd and returns the first error of either.
 func (s *rawSocket) control(fn func(fd int) error) error {
+	if s.conn == nil {
+		return fn(s.fd)
+	}
 	var ferr error
 	if err := s.rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
 		return err

@@ -56,7 +56,7 @@ type txCounters struct {
 }
 
 func newTx(p *Port) (*Tx, error) {
-	s, err := openSocket(p.ifi, 0)
+	s, err := openTxSocket(p.ifi)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func newTx(p *Port) (*Tx, error) {
 		// The ring gets a socket of its own: a socket with a TX ring sends
 		// only from the ring, and frames too big for a slot (GSO
 		// super-frames) still go out through sendmmsg on s.
-		rs, err := openSocket(p.ifi, 0)
+		rs, err := openTxSocket(p.ifi)
 		if err != nil {
 			return fail(err)
 		}
@@ -195,7 +195,7 @@ func (t *Tx) submit(k int) (accepted, unsent int, err error) {
 		return 0, 0, nil
 	}
 	t.count, t.next, t.sentBytes, t.refused, t.fatal = k, 0, 0, 0, nil
-	err = t.sock.rc.Write(t.writeFn)
+	err = t.sock.write(t.writeFn, &t.closed)
 	accepted, unsent = t.next-int(t.refused), k-t.next
 	t.stats.packets.Add(uint64(accepted))
 	t.stats.bytes.Add(t.sentBytes)
@@ -260,7 +260,7 @@ func (t *Tx) Close() error {
 	return err
 }
 
-// closeSockets wakes the owner if it waits in Send.
+// closeSockets closes the handle's sockets; the owner must be done.
 func (t *Tx) closeSockets() {
 	t.closed.Store(true)
 	t.sock.close()

@@ -116,7 +116,7 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 			if err := r.flush(t, &c); err != nil {
 				return c.sent, err
 			}
-			if err := r.sock.rc.Write(r.waitFn); err != nil {
+			if err := r.sock.write(r.waitFn, &t.closed); err != nil {
 				return c.sent, r.fail(t, &c, err)
 			}
 		}
@@ -157,7 +157,7 @@ func (r *txRing) flush(t *Tx, c *ringBatch) error {
 		return nil
 	}
 	r.kickErr = 0
-	err := r.sock.rc.Write(r.kickFn)
+	err := r.sock.write(r.kickFn, &t.closed)
 	if err == nil && r.kickErr != 0 {
 		err = r.kickErr
 	}
