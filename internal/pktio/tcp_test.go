@@ -52,7 +52,7 @@ func (c *chain) startL2Forwarder(t testing.TB, cfg Config) (a, b *Port, stop fun
 	a = openIn(t, c.f, c.f1, cfg)
 	b = openIn(t, c.f, c.f2, cfg)
 	var fw forwarder
-	for i := range cfg.Queues {
+	for i := range a.Queues() {
 		ta, err := a.NewTx()
 		if err != nil {
 			t.Fatal(err)
