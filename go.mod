@@ -4,9 +4,12 @@ go 1.26.0
 
 require (
 	github.com/gaissmai/bart v0.30.0 // indirect
-	github.com/mdlayher/packet v1.2.0 // indirect
+	github.com/mdlayher/packet v1.2.0
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/mdlayher/socket v0.7.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

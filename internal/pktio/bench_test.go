@@ -1,6 +1,7 @@
 package pktio
 
 import (
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -52,9 +53,8 @@ func startPktioL2(tb testing.TB, v *VethBench, cfg Config) func() error {
 		err := fw.wait()
 		in.Close()
 		out.Close()
-		if st.Rx.RingDrops > 0 {
-			tb.Logf("forwarder ring drops %d (freezes %d)", st.Rx.RingDrops, st.Rx.RingFreezes)
-		}
+		fmt.Printf("  forwarder: %v CPU/frame on its threads, ring drops %d (freezes %d)\n",
+			fw.cpuPerFrame(), st.Rx.RingDrops, st.Rx.RingFreezes)
 		return err
 	}
 }
@@ -176,12 +176,14 @@ func BenchmarkVethInterleaved(b *testing.B) {
 	cases := vethCases()
 	res := make([][]float64, len(cases))
 	loss := make([][]float64, len(cases))
+	cpu := make([][]float64, len(cases))
 	for range b.N {
 		for i, c := range cases {
 			r := runVethCase(b, c, VethRun{Duration: 1500 * time.Millisecond})
-			b.Logf("%-20s %v", c.name, r)
+			fmt.Printf("veth64 %-20s %v\n", c.name, r) // b.Logf output is truncated
 			res[i] = append(res[i], r.DeliveredPPS/1e6)
 			loss[i] = append(loss[i], 100*r.Loss)
+			cpu[i] = append(cpu[i], float64(r.CPUPerFrame.Nanoseconds()))
 		}
 	}
 	base := median(res[0])
@@ -190,6 +192,7 @@ func BenchmarkVethInterleaved(b *testing.B) {
 		b.ReportMetric(m, c.name+"_Mpps")
 		b.ReportMetric(slices.Max(res[i]), c.name+"_best_Mpps")
 		b.ReportMetric(median(loss[i]), c.name+"_loss_%")
+		b.ReportMetric(median(cpu[i]), c.name+"_cpu_ns/frame")
 		if base > 0 {
 			b.ReportMetric(m/base, c.name+"_x_linux")
 		}

@@ -1,7 +1,7 @@
 // blaster: a built-in AF_PACKET traffic generator (Blaster) and counting
 // receiver (Sink) for `netfwd bench veth` and the tests: 64-byte UDP/IPv4
-// frames at the highest rate one goroutine can push through sendmmsg, and a
-// ring-based counter that recognises them.
+// frames at the highest rate one goroutine can push through a Tx (TX ring),
+// and a ring-based counter that recognises them.
 //
 // Frames: Ethernet (optionally one 802.1Q tag) + IPv4 + UDP, checksum 0 (no
 // checksum, legal in IPv4) so the payload can change without recomputing;

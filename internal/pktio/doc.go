@@ -12,7 +12,8 @@
 //	                          VLAN tag restored into the bytes, partial
 //	                          checksums completed, own frames skipped
 //	    ... engine reads/modifies frames in place ...
-//	    tx.Send(frames, offl) sendmmsg on the egress port's Tx handle
+//	    tx.Send(frames, offl) on the egress port's Tx handle: TX ring copy +
+//	                          one send(2) (default) or one sendmmsg(2)
 //	    q.Recv(...)           returns the previous batch's ring blocks
 //
 // Ownership: frames returned by Recv are valid until the next Recv or

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireRoot skips tests that need namespaces when not root, unless
@@ -97,22 +101,32 @@ func macIn(t testing.TB, ns, iface string) net.HardwareAddr {
 }
 
 // forwarder moves frames from one queue to a Tx until shutdown: the
-// trivial L2 forwarder of the tests and benchmarks.
+// trivial L2 forwarder of the tests and benchmarks. Each worker is locked
+// to its OS thread so the thread's CPU time (softirq work done in its
+// context included) measures what forwarding costs.
 type forwarder struct {
-	wg  sync.WaitGroup
-	mu  sync.Mutex
-	err error
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error         // guarded by mu
+	cpu    time.Duration // guarded by mu
+	frames uint64        // guarded by mu
 }
 
 func (f *forwarder) start(from *Queue, to *Tx, batch int) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c0 := threadCPU()
+		n0 := to.Stats().Packets
 		err := forward(from, to, batch)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.cpu += threadCPU() - c0
+		f.frames += to.Stats().Packets - n0
 		if err != nil && !errors.Is(err, ErrClosed) {
-			f.mu.Lock()
 			f.err = errors.Join(f.err, err)
-			f.mu.Unlock()
 		}
 	}()
 }
@@ -120,6 +134,24 @@ func (f *forwarder) start(from *Queue, to *Tx, batch int) {
 func (f *forwarder) wait() error {
 	f.wg.Wait()
 	return f.err
+}
+
+// cpuPerFrame is the workers' CPU time per forwarded frame.
+func (f *forwarder) cpuPerFrame() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frames == 0 {
+		return 0
+	}
+	return f.cpu / time.Duration(f.frames)
+}
+
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // forward is the per-worker loop: receive a batch, pass it on with its
