@@ -6,6 +6,10 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -250,5 +254,41 @@ func TestRecvBatchSpanningRing(t *testing.T) {
 	st := port.Stats().Rx
 	if got == 0 || uint64(got)+st.RingDrops != rounds*perRound {
 		t.Fatalf("received %d + ring drops %d != sent %d", got, st.RingDrops, rounds*perRound)
+	}
+}
+
+// TestSweepStaleLabs: namespaces of a lab whose process died are removed by
+// the next NewLab; a live process's lab is kept.
+func TestSweepStaleLabs(t *testing.T) {
+	requireRoot(t)
+	live, err := NewLab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	ns, err := live.AddNetns("L")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lab left by a process that no longer exists.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := &Lab{Prefix: "nfdead" + strconv.Itoa(dead.Process.Pid%100)}
+	if err := os.WriteFile(filepath.Join(LabStateDir, stale.Prefix), []byte(strconv.Itoa(dead.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sns, err := stale.AddNetns("S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	SweepStaleLabs()
+	if _, err := os.Stat(NetnsPath(sns)); !errors.Is(err, os.ErrNotExist) {
+		stale.Close()
+		t.Errorf("stale namespace %s survived the sweep", sns)
+	}
+	if _, err := os.Stat(NetnsPath(ns)); err != nil {
+		t.Errorf("live namespace %s removed: %v", ns, err)
 	}
 }

@@ -2,7 +2,10 @@
 // benchmarks (`netfwd bench veth`), built with iproute2 like a person would.
 // Every name carries a random per-lab prefix so parallel runs never collide,
 // and Close removes everything the lab created (deleting a namespace
-// destroys the veth ends in it and so their peers).
+// destroys the veth ends in it and so their peers). A process that dies
+// before Close (a panic, a test timeout) leaves its namespaces behind: each
+// lab registers its prefix and pid in LabStateDir, and NewLab removes the
+// namespaces of labs whose process is gone.
 //
 // Locking: mu guards the list of namespaces; a Lab may be used from several
 // goroutines.
@@ -15,8 +18,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // Lab owns a set of network namespaces.
@@ -37,11 +44,50 @@ func NewLab() (*Lab, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("pktio: iproute2 missing: %w", err)
 	}
+	SweepStaleLabs()
 	var b [3]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	return &Lab{Prefix: "nf" + hex.EncodeToString(b[:])}, nil
+	l := &Lab{Prefix: "nf" + hex.EncodeToString(b[:])}
+	if err := os.MkdirAll(LabStateDir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(LabStateDir, l.Prefix), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LabStateDir holds one file per live lab: its prefix, containing its pid.
+const LabStateDir = "/run/netfwd-labs"
+
+// SweepStaleLabs deletes the namespaces of labs whose process has exited
+// without closing them. Labs of live processes are left alone.
+func SweepStaleLabs() {
+	ents, err := os.ReadDir(LabStateDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		prefix := e.Name()
+		b, err := os.ReadFile(filepath.Join(LabStateDir, prefix))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
+			continue // alive (or not ours to judge)
+		}
+		if nss, err := os.ReadDir(filepath.Dir(NetnsPath("x"))); err == nil {
+			for _, ns := range nss {
+				if strings.HasPrefix(ns.Name(), prefix) {
+					run("ip", "netns", "del", ns.Name())
+				}
+			}
+		}
+		os.Remove(filepath.Join(LabStateDir, prefix))
+	}
 }
 
 // Name returns the lab-unique name for suffix (interface names must stay
@@ -122,6 +168,9 @@ func (l *Lab) Close() error {
 	var errs []error
 	for i := len(nss) - 1; i >= 0; i-- {
 		errs = append(errs, l.IP("", "netns", "del", nss[i]))
+	}
+	if err := os.Remove(filepath.Join(LabStateDir, l.Prefix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
