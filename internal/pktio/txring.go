@@ -1,6 +1,7 @@
 // txring: the TxRing transmit mode. Frames are copied into fixed-size slots
-// of a TPACKET_V3 TX ring (tp_next_offset 0, data at slot+48, after the
-// virtio-net header in offload mode), marked SEND_REQUEST, and one send(2)
+// of a TPACKET_V3 TX ring (tp_next_offset 0; at slot+48 a virtio-net header,
+// always present so hdr_len can ask for a linear skb, then the frame),
+// marked SEND_REQUEST, and one send(2)
 // makes the kernel walk and transmit every requested slot. A slot becomes
 // AVAILABLE again when the kernel frees its skb.
 //
