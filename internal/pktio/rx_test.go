@@ -1,0 +1,294 @@
+package pktio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/packet"
+)
+
+// rawSender opens a plain packet socket on iface in ns for injecting frames.
+func rawSender(t testing.TB, ns, iface string) *packet.Conn {
+	t.Helper()
+	var c *packet.Conn
+	err := InNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		c, err = packet.Listen(ifi, packet.Raw, 0, nil)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func send(t testing.TB, c *packet.Conn, frames ...[]byte) {
+	t.Helper()
+	for _, f := range frames {
+		if _, err := c.WriteTo(f, &packet.Addr{HardwareAddr: f[0:6]}); err != nil {
+			t.Fatalf("inject %d bytes: %v", len(f), err)
+		}
+	}
+}
+
+// recvN receives until want frames arrived (copies) or the deadline.
+func recvN(t testing.TB, q *Queue, want int, d time.Duration) ([][]byte, []Meta) {
+	t.Helper()
+	var got [][]byte
+	var metas []Meta
+	frames := make([][]byte, 64)
+	meta := make([]Meta, 64)
+	deadline := time.Now().Add(d)
+	for len(got) < want && time.Now().Before(deadline) {
+		n, err := q.TryRecv(frames, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		for i := range n {
+			got = append(got, bytes.Clone(frames[i][q.Headroom():]))
+			metas = append(metas, meta[i])
+		}
+	}
+	return got, metas
+}
+
+// testFrame builds an Ethernet frame of length n with a private ethertype
+// and a random payload.
+func testFrame(rng *rand.Rand, dst, src net.HardwareAddr, n int) []byte {
+	f := make([]byte, n)
+	copy(f, dst)
+	copy(f[6:], src)
+	binary.BigEndian.PutUint16(f[12:], 0x88b5)
+	for i := 14; i < n; i++ {
+		f[i] = byte(rng.Uint32())
+	}
+	return f
+}
+
+func TestRecvIntact(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{})
+	c := rawSender(t, p.nsA, p.a)
+	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sent [][]byte
+	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514} {
+		sent = append(sent, testFrame(rng, dst, src, n))
+	}
+	send(t, c, sent...)
+	got, meta := recvN(t, port.Queue(0), len(sent), 2*time.Second)
+	if len(got) != len(sent) {
+		t.Fatalf("received %d frames, want %d", len(got), len(sent))
+	}
+	for i := range sent {
+		if !bytes.Equal(got[i], sent[i]) {
+			t.Errorf("frame %d (%d bytes) differs:\n got %x\nwant %x", i, len(sent[i]), got[i], sent[i])
+		}
+		if int(meta[i].Len) != len(sent[i]) || meta[i].Flags&FlagVLANRestored != 0 {
+			t.Errorf("frame %d meta %+v", i, meta[i])
+		}
+	}
+	st := port.Stats()
+	if st.Rx.Packets != uint64(len(sent)) || st.Rx.RingDrops != 0 {
+		t.Errorf("stats %+v", st.Rx)
+	}
+}
+
+func TestRecvHeadroomAndVLANRestore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"offload", Config{}},
+		{"offload-headroom4", Config{Headroom: 4}},
+		{"nooffload-headroom40", Config{NoOffload: true, Headroom: 40}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t)
+			port := openIn(t, p.nsB, p.b, tc.cfg)
+			c := rawSender(t, p.nsA, p.a)
+			dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+			rng := rand.New(rand.NewPCG(3, 4))
+			tagged := func(n int, tags ...uint32) []byte {
+				inner := testFrame(rng, dst, src, n)
+				f := append([]byte{}, inner[:12]...)
+				for _, tg := range tags {
+					f = binary.BigEndian.AppendUint32(f, tg)
+				}
+				return append(f, inner[12:]...)
+			}
+			sent := [][]byte{
+				tagged(60, 0x8100_a064),               // 802.1Q, PCP 5, VID 100
+				tagged(60, 0x8100_0000),               // priority tag, VID 0
+				tagged(1510, 0x8100_0fff),             // VID 4095, 1514 bytes
+				tagged(1000, 0x88a8_00c8),             // 802.1ad, VID 200
+				tagged(100, 0x88a8_012c, 0x8100_0010), // QinQ: outer offloaded, inner in bytes
+				testFrame(rng, dst, src, 60),          // untagged
+			}
+			send(t, c, sent...)
+			got, meta := recvN(t, port.Queue(0), len(sent), 2*time.Second)
+			if len(got) != len(sent) {
+				t.Fatalf("received %d frames, want %d", len(got), len(sent))
+			}
+			for i := range sent {
+				if !bytes.Equal(got[i], sent[i]) {
+					t.Errorf("frame %d differs:\n got %x\nwant %x", i, got[i], sent[i])
+				}
+				restored := meta[i].Flags&FlagVLANRestored != 0
+				if restored != (i < 5) || int(meta[i].Len) != len(sent[i]) {
+					t.Errorf("frame %d meta %+v", i, meta[i])
+				}
+				if restored && meta[i].VLANTCI != binary.BigEndian.Uint16(sent[i][14:]) {
+					t.Errorf("frame %d TCI %#x", i, meta[i].VLANTCI)
+				}
+			}
+			if st := port.Stats().Rx; st.VLANRestored != 5 {
+				t.Errorf("VLANRestored = %d, want 5", st.VLANRestored)
+			}
+		})
+	}
+}
+
+func TestRecvTruncatedDropped(t *testing.T) {
+	p := newPair(t)
+	// 4 KiB blocks cannot hold the 9000-byte frame the MTU lets through.
+	for _, dev := range []struct{ ns, name string }{{p.nsA, p.a}, {p.nsB, p.b}} {
+		if err := p.lab.IP(dev.ns, "link", "set", dev.name, "mtu", "9000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 8})
+	c := rawSender(t, p.nsA, p.a)
+	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	rng := rand.New(rand.NewPCG(5, 6))
+	small := testFrame(rng, dst, src, 100)
+	send(t, c, testFrame(rng, dst, src, 9000), small)
+	got, _ := recvN(t, port.Queue(0), 1, 2*time.Second)
+	if len(got) != 1 || !bytes.Equal(got[0], small) {
+		t.Fatalf("got %d frames, want only the small one", len(got))
+	}
+	if st := port.Stats().Rx; st.Truncated != 1 {
+		t.Errorf("Truncated = %d, want 1", st.Truncated)
+	}
+}
+
+func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{})
+	errc := make(chan error, 1)
+	go func() {
+		frames, meta := make([][]byte, 8), make([]Meta, 8)
+		_, err := port.Queue(0).Recv(frames, meta)
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	port.Shutdown()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Recv after Shutdown: %v, want ErrClosed", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Recv still blocked 2s after Shutdown")
+	}
+}
+
+// TestRecvBatchSpanningRing: a batch larger than the ring holds (few small
+// blocks, big frames, the ring full when read) never wraps onto blocks the
+// caller still holds: frames arrive once and in order, and what does not
+// arrive is counted as a ring drop.
+func TestRecvBatchSpanningRing(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 4})
+	c := rawSender(t, p.nsA, p.a)
+	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	rng := rand.New(rand.NewPCG(13, 14))
+	q := port.Queue(0)
+	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	const rounds, perRound = 20, 12 // three 1200-byte frames fill a 4 KiB block
+	last, got := -1, 0
+	for round := range rounds {
+		var sent [][]byte
+		for range perRound {
+			f := testFrame(rng, dst, src, 1200)
+			binary.BigEndian.PutUint32(f[14:], uint32(round*perRound+len(sent)))
+			sent = append(sent, f)
+		}
+		send(t, c, sent...)
+		time.Sleep(5 * time.Millisecond) // let the blocks retire: the ring is full
+		for {
+			n, err := q.TryRecv(frames, meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			for _, f := range frames[:n] {
+				seq := int(binary.BigEndian.Uint32(f[14:]))
+				if seq <= last {
+					t.Fatalf("round %d: frame %d after %d: a block was read twice", round, seq, last)
+				}
+				last = seq
+				got++
+			}
+		}
+	}
+	st := port.Stats().Rx
+	if got == 0 || uint64(got)+st.RingDrops != rounds*perRound {
+		t.Fatalf("received %d + ring drops %d != sent %d", got, st.RingDrops, rounds*perRound)
+	}
+}
+
+// TestSweepStaleLabs: namespaces of a lab whose process died are removed by
+// the next NewLab; a live process's lab is kept.
+func TestSweepStaleLabs(t *testing.T) {
+	requireRoot(t)
+	live, err := NewLab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	ns, err := live.AddNetns("L")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A lab left by a process that no longer exists.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := &Lab{Prefix: "nfdead" + strconv.Itoa(dead.Process.Pid%100)}
+	if err := os.WriteFile(filepath.Join(LabStateDir, stale.Prefix), []byte(strconv.Itoa(dead.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sns, err := stale.AddNetns("S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	SweepStaleLabs()
+	if _, err := os.Stat(NetnsPath(sns)); !errors.Is(err, os.ErrNotExist) {
+		stale.Close()
+		t.Errorf("stale namespace %s survived the sweep", sns)
+	}
+	if _, err := os.Stat(NetnsPath(ns)); err != nil {
+		t.Errorf("live namespace %s removed: %v", ns, err)
+	}
+}

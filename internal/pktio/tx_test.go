@@ -1,0 +1,256 @@
+package pktio
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestSendBatchArrives(t *testing.T) {
+	for _, mode := range []TxMode{TxSendmmsg, TxRing} {
+		for _, noOffload := range []bool{false, true} {
+			name := mode.String()
+			if noOffload {
+				name += "-nooffload"
+			}
+			t.Run(name, func(t *testing.T) {
+				p := newPair(t)
+				src := openIn(t, p.nsB, p.b, Config{Tx: mode, NoOffload: noOffload, TxFrames: 64})
+				dst := openIn(t, p.nsA, p.a, Config{})
+				tx, err := src.NewTx()
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(7, 8))
+				var sent [][]byte
+				for i := range 300 { // more than the 64-slot ring: exercises waiting
+					sent = append(sent, testFrame(rng, dst.MAC, src.MAC, 60+rng.IntN(1455)))
+					_ = i
+				}
+				n, err := tx.Send(sent, nil)
+				if err != nil || n != len(sent) {
+					t.Fatalf("Send = %d, %v; want %d", n, err, len(sent))
+				}
+				got, _ := recvN(t, dst.Queue(0), len(sent), 3*time.Second)
+				if len(got) != len(sent) {
+					t.Fatalf("peer received %d of %d frames", len(got), len(sent))
+				}
+				for i := range sent {
+					if !bytes.Equal(got[i], sent[i]) {
+						t.Fatalf("frame %d differs", i)
+					}
+				}
+				st := src.Stats().Tx
+				if st.Packets != uint64(len(sent)) || st.Refused+st.Errors+st.BadOffload != 0 {
+					t.Errorf("tx stats %+v", st)
+				}
+			})
+		}
+	}
+}
+
+func TestSendRefusesBadFramesAndGoesOn(t *testing.T) {
+	p := newPair(t)
+	src := openIn(t, p.nsB, p.b, Config{})
+	dst := openIn(t, p.nsA, p.a, Config{})
+	tx, err := src.NewTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	good1 := testFrame(rng, dst.MAC, src.MAC, 100)
+	tooBig := testFrame(rng, dst.MAC, src.MAC, 3000) // above the MTU, not GSO
+	good2 := testFrame(rng, dst.MAC, src.MAC, 200)
+	runt := []byte{1, 2, 3}
+	// A partial checksum whose field lies beyond the end of the frame.
+	badOffl := []Offload{{}, {}, {}, {}, {NeedsCsum: true, L4Off: 200, CsumOffset: 16}}
+	n, err := tx.Send([][]byte{good1, tooBig, runt, good2, good1}, badOffl)
+	if err != nil || n != 2 {
+		t.Fatalf("Send = %d, %v; want 2, nil (stats %+v)", n, err, src.Stats().Tx)
+	}
+	got, _ := recvN(t, dst.Queue(0), 2, 2*time.Second)
+	if len(got) != 2 || !bytes.Equal(got[0], good1) || !bytes.Equal(got[1], good2) {
+		t.Fatalf("peer got %d frames", len(got))
+	}
+	st := src.Stats().Tx
+	if st.Packets != 2 || st.Refused != 1 || st.BadOffload != 2 {
+		t.Errorf("tx stats %+v, want 2 sent, 1 refused, 2 bad offload", st)
+	}
+}
+
+// TestOwnFramesNotReceived: what a port transmits never comes back through
+// its own queues (qdisc bypass skips the taps; PACKET_IGNORE_OUTGOING covers
+// the qdisc path), while the peer does get it.
+func TestOwnFramesNotReceived(t *testing.T) {
+	for _, bypass := range []bool{true, false} {
+		name := "bypass"
+		if !bypass {
+			name = "qdisc"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t)
+			port := openIn(t, p.nsB, p.b, Config{NoQdiscBypass: !bypass})
+			peer := openIn(t, p.nsA, p.a, Config{})
+			tx, err := port.NewTx()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(11, 12))
+			var frames [][]byte
+			for range 20 {
+				frames = append(frames, testFrame(rng, peer.MAC, port.MAC, 80))
+			}
+			if n, err := tx.Send(frames, nil); n != len(frames) || err != nil {
+				t.Fatalf("Send = %d, %v", n, err)
+			}
+			if got, _ := recvN(t, peer.Queue(0), len(frames), 2*time.Second); len(got) != len(frames) {
+				t.Fatalf("peer received %d of %d", len(got), len(frames))
+			}
+			// A marker from the peer: once it is here, own frames would
+			// have been seen before it.
+			marker := testFrame(rng, port.MAC, peer.MAC, 90)
+			ptx, err := peer.NewTx()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ptx.Send([][]byte{marker}, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := recvN(t, port.Queue(0), 1, 2*time.Second)
+			if len(got) != 1 || !bytes.Equal(got[0], marker) {
+				t.Fatalf("port received %d frames before/instead of the marker", len(got))
+			}
+			if extra, _ := recvN(t, port.Queue(0), 1, 20*time.Millisecond); len(extra) != 0 {
+				t.Fatalf("port received %d own frames", len(extra))
+			}
+		})
+	}
+}
+
+// TestFanoutSpreadsFlows: a port with two queues gets every frame exactly
+// once, each flow (UDP source port) on one queue only, and both queues busy.
+func TestFanoutSpreadsFlows(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{Queues: 2})
+	if port.FanoutID() < 0 {
+		t.Fatal("no fanout group")
+	}
+	var bl *Blaster
+	err := InNetns(p.nsA, func() error {
+		var err error
+		bl, err = NewBlaster(BlasterConfig{Iface: p.a, DstMAC: port.MAC,
+			SrcIP: netip.MustParseAddr("10.1.0.1"), DstIP: netip.MustParseAddr("10.2.0.1"),
+			SrcPort: 1000, Flows: 64})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	const total = 64 * 50
+	type result struct{ flows map[uint16]int }
+	results := make([]result, 2)
+	done := make(chan int, 2)
+	for qi := range 2 {
+		results[qi].flows = map[uint16]int{}
+		go func() {
+			q := port.Queue(qi)
+			frames, meta := make([][]byte, 256), make([]Meta, 256)
+			for {
+				n, err := q.Recv(frames, meta)
+				if err != nil {
+					done <- qi
+					return
+				}
+				for _, f := range frames[:n] {
+					results[qi].flows[uint16(f[34])<<8|uint16(f[35])]++
+				}
+			}
+		}()
+	}
+	if n, err := bl.Send(total); n != total || err != nil {
+		t.Fatalf("blaster sent %d, %v", n, err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if st := port.Stats().Rx; st.Packets+st.RingDrops >= total {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	port.Shutdown()
+	<-done
+	<-done
+	st := port.Stats().Rx
+	if st.Packets != total {
+		t.Fatalf("received %d of %d (ring drops %d)", st.Packets, total, st.RingDrops)
+	}
+	for qi, r := range results {
+		n := 0
+		for _, c := range r.flows {
+			n += c
+		}
+		t.Logf("queue %d: %d frames, %d flows", qi, n, len(r.flows))
+		if len(r.flows) == 0 {
+			t.Errorf("queue %d got no flows", qi)
+		}
+	}
+	for f := range results[0].flows {
+		if _, both := results[1].flows[f]; both {
+			t.Errorf("flow %d seen on both queues", f)
+		}
+	}
+	if len(results[0].flows)+len(results[1].flows) != 64 {
+		t.Errorf("flows seen: %d + %d, want 64", len(results[0].flows), len(results[1].flows))
+	}
+}
+
+// TestDatapathAllocs: Recv and Send do not allocate per batch or frame.
+func TestDatapathAllocs(t *testing.T) {
+	p := newPair(t)
+	port := openIn(t, p.nsB, p.b, Config{})
+	peer := openIn(t, p.nsA, p.a, Config{})
+	var bl *Blaster
+	err := InNetns(p.nsA, func() error {
+		var err error
+		bl, err = NewBlaster(BlasterConfig{Iface: p.a, DstMAC: port.MAC, Batch: 32,
+			SrcIP: netip.MustParseAddr("10.1.0.1"), DstIP: netip.MustParseAddr("10.2.0.1")})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bl.Close()
+	tx, err := port.NewTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := port.Queue(0)
+	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	offl := make([]Offload, 64)
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, err := bl.Send(32); err != nil {
+			t.Fatal(err)
+		}
+		n, err := q.Recv(frames, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			offl[i] = meta[i].Offload
+		}
+		if _, err := tx.Send(frames[:n], offl[:n]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per blast+Recv+Send, want 0", allocs)
+	}
+	if port.Stats().Tx.Packets == 0 || peer.MAC == nil {
+		t.Error("nothing forwarded")
+	}
+	_ = net.HardwareAddr{}
+}
