@@ -36,28 +36,34 @@ func (b *Bridge) flood(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView, n
 			return ns.flood(tx, in, inCtl, v.vid, fv, need, suppressed), false, false
 		}
 	}
-	if arr := v.array.Load(); arr != nil {
-		if cfg.deferThreshold >= 0 && len(*arr) > cfg.deferThreshold {
-			if len(tx.deferred) >= tx.opts.DeferLen {
-				return 0, false, true
-			}
-			tx.deferred = append(tx.deferred, deferredFlood{b: b, in: in, inCtl: inCtl, v: v,
-				need: need, suppressed: suppressed, fv: frameView{data: fv.data, raw: fv.raw,
-					tagged: fv.tagged, tci: fv.tci, asIsOK: fv.asIsOK}})
-			tx.delta.floodDeferred++
-			return 0, true, false
+	if cfg.deferThreshold >= 0 && int(v.count.Load()) > cfg.deferThreshold {
+		if len(tx.deferred) >= tx.opts.DeferLen {
+			return 0, false, true
 		}
-		tx.delta.floodInline++
+		tx.deferred = append(tx.deferred, deferredFlood{b: b, in: in, inCtl: inCtl, v: v,
+			need: need, suppressed: suppressed, fv: frameView{data: fv.data, raw: fv.raw,
+				tagged: fv.tagged, tci: fv.tci, asIsOK: fv.asIsOK}})
+		tx.delta.floodDeferred++
+		return 0, true, false
+	}
+	tx.delta.floodInline++
+	return tx.floodMembers(v, in, inCtl, need, suppressed, fv), false, false
+}
+
+// floodMembers emits to every eligible member of v: from the array when
+// there is one, else from the list.
+func (tx *Tx) floodMembers(v *vlan, in *Port, inCtl uint32, need PortFlag, suppressed bool, fv *frameView) int {
+	n := 0
+	if arr := v.array.Load(); arr != nil {
 		for _, pv := range *arr {
 			n += tx.floodOne(pv, in, inCtl, need, suppressed, fv)
 		}
-		return n, false, false
+		return n
 	}
-	tx.delta.floodInline++
 	for m := v.head.Load(); m != nil; m = m.next.Load() {
 		n += tx.floodOne(m.pv, in, inCtl, need, suppressed, fv)
 	}
-	return n, false, false
+	return n
 }
 
 // floodOne emits to one member if it is eligible (need 0: no flag
@@ -80,16 +86,7 @@ func (tx *Tx) floodOne(pv *PortVLAN, in *Port, inCtl uint32, need PortFlag, supp
 func (tx *Tx) runDeferred() {
 	for i := range tx.deferred {
 		d := &tx.deferred[i]
-		n := 0
-		if arr := d.v.array.Load(); arr != nil {
-			for _, pv := range *arr {
-				n += tx.floodOne(pv, d.in, d.inCtl, d.need, d.suppressed, &d.fv)
-			}
-		} else {
-			for m := d.v.head.Load(); m != nil; m = m.next.Load() {
-				n += tx.floodOne(m.pv, d.in, d.inCtl, d.need, d.suppressed, &d.fv)
-			}
-		}
+		n := tx.floodMembers(d.v, d.in, d.inCtl, d.need, d.suppressed, &d.fv)
 		if n == 0 {
 			tx.delta.drops[DropNoFloodTarget]++
 		}
@@ -121,15 +118,5 @@ func (b *Bridge) FloodVLAN(tx *Tx, vid uint16, frame []byte) int {
 		}
 	}
 	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
-	n := 0
-	if arr := v.array.Load(); arr != nil {
-		for _, pv := range *arr {
-			n += tx.floodOne(pv, nil, 0, need, false, &fv)
-		}
-	} else {
-		for m := v.head.Load(); m != nil; m = m.next.Load() {
-			n += tx.floodOne(m.pv, nil, 0, need, false, &fv)
-		}
-	}
-	return n
+	return tx.floodMembers(v, nil, 0, need, false, &fv)
 }

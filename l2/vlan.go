@@ -66,6 +66,7 @@ type vlan struct {
 	head  atomic.Pointer[memberNode]  // member list
 	array atomic.Pointer[[]*PortVLAN] // set when more than floodArrayThreshold members
 	n     int                         // member count; guarded by Domain.mu
+	count atomic.Int32                // n, for lock-free readers (flood deferral)
 
 	// self is the bridge device's own membership (pvMember, pvUntagged,
 	// pvPVID): frames for the host are delivered only in VLANs the bridge is
@@ -81,6 +82,7 @@ func (v *vlan) addMemberLocked(pv *PortVLAN) {
 	n.next.Store(v.head.Load())
 	v.head.Store(n)
 	v.n++
+	v.count.Store(int32(v.n))
 	v.rebuildArrayLocked()
 }
 
@@ -95,6 +97,7 @@ func (v *vlan) delMemberLocked(pv *PortVLAN) {
 				prev.next.Store(n.next.Load())
 			}
 			v.n--
+			v.count.Store(int32(v.n))
 			v.rebuildArrayLocked()
 			return
 		}
