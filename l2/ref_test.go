@@ -26,9 +26,9 @@ type refPort struct {
 }
 
 type refEntry struct {
-	port                                  *refPort // nil: bridge
+	port                                 *refPort // nil: bridge
 	local, static, sticky, user, learned bool
-	updated                               int64
+	updated                              int64
 }
 
 type refDeferred struct {
@@ -524,9 +524,9 @@ func (r *refBridge) age(now int64) {
 
 // entries lists the FDB like FDB.Entries (port order by name index).
 type refFDBLine struct {
-	MAC                                   MAC
-	VID                                   uint16
-	Port                                  string
+	MAC                                  MAC
+	VID                                  uint16
+	Port                                 string
 	Local, Static, Sticky, User, Learned bool
 }
 
