@@ -11,7 +11,6 @@ package bench
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/netfwd/netfwd/l2"
 )
@@ -108,7 +107,7 @@ func runFlood(opts Options) ([]Record, error) {
 		if s.count != 64*(c.Members-1) {
 			return nil, fmt.Errorf("flood %+v: %d copies for 64 frames, want %d", c, s.count, 64*(c.Members-1))
 		}
-		r := Measure(opts.Duration(), s.Run)
+		r := bestOf(opts, s.Run)
 		impl := "bridge"
 		if c.Naive {
 			impl = "naive"
@@ -130,4 +129,21 @@ func runFlood(opts Options) ([]Record, error) {
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 
-var _ = time.Second
+// bestOf measures body several times and keeps the fastest run: on a
+// shared machine interference only ever adds time, so the minimum is the
+// best estimate of the cost (5 runs of half the suite duration; 2 with
+// --quick).
+func bestOf(opts Options, body func(n int)) Result {
+	runs := 5
+	if opts.Quick {
+		runs = 2
+	}
+	var best Result
+	for i := 0; i < runs; i++ {
+		r := Measure(opts.Duration()/2, body)
+		if i == 0 || r.NsOp < best.NsOp {
+			best = r
+		}
+	}
+	return best
+}

@@ -50,7 +50,7 @@ func (e *fdbEntry) hashKey() uint64 { return e.key }
 // FDB is one bridge's forwarding database.
 type FDB struct {
 	mu sync.Mutex // writer lock
-	m  hashMap[fdbEntry, *fdbEntry]
+	m  fdbTable
 
 	maxLearned atomic.Uint32 // bridge-wide learned limit, 0 = unlimited
 	nLearned   atomic.Int64  // learned entries (changed under mu)

@@ -52,26 +52,31 @@ type tableVersion[E any] struct {
 }
 
 func newTableVersion[E any](nBuckets int) *tableVersion[E] {
+	seed, mult := newSecrets()
+	return &tableVersion[E]{buckets: make([]bucket[E], nBuckets), mask: uint64(nBuckets - 1), seed: seed, mult: mult}
+}
+
+// newSecrets draws a table version's hash secrets.
+func newSecrets() (seed, mult uint64) {
 	var s [16]byte
 	if _, err := rand.Read(s[:]); err != nil {
 		panic("l2: no randomness for hash secrets: " + err.Error())
 	}
-	return &tableVersion[E]{
-		buckets: make([]bucket[E], nBuckets),
-		mask:    uint64(nBuckets - 1),
-		seed:    binary.LittleEndian.Uint64(s[0:8]),
-		mult:    binary.LittleEndian.Uint64(s[8:16]) | 1,
-	}
+	return binary.LittleEndian.Uint64(s[0:8]), binary.LittleEndian.Uint64(s[8:16]) | 1
 }
 
-// home returns the first bucket to probe for k.
-func (t *tableVersion[E]) home(k uint64) uint64 {
-	x := (k ^ t.seed) * t.mult
+// mixHome is the keyed mix: secret xor, secret odd multiplier, then a
+// splitmix finaliser so every key bit reaches the low (index) bits.
+func mixHome(k, seed, mult, mask uint64) uint64 {
+	x := (k ^ seed) * mult
 	x ^= x >> 29
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 32
-	return x & t.mask
+	return x & mask
 }
+
+// home returns the first bucket to probe for k.
+func (t *tableVersion[E]) home(k uint64) uint64 { return mixHome(k, t.seed, t.mult, t.mask) }
 
 // hashMap is the table: readers call get, the writer (holding the owner's
 // lock) calls the *Locked methods.

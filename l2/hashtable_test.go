@@ -123,3 +123,49 @@ func TestHashSaltDiffers(t *testing.T) {
 		t.Fatalf("%d of 1000 keys share a bucket in two tables", same)
 	}
 }
+
+// TestFDBTableAgainstMap: the hand-specialised FDB table against a map.
+func TestFDBTableAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var m fdbTable
+	m.init()
+	ref := map[uint64]*fdbEntry{}
+	for i := 0; i < 300000; i++ {
+		k := uint64(1+rng.IntN(30000)) << 16
+		switch op := rng.IntN(10); {
+		case op < 5:
+			e := &fdbEntry{key: k}
+			m.putLocked(e)
+			ref[k] = e
+		case op < 8:
+			e := m.deleteLocked(k)
+			if e != ref[k] {
+				t.Fatalf("delete %x: %p, ref %p", k, e, ref[k])
+			}
+			delete(ref, k)
+		default:
+			if e := m.get(k); e != ref[k] {
+				t.Fatalf("get %x: %p, ref %p", k, e, ref[k])
+			}
+		}
+		if i == 200000 {
+			for k := range ref {
+				m.deleteLocked(k)
+				delete(ref, k)
+			}
+			if m.nBuckets() != minBuckets {
+				t.Fatalf("empty table has %d buckets", m.nBuckets())
+			}
+		}
+	}
+	n := 0
+	m.each(func(e *fdbEntry) {
+		n++
+		if ref[e.key] != e {
+			t.Fatalf("each: %x", e.key)
+		}
+	})
+	if n != len(ref) || int(m.count.Load()) != n {
+		t.Fatalf("each %d, count %d, ref %d", n, m.count.Load(), len(ref))
+	}
+}

@@ -75,10 +75,10 @@ func fdbKey(m MAC, vid uint16) uint64 {
 
 // fdbKeyAt reads the MAC at b[0:6] (a frame's destination at 0, source at 6)
 // and packs it with vid, without building a MAC value.
+// b must have at least 8 bytes (true for both MACs of a frame that passed
+// parseFrame): one 8-byte load, the 2 bytes after the MAC masked off.
 func fdbKeyAt(b []byte, vid uint16) uint64 {
-	_ = b[5]
-	return uint64(binary.BigEndian.Uint16(b[0:2]))<<48 |
-		uint64(binary.BigEndian.Uint32(b[2:6]))<<16 | uint64(vid)
+	return binary.BigEndian.Uint64(b[0:8])&^0xffff | uint64(vid)
 }
 
 // keyMAC and keyVID unpack a key.
