@@ -63,21 +63,21 @@ func (m *fdbTable) get(k uint64) *fdbEntry {
 }
 
 // findLocked returns the slot holding k in t, or nil.
-func findFDBSlot(t *fdbTableVersion, k uint64) (*fdbBucket, int) {
+func findFDBSlot(t *fdbTableVersion, k uint64) (*fdbBucket, uint64, int) {
 	i := t.home(k)
 	for n := uint64(0); n <= t.mask; n++ {
 		b := &t.buckets[i]
 		for j := 0; j < bucketSlots; j++ {
 			switch b.keys[j].Load() {
 			case k:
-				return b, j
+				return b, i, j
 			case slotEmpty:
-				return nil, 0
+				return nil, 0, 0
 			}
 		}
 		i = (i + 1) & t.mask
 	}
-	return nil, 0
+	return nil, 0, 0
 }
 
 // putLocked inserts e (whose key must not be present) or, if its key is
@@ -85,7 +85,7 @@ func findFDBSlot(t *fdbTableVersion, k uint64) (*fdbBucket, int) {
 func (m *fdbTable) putLocked(e *fdbEntry) (old *fdbEntry) {
 	k := e.key
 	t := m.cur.Load()
-	if b, j := findFDBSlot(t, k); b != nil {
+	if b, _, j := findFDBSlot(t, k); b != nil {
 		old = b.vals[j].Load()
 		b.vals[j].Store(e)
 		return old
@@ -121,7 +121,7 @@ func (m *fdbTable) putLocked(e *fdbEntry) (old *fdbEntry) {
 // deleteLocked removes key k if present and returns its entry.
 func (m *fdbTable) deleteLocked(k uint64) *fdbEntry {
 	t := m.cur.Load()
-	b, j := findFDBSlot(t, k)
+	b, bi, j := findFDBSlot(t, k)
 	if b == nil {
 		return nil
 	}
@@ -130,11 +130,39 @@ func (m *fdbTable) deleteLocked(k uint64) *fdbEntry {
 	b.vals[j].Store(nil)
 	m.live--
 	m.tombs++
+	m.reclaimLocked(t, bi, j)
 	m.count.Store(int64(m.live))
 	if m.live*bucketSlots*8 < len(t.buckets)*bucketSlots && len(t.buckets) > minBuckets {
 		m.resizeLocked(m.live) // shrink below 1/8 load
 	}
 	return e
+}
+
+// reclaimLocked turns the tombstone at (bi, j) back into an empty slot if
+// the next slot in probe order is empty, and then the tombstones just
+// before it: no probe sequence reaches a live key through a slot followed
+// by an empty one (slots become empty only by this rule, so by induction
+// nothing was inserted past an empty slot). Readers that meet the new
+// empty slot stop early, correctly. This keeps churn (learn new, age old)
+// from filling the table with tombstones and lengthening probes.
+func (m *fdbTable) reclaimLocked(t *fdbTableVersion, bi uint64, j int) {
+	nb, nj := bi, j+1
+	if nj == bucketSlots {
+		nb, nj = (bi+1)&t.mask, 0
+	}
+	if t.buckets[nb].keys[nj].Load() != slotEmpty {
+		return
+	}
+	for n := uint64(0); n <= t.mask*bucketSlots; n++ {
+		if t.buckets[bi].keys[j].Load() != slotTombstone {
+			return
+		}
+		t.buckets[bi].keys[j].Store(slotEmpty)
+		m.tombs--
+		if j--; j < 0 {
+			bi, j = (bi-1)&t.mask, bucketSlots-1
+		}
+	}
 }
 
 // resizeLocked builds a version sized for n live entries (load about 3/8,
