@@ -254,7 +254,7 @@ func (b *Bridge) addPortLocked(p *Port) {
 	}
 	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
 	p.maxLearned.Store(0)
-	p.raw.vlan = &b.vlan0
+	p.raw.vlan.Store(&b.vlan0)
 	b.members = append(b.members, p)
 	p.bridge.Store(b)
 	b.vlan0.addMemberLocked(&p.raw)
@@ -350,7 +350,7 @@ func (b *Bridge) portVLANDelLocked(p *Port, vid uint16) {
 	if p.pvid.Load() == pv {
 		p.pvid.Store(nil)
 	}
-	v := pv.vlan
+	v := pv.vlan.Load()
 	v.delMemberLocked(pv)
 	b.fdb.mu.Lock()
 	b.fdb.flushLocked(func(e *fdbEntry) bool {
@@ -444,7 +444,7 @@ func (b *Bridge) setPortLocked(p *Port, set, clear PortFlag, state *PortState, m
 	b.rebuildMcLocked(&b.vlan0)
 	p.vlans.each(func(vid uint16, pv *PortVLAN) {
 		if pv.Member() {
-			b.rebuildMcLocked(pv.vlan)
+			b.rebuildMcLocked(pv.vlan.Load())
 		}
 	})
 	b.recalcSuppressLocked()

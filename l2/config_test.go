@@ -1,6 +1,7 @@
 package l2
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"strings"
@@ -260,5 +261,69 @@ func TestMulticastFilter(t *testing.T) {
 	}
 	if got := tb.b.MDB(); len(got) != 1 || got[0].Port != "b" {
 		t.Fatalf("mdb %v", got)
+	}
+}
+
+// A port moving to another bridge leaves nothing behind in the first one.
+func TestPortMovesBetweenBridges(t *testing.T) {
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "a", "b", "m")
+	tb.apply(VLANAdd{Dev: "m", VID: 10}, VLANAdd{Dev: "a", VID: 10},
+		BridgeAdd{Name: "br1", Attrs: BridgeAttrs{VLANFiltering: Ptr(true)}},
+		SetMaster{Port: "x", Master: "br1"}, VLANAdd{Dev: "x", VID: 10},
+		SetMaster{Port: "m", Master: "br1"}, VLANAdd{Dev: "m", VID: 10})
+	br1 := tb.d.Bridge("br1")
+	m := tb.ports["m"]
+	if m.Bridge() != br1 || len(tb.b.Members()) != 2 {
+		t.Fatalf("m in %v, br0 members %d", m.Bridge().Name, len(tb.b.Members()))
+	}
+	// Broadcast in br0 VLAN 10 must not reach m; in br1 it must reach x.
+	if _, out := tb.send("a", tagged(Broadcast, mac(1), 10)); outPorts(out) != "[]" {
+		t.Fatalf("br0 flood reached %s", outPorts(out))
+	}
+	v := br1.Receive(tb.tx, m, tagged(Broadcast, mac(2), 10))
+	out := tb.flush()
+	if v.Drop != 0 || outPorts(out) != "[x]" {
+		t.Fatalf("br1 flood: %+v %s", v, outPorts(out))
+	}
+	// Deleting br1 releases its ports.
+	tb.apply(BridgeDel{Name: "br1"})
+	if m.Bridge() != nil || tb.d.Bridge("br1") != nil {
+		t.Fatal("bridge delete")
+	}
+	if v := br1.Receive(tb.tx, m, untagged(Broadcast, mac(2))); v.Drop != DropNotBridged {
+		t.Fatalf("released port: %v", v.Drop)
+	}
+	tb.flush()
+}
+
+// The egress API l3 uses: Send tags from the port-VLAN, routed ports and
+// raw port-VLANs leave frames as they are, FloodVLAN floods host frames.
+func TestEgressAPI(t *testing.T) {
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "trunk", "access")
+	tb.apply(VLANAdd{Dev: "trunk", VID: 10}, VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true})
+	r, err := tb.d.EnsurePort("eth0", MAC{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := untagged(mac(2), tb.b.MAC)
+	tb.tx.Send(tb.ports["trunk"].VLAN(10).Dst(), f)
+	tb.tx.Send(tb.ports["access"].VLAN(10).Dst(), f)
+	tb.tx.Send(r.Routed(), f)
+	out := tb.flush()
+	if len(out["trunk"][0]) != len(f)+4 || out["trunk"][0][15] != 10 || !bytes.Equal(out["access"][0], f) || !bytes.Equal(out["eth0"][0], f) {
+		t.Fatalf("send: %x / %x / %x", out["trunk"], out["access"], out["eth0"])
+	}
+	if vid, tagged := tb.ports["trunk"].VLAN(10).Dst().EgressTag(); vid != 10 || !tagged {
+		t.Fatal("EgressTag")
+	}
+	if n := tb.b.FloodVLAN(tb.tx, 10, untagged(Broadcast, tb.b.MAC)); n != 2 {
+		t.Fatalf("FloodVLAN: %d copies", n)
+	}
+	out = tb.flush()
+	if outPorts(out) != "[access trunk]" || out["trunk"][0][15] != 10 {
+		t.Fatalf("FloodVLAN out %s", outPorts(out))
+	}
+	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
+		t.Fatal("EnsurePort accepted a bridge name")
 	}
 }

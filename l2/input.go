@@ -98,7 +98,7 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 		return tx.drop(in, DropLearningState)
 	}
 
-	v := pv.vlan
+	v := pv.vlan.Load()
 	res := Verdict{VID: vid, L3: pf.l3, EtherType: pf.etype}
 	if frame[0]&1 == 0 {
 		// Unicast.

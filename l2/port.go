@@ -151,9 +151,13 @@ func (p *Port) Routed() FwdDst { return FwdDst{Port: p} }
 // if needed. Guarded by Domain.mu.
 func (p *Port) portVLANLocked(vid uint16, v *vlan) *PortVLAN {
 	if pv := p.vlans.get(vid); pv != nil {
+		if pv.vlan.Load() != v {
+			pv.vlan.Store(v) // the port moved to another bridge (not a member here yet)
+		}
 		return pv
 	}
-	pv := &PortVLAN{VID: vid, port: p, vlan: v}
+	pv := &PortVLAN{VID: vid, port: p}
+	pv.vlan.Store(v)
 	p.vlans.set(vid, pv)
 	return pv
 }

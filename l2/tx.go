@@ -30,6 +30,10 @@ type FwdDst struct {
 	PV   *PortVLAN
 }
 
+// Dst returns the forwarding destination {port, pv} (l3: routed egress on
+// a VLAN interface after LookupFDB, or towards a known port-VLAN).
+func (pv *PortVLAN) Dst() FwdDst { return FwdDst{Port: pv.port, PV: pv} }
+
 // Valid reports whether d names a port.
 func (d FwdDst) Valid() bool { return d.Port != nil }
 

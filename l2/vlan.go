@@ -36,7 +36,10 @@ const (
 type PortVLAN struct {
 	VID   uint16
 	port  *Port
-	vlan  *vlan // nil for raw (VID 0) objects of ports not in a bridge
+	// vlan is the bridge VLAN this object belongs to (nil for the raw
+	// object of a port outside any bridge). Atomic: a port that changes
+	// bridges gets its objects repointed while old readers may still look.
+	vlan  atomic.Pointer[vlan]
 	flags atomic.Uint32
 }
 
