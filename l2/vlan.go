@@ -34,8 +34,8 @@ const (
 
 // PortVLAN is a port's membership in one VLAN.
 type PortVLAN struct {
-	VID   uint16
-	port  *Port
+	VID  uint16
+	port *Port
 	// vlan is the bridge VLAN this object belongs to (nil for the raw
 	// object of a port outside any bridge). Atomic: a port that changes
 	// bridges gets its objects repointed while old readers may still look.
