@@ -358,6 +358,8 @@ func TestDifferentialAgainstReference(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
 		seeds = 40
+	} else if raceEnabled {
+		seeds = 100
 	}
 	for s := 0; s < seeds; s++ {
 		t.Run(fmt.Sprint(s), func(t *testing.T) {

@@ -76,6 +76,7 @@ type TxOptions struct {
 type txQueue struct {
 	port   *Port
 	frames [][]byte
+	bytes  uint64 // sum of len(frames[i]); counted into tx counters at Flush
 }
 
 // Tx is one worker's transmit batch and scratch state.
@@ -187,9 +188,7 @@ func (tx *Tx) enqueue(p *Port, frame []byte) {
 		return
 	}
 	q.frames = append(q.frames, frame)
-	pd := tx.touch(id)
-	pd.txPackets++
-	pd.txBytes += uint64(len(frame))
+	q.bytes += uint64(len(frame))
 }
 
 func (tx *Tx) countRx(p *Port, n int) {
@@ -205,11 +204,10 @@ func (tx *Tx) drop(p *Port, r DropReason) Verdict {
 	return Verdict{Drop: r}
 }
 
-// CountTxError records n frames the caller failed to transmit on p.
+// CountTxError records n frames the caller failed to transmit on p (call
+// it from the Flush callback; TxPackets counts frames handed to the caller).
 func (tx *Tx) CountTxError(p *Port, n int) {
 	tx.delta.drops[DropTxError] += uint64(n)
-	pd := tx.touch(p.ID)
-	pd.txPackets -= min(pd.txPackets, uint64(n))
 }
 
 // Pending returns the number of frames queued for p (tests).
@@ -227,6 +225,10 @@ func (tx *Tx) Flush(send func(p *Port, frames [][]byte)) {
 	tx.runDeferred()
 	for _, id := range tx.act {
 		q := &tx.q[id]
+		pd := tx.touch(id)
+		pd.txPackets += uint64(len(q.frames))
+		pd.txBytes += q.bytes
+		q.bytes = 0
 		if len(q.frames) > 0 && send != nil {
 			send(q.port, q.frames)
 		}
