@@ -316,13 +316,34 @@ func TestEgressAPI(t *testing.T) {
 	if vid, tagged := tb.ports["trunk"].VLAN(10).Dst().EgressTag(); vid != 10 || !tagged {
 		t.Fatal("EgressTag")
 	}
-	if n := tb.b.FloodVLAN(tb.tx, 10, untagged(Broadcast, tb.b.MAC)); n != 2 {
-		t.Fatalf("FloodVLAN: %d copies", n)
+	if n := tb.b.Output(tb.tx, 10, untagged(Broadcast, tb.b.MAC)); n != 2 {
+		t.Fatalf("Output broadcast: %d copies", n)
 	}
 	out = tb.flush()
 	if outPorts(out) != "[access trunk]" || out["trunk"][0][15] != 10 {
-		t.Fatalf("FloodVLAN out %s", outPorts(out))
+		t.Fatalf("Output broadcast: %s", outPorts(out))
 	}
+	// Known unicast goes to its port only, and not if the port is blocking.
+	tb.send("trunk", tagged(Broadcast, mac(5), 10))
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 1 {
+		t.Fatalf("Output unicast: %d", n)
+	}
+	if out := tb.flush(); outPorts(out) != "[trunk]" {
+		t.Fatalf("Output unicast went to %s", outPorts(out))
+	}
+	tb.apply(LinkSet{Dev: "trunk", State: Ptr(StateBlocking)})
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 0 {
+		t.Fatal("Output to a blocking port")
+	}
+	// Unknown unicast floods; the bridge's own address goes nowhere.
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(66), tb.b.MAC)); n != 1 {
+		t.Fatalf("Output unknown: %d", n)
+	}
+	tb.apply(VLANAdd{Dev: "br0", VID: 10})
+	if n := tb.b.Output(tb.tx, 10, untagged(tb.b.MAC, tb.b.MAC)); n != 0 {
+		t.Fatal("Output to the bridge's own address")
+	}
+	tb.flush()
 	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
 		t.Fatal("EnsurePort accepted a bridge name")
 	}

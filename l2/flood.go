@@ -94,29 +94,3 @@ func (tx *Tx) runDeferred() {
 	}
 	tx.deferred = tx.deferred[:0]
 }
-
-// FloodVLAN floods an untagged frame originated by the host (l3 routing to
-// an unknown MAC on a VLAN interface) to the members of vid with the
-// `flood` flag (broadcast destinations: `bcast_flood`; multicast:
-// `mcast_flood`). It returns the number of copies.
-func (b *Bridge) FloodVLAN(tx *Tx, vid uint16, frame []byte) int {
-	cfg := b.cfg.Load()
-	var v *vlan
-	if cfg.vlanFiltering {
-		v = b.vlans.get(vid)
-	} else {
-		v, vid = &b.vlan0, 0
-	}
-	if v == nil || len(frame) < ethHeaderLen {
-		return 0
-	}
-	need := FlagFlood
-	if frame[0]&1 != 0 {
-		need = FlagMcastFlood
-		if MAC(frame[0:6]).IsBroadcast() {
-			need = FlagBcastFlood
-		}
-	}
-	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
-	return tx.floodMembers(v, nil, 0, need, false, &fv)
-}
