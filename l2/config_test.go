@@ -344,6 +344,29 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatal("Output to the bridge's own address")
 	}
 	tb.flush()
+	// SendTagged: strip for untagged port-VLANs, rewrite the VID for tagged.
+	tf := buildFrame(frameSpec{dst: mac(2), src: tb.b.MAC, tag: 99, pcp: 3})
+	tb.tx.SendTagged(tb.ports["trunk"].VLAN(10).Dst(), tf)
+	tb.tx.SendTagged(tb.ports["access"].VLAN(10).Dst(), tf)
+	out = tb.flush()
+	if got := out["trunk"][0]; len(got) != len(tf) || got[14] != 3<<5 || got[15] != 10 {
+		t.Fatalf("SendTagged trunk %x", got)
+	}
+	if got := out["access"][0]; len(got) != len(tf)-4 || got[12] != 0x88 {
+		t.Fatalf("SendTagged access %x", got)
+	}
+	// A local address for a VLAN interface with its own MAC.
+	rmac := MustParseMAC("02:00:00:00:aa:aa")
+	if err := tb.b.AddLocalAddress(rmac, 10); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := tb.send("access", untagged(rmac, mac(8))); !v.Host || v.VID != 10 {
+		t.Fatalf("local address: %+v", v)
+	}
+	tb.b.DelLocalAddress(rmac, 10)
+	if _, local, _ := tb.b.LookupFDB(rmac, 10); local {
+		t.Fatal("DelLocalAddress")
+	}
 	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
 		t.Fatal("EnsurePort accepted a bridge name")
 	}

@@ -9,6 +9,8 @@ package l2
 // The frame is untagged; egress tagging comes from each destination
 // port-VLAN. Nothing is learned. Same buffer rule as Receive.
 
+import "fmt"
+
 // Output sends an untagged frame from the host into VLAN vid (ignored on a
 // bridge without vlan_filtering). It returns the number of copies queued.
 func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
@@ -58,4 +60,52 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 		}
 	}
 	return tx.floodMembers(v, nil, 0, FlagMcastFlood, false, &fv)
+}
+
+// SendTagged queues frame, which carries an 802.1Q tag, for d with d's
+// tagging: untagged port-VLANs get it without the tag, tagged ones with
+// the tag's VID rewritten to d's VID (PCP kept), raw destinations as is.
+func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
+	pf, ok := parseFrame(frame)
+	if !ok || !pf.tagged {
+		tx.Send(d, frame)
+		return
+	}
+	if d.PV == nil {
+		tx.enqueue(d.Port, frame)
+		return
+	}
+	tci := pf.tci&^vidMask | d.PV.VID
+	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
+	tx.emit(d.PV, &fv)
+}
+
+// AddLocalAddress makes mac a local address of the bridge in vid (0 on a
+// bridge without vlan_filtering): unicast frames to it are delivered to the
+// host, as `bridge fdb add MAC dev BR self [vlan V]`. l3 calls it for a
+// VLAN interface whose MAC differs from the bridge's.
+func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
+	if !mac.IsValidUnicast() {
+		return fmt.Errorf("invalid unicast address %s", mac)
+	}
+	if vid > maxVID {
+		return errVID(vid)
+	}
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	b.fdb.mu.Lock()
+	defer b.fdb.mu.Unlock()
+	b.fdb.putLocked(fdbKey(mac, vid), nil, fdbLocal|fdbStatic|fdbUser, b.d.clock.Now())
+	return nil
+}
+
+// DelLocalAddress removes a local address of the bridge device.
+func (b *Bridge) DelLocalAddress(mac MAC, vid uint16) {
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	b.fdb.mu.Lock()
+	defer b.fdb.mu.Unlock()
+	if e := b.fdb.lookup(fdbKey(mac, vid)); e != nil && e.dst.Load() == nil {
+		b.fdb.deleteLocked(e.key)
+	}
 }
