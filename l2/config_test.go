@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A whole file is checked first: any error means nothing changes, and every
@@ -369,5 +370,21 @@ func TestEgressAPI(t *testing.T) {
 	}
 	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
 		t.Fatal("EnsurePort accepted a bridge name")
+	}
+}
+
+// Ops render back to the iproute2 lines they came from (error messages).
+func TestOpStrings(t *testing.T) {
+	cases := map[Op]string{
+		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(true), AgeingTime: Ptr(300 * time.Second)}}: "link add br0 type bridge vlan_filtering 1 ageing_time 30000",
+		SetMaster{Port: "eth1", Master: "br0"}:                                  "link set eth1 master br0",
+		VLANAdd{Dev: "eth1", VID: 10, VIDEnd: 20, Untagged: true}:               "bridge vlan add dev eth1 vid 10-20 untagged",
+		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 5, HasVID: true, Kind: FDBStatic}: "bridge fdb add 02:00:00:00:00:01 dev eth1 vlan 5 static",
+		LinkSet{Dev: "eth1", Clear: FlagLearning, State: Ptr(StateBlocking)}:    "bridge link set dev eth1 learning off state 4",
+	}
+	for op, want := range cases {
+		if op.String() != want {
+			t.Errorf("got %q want %q", op.String(), want)
+		}
 	}
 }

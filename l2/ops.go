@@ -210,7 +210,7 @@ func (a BridgeAttrs) String() string {
 		s += " address " + a.MAC.String()
 	}
 	if a.VLANFiltering != nil {
-		s += fmt.Sprint(" vlan_filtering ", map[bool]int{false: 0, true: 1}[*a.VLANFiltering])
+		s += fmt.Sprint(" vlan_filtering ", b2i(*a.VLANFiltering))
 	}
 	if a.AgeingTime != nil {
 		s += fmt.Sprint(" ageing_time ", int64(*a.AgeingTime/(10*time.Millisecond)))
@@ -225,9 +225,16 @@ func (a BridgeAttrs) String() string {
 		s += fmt.Sprint(" flood_defer ", *a.FloodDeferThreshold)
 	}
 	if a.McastPrefilter != nil {
-		s += fmt.Sprint(" mcast_prefilter ", map[bool]int{false: 0, true: 1}[*a.McastPrefilter])
+		s += fmt.Sprint(" mcast_prefilter ", b2i(*a.McastPrefilter))
 	}
 	return s
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func errVID(vid uint16) error { return fmt.Errorf("invalid VLAN id %d (1-%d)", vid, maxVID) }
