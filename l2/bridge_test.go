@@ -260,3 +260,21 @@ func TestShowOutput(t *testing.T) {
 		t.Fatalf("stale:\n%s", sb.String())
 	}
 }
+
+func TestTxQueueBoundAndErrors(t *testing.T) {
+	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2")
+	tx := tb.d.NewTx(TxOptions{QueueLen: 3})
+	for i := 0; i < 5; i++ {
+		tb.b.Receive(tx, tb.ports["p1"], untagged(Broadcast, mac(1)))
+	}
+	n := 0
+	tx.Flush(func(p *Port, frames [][]byte) {
+		n += len(frames)
+		tx.CountTxError(p, 1)
+	})
+	st := tb.d.Stats()
+	if n != 3 || st.Drop(DropTxQueueFull) != 2 || st.Drop(DropTxError) != 1 ||
+		st.Ports["p2"].TxDrops != 3 || st.Ports["p2"].TxPackets != 3 {
+		t.Fatalf("n %d stats %+v", n, st)
+	}
+}

@@ -140,6 +140,7 @@ func (d *Domain) Stats() Stats {
 				ps.TxPackets += c.txPackets.Load()
 				ps.TxBytes += c.txBytes.Load()
 				ps.RxDrops += c.rxDrops.Load()
+				ps.TxDrops += c.txDrops.Load()
 				s.Ports[ports[id].Name] = ps
 			}
 		}

@@ -74,6 +74,7 @@ type PortStats struct {
 	RxPackets, RxBytes uint64 // frames handed to the bridge on this port
 	TxPackets, TxBytes uint64 // frames queued for transmit on this port
 	RxDrops            uint64 // frames received here and dropped (any reason)
+	TxDrops            uint64 // copies for this port dropped: transmit batch full, transmit errors
 }
 
 // Stats is a snapshot of the domain's counters.
@@ -103,11 +104,11 @@ type workerDelta struct {
 }
 
 type portDelta struct {
-	rxPackets, rxBytes, txPackets, txBytes, rxDrops uint64
+	rxPackets, rxBytes, txPackets, txBytes, rxDrops, txDrops uint64
 }
 
 type portCountersAtomic struct {
-	rxPackets, rxBytes, txPackets, txBytes, rxDrops atomic.Uint64
+	rxPackets, rxBytes, txPackets, txBytes, rxDrops, txDrops atomic.Uint64
 }
 
 // workerStats is the published side: written only by its worker (atomic adds
@@ -162,6 +163,7 @@ func (w *workerStats) publish(d *workerDelta, pd []portDelta, dirty []PortID) {
 				n[i].txPackets.Store(o.txPackets.Load())
 				n[i].txBytes.Store(o.txBytes.Load())
 				n[i].rxDrops.Store(o.rxDrops.Load())
+				n[i].txDrops.Store(o.txDrops.Load())
 			}
 		}
 		w.ports.Store(&n)
@@ -174,6 +176,7 @@ func (w *workerStats) publish(d *workerDelta, pd []portDelta, dirty []PortID) {
 		add(&c.txPackets, &p.txPackets)
 		add(&c.txBytes, &p.txBytes)
 		add(&c.rxDrops, &p.rxDrops)
+		add(&c.txDrops, &p.txDrops)
 	}
 }
 

@@ -185,6 +185,7 @@ func (tx *Tx) enqueue(p *Port, frame []byte) {
 	}
 	if len(q.frames) >= tx.opts.QueueLen {
 		tx.delta.drops[DropTxQueueFull]++
+		tx.touch(id).txDrops++
 		return
 	}
 	q.frames = append(q.frames, frame)
@@ -208,6 +209,7 @@ func (tx *Tx) drop(p *Port, r DropReason) Verdict {
 // it from the Flush callback; TxPackets counts frames handed to the caller).
 func (tx *Tx) CountTxError(p *Port, n int) {
 	tx.delta.drops[DropTxError] += uint64(n)
+	tx.touch(p.ID).txDrops += uint64(n)
 }
 
 // Pending returns the number of frames queued for p (tests).
