@@ -190,39 +190,45 @@ func (f *FDBBench) Learn(n int) {
 
 func runFDB(opts Options) ([]Record, error) {
 	opts.Normalize()
-	var recs []Record
+	type cell struct {
+		n    int
+		impl string
+		op   string
+		f    *FDBBench
+	}
+	var cells []cell
+	var bodies []func(int)
 	for _, n := range FDBEntries {
 		if opts.Quick && n > 30000 {
-			n = 100000 // --quick: 1M entries take seconds to build for the baseline
+			n = 100000 // --quick: building 1M entries takes seconds
 		}
-		base := map[string]float64{}
 		for _, impl := range []string{"hash256", "fdb"} {
 			f := NewFDBBench(n, impl == "hash256")
-			for _, op := range []string{"lookup", "learn"} {
-				var r Result
-				if op == "lookup" {
-					r = bestOf(opts, func(k int) { f.Lookup(k, false) })
-				} else {
-					r = bestOf(opts, f.Learn)
-				}
-				rec := Record{Suite: "fdb", Impl: impl, Params: map[string]any{"entries": n, "op": op},
-					NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp, Extra: map[string]any{}}
-				if op == "lookup" {
-					u := bestOf(Options{Quick: true}, func(k int) { f.Lookup(k, true) })
-					rec.Extra["lookup_uniform_ns"] = round2(u.NsOp)
-				}
-				if impl == "hash256" {
-					base[op] = r.NsOp
-				} else if b := base[op]; b > 0 {
-					rec.Extra["speedup_vs_hash256"] = round2(b / r.NsOp)
-				}
-				if f.fdb != nil {
-					rec.Extra["table_entries"] = f.fdb.Len()
-				}
-				recs = append(recs, rec)
-				opts.Log("fdb %s entries=%d op=%s: %.1f ns/op", impl, n, op, r.NsOp)
-			}
+			cells = append(cells, cell{n, impl, "lookup", f}, cell{n, impl, "learn", f})
+			bodies = append(bodies, func(k int) { f.Lookup(k, false) }, f.Learn)
 		}
+		opts.Log("fdb: built tables of %d entries", n)
+	}
+	res := interleaved(opts, bodies)
+	var recs []Record
+	base := map[[2]any]float64{}
+	for i, c := range cells {
+		r := res[i]
+		rec := Record{Suite: "fdb", Impl: c.impl, Params: map[string]any{"entries": c.n, "op": c.op},
+			NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp, Extra: map[string]any{}}
+		if c.op == "lookup" {
+			u := Measure(opts.Duration()/5, func(k int) { c.f.Lookup(k, true) })
+			rec.Extra["lookup_uniform_ns"] = round2(u.NsOp)
+		}
+		if c.impl == "hash256" {
+			base[[2]any{c.n, c.op}] = r.NsOp
+		} else if b := base[[2]any{c.n, c.op}]; b > 0 {
+			rec.Extra["speedup_vs_hash256"] = round2(b / r.NsOp)
+		}
+		if c.f.fdb != nil {
+			rec.Extra["table_entries"] = c.f.fdb.Len()
+		}
+		recs = append(recs, rec)
 	}
 	return recs, nil
 }

@@ -94,20 +94,25 @@ func (s *FloodSetup) Run(n int) {
 
 func runFlood(opts Options) ([]Record, error) {
 	opts.Normalize()
-	var recs []Record
-	naiveNs := map[[3]int]float64{}
-	for _, c := range FloodCases() {
+	cases := FloodCases()
+	bodies := make([]func(int), len(cases))
+	for i, c := range cases {
 		s, err := NewFloodSetup(c)
 		if err != nil {
 			return nil, err
 		}
 		// Check the case floods what it should before timing it.
-		s.count = 0
 		s.Run(64)
 		if s.count != 64*(c.Members-1) {
 			return nil, fmt.Errorf("flood %+v: %d copies for 64 frames, want %d", c, s.count, 64*(c.Members-1))
 		}
-		r := bestOf(opts, s.Run)
+		bodies[i] = s.Run
+	}
+	res := interleaved(opts, bodies)
+	var recs []Record
+	naiveNs := map[[3]int]float64{}
+	for i, c := range cases {
+		r := res[i]
 		impl := "bridge"
 		if c.Naive {
 			impl = "naive"
@@ -122,28 +127,31 @@ func runFlood(opts Options) ([]Record, error) {
 			rec.Extra = map[string]any{"speedup_vs_naive": round2(n / r.NsOp)}
 		}
 		recs = append(recs, rec)
-		opts.Log("flood %s vids=%d ports=%d members=%d: %.1f ns/op", impl, c.VIDs, c.Ports, c.Members, r.NsOp)
 	}
 	return recs, nil
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 
-// bestOf measures body several times and keeps the fastest run: on a
-// shared machine interference only ever adds time, so the minimum is the
-// best estimate of the cost (5 runs of half the suite duration; 2 with
-// --quick).
-func bestOf(opts Options, body func(n int)) Result {
-	runs := 5
+// interleaved measures every body once per round, for several rounds, and
+// keeps each body's fastest run. Interference on a shared machine only adds
+// time, so the minimum is the best estimate of the cost; interleaving
+// spreads bursts of interference over all cases instead of penalising the
+// ones that happen to run during a burst (7 rounds; 2 with --quick).
+func interleaved(opts Options, bodies []func(n int)) []Result {
+	rounds := 7
 	if opts.Quick {
-		runs = 2
+		rounds = 2
 	}
-	var best Result
-	for i := 0; i < runs; i++ {
-		r := Measure(opts.Duration()/2, body)
-		if i == 0 || r.NsOp < best.NsOp {
-			best = r
+	best := make([]Result, len(bodies))
+	for r := 0; r < rounds; r++ {
+		for i, body := range bodies {
+			m := Measure(opts.Duration()/5, body)
+			if r == 0 || m.NsOp < best[i].NsOp {
+				best[i] = m
+			}
 		}
+		opts.Log("round %d of %d done", r+1, rounds)
 	}
 	return best
 }
