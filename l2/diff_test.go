@@ -89,6 +89,9 @@ func (r *refBridge) applyOp(op Op) {
 		if o.Attrs.McastPrefilter != nil {
 			r.prefilter = *o.Attrs.McastPrefilter
 		}
+		if o.Attrs.VLANFiltering != nil {
+			r.filtering = *o.Attrs.VLANFiltering
+		}
 	default:
 		panic(fmt.Sprintf("applyOp: %T", op))
 	}
@@ -183,7 +186,9 @@ func (w *diffWorld) randomOp() Op {
 	case 9:
 		return MDBAdd{Bridge: "br0", Port: port, Group: w.groups[r.IntN(len(w.groups))], VID: map[bool]uint16{true: vid, false: 0}[w.ref.filtering]}
 	case 10:
-		switch r.IntN(4) {
+		switch r.IntN(5) {
+		case 4:
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(r.IntN(2) == 0)}}
 		case 0:
 			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: Ptr(uint32(r.IntN(8)))}}
 		case 1:
