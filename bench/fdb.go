@@ -33,10 +33,15 @@ type hash256 struct {
 	salt    uint32
 }
 
+// h256node mirrors the size of the kernel's entry of that time
+// (net_bridge_fdb_entry: chain pointers, destination, address, VLAN, flags,
+// timestamps, one 64-byte line before the write-heavy second line), so a
+// chain walk touches what the kernel's touched: a line per entry.
 type h256node struct {
+	next *h256node
 	key  uint64
 	port int
-	next *h256node
+	_    [40]byte
 }
 
 func (h *hash256) bucket(key uint64) *(*h256node) {
