@@ -165,11 +165,12 @@ func (m *fdbTable) reclaimLocked(t *fdbTableVersion, bi uint64, j int) {
 	}
 }
 
-// resizeLocked builds a version sized for n live entries (load about 3/8,
+// resizeLocked builds a version sized for n live entries (the smallest
+// power of two with load at most 5/8,
 // at least minBuckets) with fresh secrets, and publishes it.
 func (m *fdbTable) resizeLocked(n int) {
 	nb := minBuckets
-	for nb*bucketSlots*3 < n*8 {
+	for nb*bucketSlots*5 < n*8 {
 		nb *= 2
 	}
 	old := m.cur.Load()

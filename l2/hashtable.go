@@ -214,11 +214,12 @@ func (m *hashMap[E, P]) reclaimLocked(t *tableVersion[E], bi uint64, j int) {
 	}
 }
 
-// resizeLocked builds a version sized for n live entries (load about 3/8,
+// resizeLocked builds a version sized for n live entries (the smallest
+// power of two with load at most 5/8,
 // at least minBuckets) with fresh secrets, and publishes it.
 func (m *hashMap[E, P]) resizeLocked(n int) {
 	nb := minBuckets
-	for nb*bucketSlots*3 < n*8 {
+	for nb*bucketSlots*5 < n*8 {
 		nb *= 2
 	}
 	old := m.cur.Load()
