@@ -179,6 +179,15 @@ func (f *FDBBench) Lookup(n int, uniform bool) {
 	}
 }
 
+// avgProbes is the mean number of buckets read by the active-set lookups.
+func (f *FDBBench) avgProbes() float64 {
+	n := 0
+	for _, m := range f.active {
+		n += f.learn.Probes(m, 1)
+	}
+	return float64(n) / float64(len(f.active))
+}
+
 // Learn learns n new stations, forgetting the oldest each time.
 func (f *FDBBench) Learn(n int) {
 	for i := 0; i < n; i++ {
@@ -233,6 +242,9 @@ func runFDB(opts Options) ([]Record, error) {
 		}
 		if c.f.fdb != nil {
 			rec.Extra["table_entries"] = c.f.fdb.Len()
+			if c.op == "lookup" {
+				rec.Extra["avg_buckets_probed"] = round2(c.f.avgProbes())
+			}
 		}
 		recs = append(recs, rec)
 	}

@@ -46,3 +46,24 @@ func (l *FDBLearner) Forget(m MAC, vid uint16) {
 	l.fdb.deleteLocked(fdbKey(m, vid))
 	l.fdb.mu.Unlock()
 }
+
+// Probes returns how many buckets a lookup of m in vid reads (1: its home
+// bucket). The benchmark reports the average to show that the table's
+// algorithmic cost stays flat as it grows (the time may not, once the
+// table no longer fits the caches and the TLB).
+func (l *FDBLearner) Probes(m MAC, vid uint16) int {
+	t := l.fdb.m.cur.Load()
+	k := fdbKey(m, vid)
+	i := t.home(k)
+	for n := 1; n <= len(t.buckets); n++ {
+		b := &t.buckets[i]
+		for j := 0; j < bucketSlots; j++ {
+			switch b.keys[j].Load() {
+			case k, slotEmpty:
+				return n
+			}
+		}
+		i = (i + 1) & t.mask
+	}
+	return len(t.buckets)
+}
