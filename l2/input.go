@@ -1,0 +1,192 @@
+package l2
+
+// Ingress: the per-frame path of a bridge (Linux br_handle_frame_finish).
+//
+// Flow: count rx -> parse Ethernet/802.1Q -> reject invalid source -> STP
+// state -> classify the VLAN (tag, or the cached pvid for untagged and
+// priority-tagged frames) -> learn the source -> learning state stops here ->
+// destination:
+//   unicast:   FDB hit -> local entry: host; else forward to {port, pv}
+//              FDB miss -> flood to members with `flood`
+//   broadcast: neighbour suppression (ARP) -> host + flood to `bcast_flood`
+//   multicast: link-local 01:80:c2:00:00:0X dropped (except STP's 00) ->
+//              early filter (unwanted groups dropped before any fan-out) ->
+//              wanted group: its mdb ports (+ host if it joined)
+//              unknown group: flood to `mcast_flood` members
+// Every frame that reaches no port and not the host is counted as a drop
+// with its reason. Lock-free: atomics and immutable snapshots only.
+
+// Verdict is the outcome for one input frame.
+type Verdict struct {
+	Drop DropReason // non-zero: the frame went nowhere (counted)
+	// Host: deliver to the host (l3) in VLAN VID; Untagged says whether
+	// Linux would hand it to the bridge device itself (true) or to a VLAN
+	// device VID on top of it (false).
+	Host      bool
+	Untagged  bool
+	VID       uint16
+	L3        int // offset of the L3 header in the frame
+	EtherType uint16
+	Copies    int  // frames queued for ports (now)
+	Deferred  bool // a large flood was queued; its copies are made at Flush
+}
+
+// ReceiveBatch processes frames received on in; frames for the host are
+// appended to tx.Host. Frames must stay valid until tx.Flush.
+func (b *Bridge) ReceiveBatch(tx *Tx, in *Port, frames [][]byte) {
+	for _, f := range frames {
+		v := b.Receive(tx, in, f)
+		if v.Host {
+			tx.Host = append(tx.Host, HostFrame{Bridge: b, Port: in, VID: v.VID,
+				Untagged: v.Untagged, Frame: f, L3: v.L3, EtherType: v.EtherType})
+		}
+	}
+}
+
+// Receive processes one frame received on in. The frame must stay valid
+// until tx.Flush; if the verdict says Host, the caller hands it to l3.
+func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
+	tx.countRx(in, len(frame))
+	if in.bridge.Load() != b {
+		return tx.drop(in, DropNotBridged)
+	}
+	pf, ok := parseFrame(frame)
+	if !ok {
+		return tx.drop(in, DropMalformed)
+	}
+	if frame[6]&1 != 0 || frame[6]|frame[7]|frame[8]|frame[9]|frame[10]|frame[11] == 0 {
+		return tx.drop(in, DropInvalidSource)
+	}
+	ctl := in.ctl.Load()
+	st := ctlState(ctl)
+	if st != StateForwarding && st != StateLearning {
+		return tx.drop(in, DropPortState)
+	}
+	cfg := b.cfg.Load()
+
+	fv := frameView{data: frame, tagged: pf.tagged}
+	var pv *PortVLAN
+	var vid uint16
+	if cfg.vlanFiltering {
+		if pf.tagged && pf.tci&vidMask != 0 {
+			vid = pf.tci & vidMask
+			pv = in.vlans.get(vid)
+			if pv == nil || pv.flags.Load()&pvMember == 0 {
+				return tx.drop(in, DropVLANIngress)
+			}
+			fv.tci, fv.asIsOK = pf.tci, true
+		} else {
+			// Untagged or priority-tagged: the cached pvid, no lookup.
+			pv = in.pvid.Load()
+			if pv == nil {
+				return tx.drop(in, DropVLANIngress)
+			}
+			vid = pv.VID
+			fv.tci = vid | pf.tci&^vidMask // a priority tag keeps its PCP/DEI
+		}
+	} else {
+		pv = &in.raw
+		fv.raw = true
+	}
+
+	if ctl&uint32(FlagLearning) != 0 && cfg.ageing != 0 {
+		if b.fdb.learn(fdbKeyAt(frame[6:], vid), pv, tx.Now()) == learnBusy {
+			tx.delta.learnSkipped++
+		}
+	}
+	if st == StateLearning {
+		return tx.drop(in, DropLearningState)
+	}
+
+	v := pv.vlan.Load()
+	res := Verdict{VID: vid, L3: pf.l3, EtherType: pf.etype}
+	if frame[0]&1 == 0 {
+		// Unicast.
+		if e := b.fdb.lookup(fdbKeyAt(frame, vid)); e != nil {
+			dpv := e.dst.Load()
+			if e.flags.Load()&fdbLocal != 0 || dpv == nil {
+				return b.toHost(tx, in, v, res)
+			}
+			return b.forward(tx, in, ctl, dpv, &fv, res)
+		}
+		return b.floodVerdict(tx, in, ctl, v, &fv, FlagFlood, false, cfg, res, false)
+	}
+	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
+		// Broadcast: always passes the multicast filter.
+		suppressed := false
+		if pf.etype == etherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
+			suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
+		}
+		host := v.self.Load()&pvMember != 0
+		return b.floodVerdict(tx, in, ctl, v, &fv, FlagBcastFlood, suppressed, cfg, res, host)
+	}
+	// Multicast.
+	if frame[0] == 0x01 && frame[1] == 0x80 && frame[2] == 0xc2 && frame[3] == 0 && frame[4] == 0 &&
+		frame[5]&0xf0 == 0 && frame[5] != 0 {
+		return tx.drop(in, DropLinkLocal)
+	}
+	mc := v.mc.Load()
+	if mc == nil {
+		return b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+	}
+	if cfg.mcastPrefilter && !mc.passAll && !mc.maybe(frame) {
+		return tx.drop(in, DropMcastFiltered) // seed 002: before any fan-out work
+	}
+	if g := mc.group(frame); g != nil {
+		return b.groupForward(tx, in, ctl, v, g, &fv, res)
+	}
+	return b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+}
+
+// toHost delivers a frame for a local address to the host, if the bridge
+// is a member of the VLAN.
+func (b *Bridge) toHost(tx *Tx, in *Port, v *vlan, res Verdict) Verdict {
+	s := v.self.Load()
+	if s&pvMember == 0 {
+		return tx.drop(in, DropHostNotMember)
+	}
+	tx.delta.hostDelivered++
+	res.Host, res.Untagged = true, s&(pvUntagged|pvRaw) != 0
+	return res
+}
+
+// forward sends a known unicast frame to its FDB destination (Linux
+// should_deliver: not back out the ingress port, egress port forwarding and
+// member of the VLAN, isolation).
+func (b *Bridge) forward(tx *Tx, in *Port, inCtl uint32, dpv *PortVLAN, fv *frameView, res Verdict) Verdict {
+	p := dpv.port
+	if p == in {
+		return tx.drop(in, DropSamePort)
+	}
+	c := p.ctl.Load()
+	if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || p.bridge.Load() != b ||
+		(inCtl&c)&uint32(FlagIsolated) != 0 {
+		return tx.drop(in, DropEgressFiltered)
+	}
+	tx.emit(dpv, fv)
+	res.Copies = 1
+	return res
+}
+
+// floodVerdict floods and turns the outcome into a verdict (host delivery
+// included).
+func (b *Bridge) floodVerdict(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView,
+	need PortFlag, suppressed bool, cfg *bridgeCfg, res Verdict, host bool) Verdict {
+	n, deferred, full := b.flood(tx, in, inCtl, v, fv, need, suppressed, cfg)
+	res.Copies, res.Deferred = n, deferred
+	if host {
+		tx.delta.hostDelivered++
+		res.Host, res.Untagged = true, v.self.Load()&(pvUntagged|pvRaw) != 0
+		if full {
+			tx.delta.drops[DropFloodQueueFull]++ // the host copy still went through
+		}
+		return res
+	}
+	if full {
+		return tx.drop(in, DropFloodQueueFull)
+	}
+	if n == 0 && !deferred {
+		return tx.drop(in, DropNoFloodTarget)
+	}
+	return res
+}

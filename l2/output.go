@@ -1,0 +1,111 @@
+package l2
+
+// Host output (Linux br_dev_xmit): a frame the router sends through the
+// bridge device into one of its VLANs. The destination decides like
+// forwarding does, with the host as the source: known unicast goes to its
+// port if that port is forwarding and in the VLAN, local addresses are not
+// sent anywhere, unknown unicast/broadcast/multicast are flooded to the
+// members with the matching flag (groups with mdb entries to their ports).
+// The frame is untagged; egress tagging comes from each destination
+// port-VLAN. Nothing is learned. Same buffer rule as Receive.
+
+import "fmt"
+
+// Output sends an untagged frame from the host into VLAN vid (ignored on a
+// bridge without vlan_filtering). It returns the number of copies queued.
+func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
+	if len(frame) < ethHeaderLen {
+		return 0
+	}
+	cfg := b.cfg.Load()
+	var v *vlan
+	if cfg.vlanFiltering {
+		if vid == 0 || vid > maxVID {
+			return 0
+		}
+		v = b.vlans.get(vid)
+	} else {
+		v, vid = &b.vlan0, 0
+	}
+	if v == nil {
+		return 0
+	}
+	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
+	if frame[0]&1 == 0 {
+		e := b.fdb.lookup(fdbKeyAt(frame, vid))
+		if e == nil {
+			return tx.floodMembers(v, nil, 0, FlagFlood, false, &fv)
+		}
+		dpv := e.dst.Load()
+		if e.flags.Load()&fdbLocal != 0 || dpv == nil {
+			return 0
+		}
+		c := dpv.port.ctl.Load()
+		if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || dpv.port.bridge.Load() != b {
+			return 0
+		}
+		tx.emit(dpv, &fv)
+		return 1
+	}
+	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
+		return tx.floodMembers(v, nil, 0, FlagBcastFlood, false, &fv)
+	}
+	if mc := v.mc.Load(); mc != nil {
+		if g := mc.group(frame); g != nil {
+			n := 0
+			for _, pv := range g.members {
+				n += tx.floodOne(pv, nil, 0, 0, false, &fv)
+			}
+			return n
+		}
+	}
+	return tx.floodMembers(v, nil, 0, FlagMcastFlood, false, &fv)
+}
+
+// SendTagged queues frame, which carries an 802.1Q tag, for d with d's
+// tagging: untagged port-VLANs get it without the tag, tagged ones with
+// the tag's VID rewritten to d's VID (PCP kept), raw destinations as is.
+func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
+	pf, ok := parseFrame(frame)
+	if !ok || !pf.tagged {
+		tx.Send(d, frame)
+		return
+	}
+	if d.PV == nil {
+		tx.enqueue(d.Port, frame)
+		return
+	}
+	tci := pf.tci&^vidMask | d.PV.VID
+	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
+	tx.emit(d.PV, &fv)
+}
+
+// AddLocalAddress makes mac a local address of the bridge in vid (0 on a
+// bridge without vlan_filtering): unicast frames to it are delivered to the
+// host, as `bridge fdb add MAC dev BR self [vlan V]`. l3 calls it for a
+// VLAN interface whose MAC differs from the bridge's.
+func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
+	if !mac.IsValidUnicast() {
+		return fmt.Errorf("invalid unicast address %s", mac)
+	}
+	if vid > maxVID {
+		return errVID(vid)
+	}
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	b.fdb.mu.Lock()
+	defer b.fdb.mu.Unlock()
+	b.fdb.putLocked(fdbKey(mac, vid), nil, fdbLocal|fdbStatic|fdbUser, b.d.clock.Now())
+	return nil
+}
+
+// DelLocalAddress removes a local address of the bridge device.
+func (b *Bridge) DelLocalAddress(mac MAC, vid uint16) {
+	b.d.mu.Lock()
+	defer b.d.mu.Unlock()
+	b.fdb.mu.Lock()
+	defer b.fdb.mu.Unlock()
+	if e := b.fdb.lookup(fdbKey(mac, vid)); e != nil && e.dst.Load() == nil {
+		b.fdb.deleteLocked(e.key)
+	}
+}

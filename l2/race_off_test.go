@@ -1,0 +1,5 @@
+//go:build !race
+
+package l2
+
+const raceEnabled = false
