@@ -30,6 +30,9 @@ type Options struct {
 	Trie TrieKind
 	// Now is the clock for nexthop index reuse (nil: time.Now).
 	Now func() time.Time
+	// DevIndex maps device names to the owner's interface indices, stored
+	// in nexthops (nil: indices stay 0).
+	DevIndex func(string) uint32
 }
 
 // FIB is the forwarding information base.
@@ -67,7 +70,7 @@ type MergedChange struct {
 
 // New returns an empty FIB.
 func New(opts Options) *FIB {
-	f := &FIB{nhs: nexthop.NewRegistry(opts.Now), kind: opts.Trie}
+	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex), kind: opts.Trie}
 	s := &state{tables: map[uint32]*routeTrie{}}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)

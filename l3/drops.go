@@ -16,24 +16,27 @@ const (
 	DropIPChecksum
 	DropMartianSource
 	DropMartianDest
-	DropNotForUs     // link-layer destination is not the interface's address
-	DropEtherType    // neither IPv4 nor ARP
-	DropIfaceDown    // ingress interface is down
-	DropTTLExpired   // TTL would reach 0 (ICMP time exceeded sent when allowed)
-	DropNoRoute      // no route (ICMP net unreachable)
-	DropBlackhole    // blackhole route: silent
-	DropUnreachable  // unreachable route (ICMP host unreachable)
-	DropProhibit     // prohibit route (ICMP administratively prohibited)
-	DropFragNeeded   // too big with DF set (ICMP fragmentation needed)
-	DropNeighFailed  // the next hop did not answer ARP (ICMP host unreachable)
-	DropNeighQueue   // waiting for ARP: queue full or the entry could not be created
-	DropLocalProto   // to the router, a protocol it does not serve (ICMP unreachable sent)
-	DropLocalICMP    // to the router, an ICMP message it does not answer
-	DropBroadcastFwd // directed or limited broadcast, or multicast: not forwarded
-	DropEgressDown   // the route's interface is down
-	DropNoEgress     // the route's interface is unknown to the engine
-	DropARP          // malformed or ignored ARP
-	DropFragment     // fragment to the router (no reassembly)
+	DropNotForUs    // link-layer destination is not the interface's address
+	DropEtherType   // neither IPv4 nor ARP
+	DropIfaceDown   // ingress interface is down
+	DropTTLExpired  // TTL would reach 0 (ICMP time exceeded sent when allowed)
+	DropNoRoute     // no route (ICMP net unreachable)
+	DropBlackhole   // blackhole route: silent
+	DropUnreachable // unreachable route (ICMP host unreachable)
+	DropProhibit    // prohibit route (ICMP administratively prohibited)
+	DropFragNeeded  // too big with DF set (ICMP fragmentation needed)
+	DropNeighFailed // the next hop did not answer ARP (ICMP host unreachable)
+	DropNeighQueue  // waiting for ARP: queue full or the entry could not be created
+	DropLocalProto  // to the router, a protocol it does not serve (ICMP unreachable sent)
+	DropLocalICMP   // to the router, an ICMP message it does not answer
+	DropBroadcast   // broadcast or multicast the router does not serve (never forwarded)
+	DropEgressDown  // the route's interface is down
+	DropNoEgress    // the route's interface is unknown to the engine
+	DropARP         // malformed or ignored ARP
+	DropFragment    // fragment to the router (no reassembly)
+	DropL2Short     // shorter than an Ethernet header
+	DropNoIface     // arrived where the router has no interface
+	DropL2Broadcast // unicast IP in a link-layer broadcast: not forwarded
 	dropReasonCount
 )
 
@@ -41,8 +44,8 @@ var dropNames = [dropReasonCount]string{
 	"", "ip_too_short", "ip_version", "ip_header_len", "ip_total_len", "ip_checksum",
 	"martian_source", "martian_destination", "not_for_us", "ethertype", "iface_down",
 	"ttl_expired", "no_route", "blackhole", "unreachable", "prohibit", "frag_needed",
-	"neigh_failed", "neigh_queue", "local_protocol", "local_icmp", "broadcast_forward",
-	"egress_down", "no_egress", "arp", "local_fragment",
+	"neigh_failed", "neigh_queue", "local_protocol", "local_icmp", "broadcast",
+	"egress_down", "no_egress", "arp", "local_fragment", "l2_short", "no_iface", "l2_broadcast",
 }
 
 func (r DropReason) String() string {

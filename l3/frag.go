@@ -17,10 +17,17 @@ const (
 	optCopy = 0x80
 )
 
+// FragSink receives fragments: Alloc returns a buffer for one, Emit takes
+// it once filled. (An interface rather than closures: no allocation.)
+type FragSink interface {
+	Alloc(n int) []byte
+	Emit(frag []byte)
+}
+
 // Fragment splits pkt to fit mtu, writing each fragment into a buffer from
-// alloc and handing it to emit. It returns the number of fragments, or 0 if
+// the sink and handing it back. It returns the number of fragments, or 0 if
 // the MTU cannot carry even 8 data bytes with this header.
-func Fragment(pkt IPv4, mtu int, alloc func(n int) []byte, emit func(frag []byte)) int {
+func Fragment(pkt IPv4, mtu int, sink FragSink) int {
 	hl := pkt.IHL()
 	room := (mtu - hl) &^ 7
 	if room < 8 {
@@ -33,7 +40,7 @@ func Fragment(pkt IPv4, mtu int, alloc func(n int) []byte, emit func(frag []byte
 	for off := 0; off < len(data); off += room {
 		size := min(room, len(data)-off)
 		last := off+size == len(data)
-		f := alloc(hl + size)
+		f := sink.Alloc(hl + size)
 		copy(f, pkt[:hl])
 		if n > 0 {
 			stripUncopiedOptions(f[ipv4MinHeader:hl])
@@ -48,7 +55,7 @@ func Fragment(pkt IPv4, mtu int, alloc func(n int) []byte, emit func(frag []byte
 		binary.BigEndian.PutUint16(f[6:], flags)
 		IPv4(f).SetChecksum(0)
 		IPv4(f).SetChecksum(Checksum(f[:hl], 0))
-		emit(f)
+		sink.Emit(f)
 		n++
 	}
 	return n

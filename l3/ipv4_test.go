@@ -123,7 +123,7 @@ func TestFragment(t *testing.T) {
 		t.Fatal(r)
 	}
 	var frags [][]byte
-	n := Fragment(h, 300, func(n int) []byte { return make([]byte, n) }, func(f []byte) { frags = append(frags, f) })
+	n := Fragment(h, 300, &sliceSink{out: &frags})
 	if n != len(frags) || n < 4 {
 		t.Fatalf("%d fragments", n)
 	}
@@ -158,7 +158,12 @@ func TestFragment(t *testing.T) {
 	if !bytes.Equal(got, h[h.IHL():]) {
 		t.Fatal("reassembled data differs")
 	}
-	if Fragment(h, 30, func(n int) []byte { return make([]byte, n) }, func([]byte) {}) != 0 {
+	if Fragment(h, 30, &sliceSink{out: &frags}) != 0 {
 		t.Fatal("fragmented below the minimum")
 	}
 }
+
+type sliceSink struct{ out *[][]byte }
+
+func (s *sliceSink) Alloc(n int) []byte { return make([]byte, n) }
+func (s *sliceSink) Emit(f []byte)      { *s.out = append(*s.out, f) }

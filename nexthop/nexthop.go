@@ -79,8 +79,12 @@ type Nexthop struct {
 	Gateway netip.Addr
 	// Dev is the egress interface name ("" for blackhole, unreachable,
 	// prohibit and for groups).
-	Dev    string
-	OnLink bool
+	Dev string
+	// DevIndex is Dev's interface index in the router that owns the FIB
+	// (0 when the FIB has no index function), so the forwarding path finds
+	// the egress interface with an array index.
+	DevIndex uint32
+	OnLink   bool
 	// LocalGateway: Gateway is one of the router's own addresses and is not
 	// used; destinations are reached directly on Dev (the kernel's nexthop
 	// scope host).

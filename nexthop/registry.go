@@ -59,11 +59,19 @@ type Registry struct {
 	freed    []uint32 // indices released in this transaction
 	// groups whose member liveness changed: selection rebuilt at Commit
 	rebalance []*Nexthop
+
+	devIndex func(string) uint32 // immutable; nil: DevIndex stays 0
 }
 
 // NewRegistry returns an empty registry. now is the clock for index reuse
 // (nil: time.Now).
 func NewRegistry(now func() time.Time) *Registry {
+	return NewRegistryWithDevIndex(now, nil)
+}
+
+// NewRegistryWithDevIndex is NewRegistry with a function that maps device
+// names to interface indices, stored in every nexthop as DevIndex.
+func NewRegistryWithDevIndex(now func() time.Time, devIndex func(string) uint32) *Registry {
 	if now == nil {
 		now = time.Now
 	}
@@ -74,6 +82,7 @@ func NewRegistry(now func() time.Time) *Registry {
 		refDelta: map[*Nexthop]int32{},
 	}
 	r.index.init(IndexGrace, now)
+	r.devIndex = devIndex
 	return r
 }
 
@@ -182,6 +191,9 @@ func (r *Registry) Release(nh *Nexthop) {
 }
 
 func (r *Registry) newNexthop(nh *Nexthop) (*Nexthop, error) {
+	if r.devIndex != nil && nh.Dev != "" {
+		nh.DevIndex = r.devIndex(nh.Dev)
+	}
 	i, ok := r.index.alloc(nh)
 	if !ok {
 		return nil, errors.New("nexthop table full")

@@ -83,6 +83,15 @@ func parseLink(args []string) (*LinkCmd, error) {
 				return nil, fmt.Errorf("invalid VLAN id %q (1-4094)", v)
 			}
 			c.VID = uint16(id)
+		case a == "address" && (op == "set" || op == "add"):
+			if v, err = val(&i); err != nil {
+				return nil, err
+			}
+			mac, err := net.ParseMAC(v)
+			if err != nil || len(mac) != 6 {
+				return nil, fmt.Errorf("invalid MAC address %q", v)
+			}
+			c.Address = mac
 		case c.Kind == "bridge":
 			if v, err = val(&i); err != nil {
 				return nil, err
@@ -108,15 +117,6 @@ func parseLink(args []string) (*LinkCmd, error) {
 				return nil, fmt.Errorf("invalid mtu %q (68-65535)", v)
 			}
 			c.MTU = m
-		case op == "set" && a == "address":
-			if v, err = val(&i); err != nil {
-				return nil, err
-			}
-			mac, err := net.ParseMAC(v)
-			if err != nil || len(mac) != 6 {
-				return nil, fmt.Errorf("invalid MAC address %q", v)
-			}
-			c.Address = mac
 		case c.Name == "" && op != "add":
 			c.Name = a
 		case c.Name == "" && op == "add" && c.Kind == "":
@@ -132,6 +132,11 @@ func parseLink(args []string) (*LinkCmd, error) {
 		return nil, errors.New("both up and down")
 	}
 	if op == "add" {
+		if c.Kind == "bridge" {
+			if _, err := BridgeAttrs(c.Options, c.Address); err != nil {
+				return nil, err
+			}
+		}
 		switch c.Kind {
 		case "":
 			return nil, errors.New("missing \"type bridge|vlan\"")

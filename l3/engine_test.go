@@ -1,0 +1,255 @@
+package l3_test
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/l3"
+)
+
+const testConfig = `
+link add br0 type bridge vlan_filtering 1
+link set eth1 master br0
+link set eth2 master br0
+bridge vlan add dev eth1 vid 10 pvid untagged
+bridge vlan add dev eth2 vid 20
+link add link br0 name vlan10 type vlan id 10
+link add link br0 name vlan20 type vlan id 20
+address add 10.0.10.1/24 dev vlan10
+address add 10.0.20.1/24 dev vlan20
+address add 203.0.113.2/24 dev eth0
+route add default via 203.0.113.1 dev eth0
+route add blackhole 10.66.0.0/16
+route add unreachable 10.67.0.0/16
+route add prohibit 10.68.0.0/16
+link set eth0 mtu 1400
+`
+
+type rig struct {
+	t  *testing.T
+	e  *l3.Engine
+	c  *control.Controller
+	w  *l3.Worker
+	hw map[string]l2.MAC // host MACs
+}
+
+func newRig(t *testing.T) *rig {
+	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+	c := control.New(e)
+	cmds, errs := config.Parse("test.conf", strings.NewReader(testConfig))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := c.Apply(cmds); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, e: e, c: c, w: e.NewWorker(), hw: map[string]l2.MAC{
+		"uplink": l2.MustParseMAC("02:00:00:00:00:01"),
+		"h10":    l2.MustParseMAC("02:00:00:00:10:05"),
+		"h20":    l2.MustParseMAC("02:00:00:00:20:05"),
+	}}
+	e.Router().SetNeighbor("eth0", mustAddr("203.0.113.1"), r.hw["uplink"])
+	e.Router().SetNeighbor("vlan10", mustAddr("10.0.10.5"), r.hw["h10"])
+	e.Router().SetNeighbor("vlan20", mustAddr("10.0.20.5"), r.hw["h20"])
+	return r
+}
+
+func (r *rig) mac(iface string) l2.MAC { return r.e.Router().Iface(iface).MAC }
+
+type pkt struct {
+	srcMAC, dstMAC l2.MAC
+	vid            uint16
+	src, dst       string
+	ttl            uint8
+	proto          layers.IPProtocol
+	df             bool
+	payload        int
+	icmpType       uint8
+}
+
+func (p pkt) bytes(t *testing.T) []byte {
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(p.srcMAC[:]), DstMAC: net.HardwareAddr(p.dstMAC[:]), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: p.ttl, Protocol: p.proto, Id: 1,
+		SrcIP: net.ParseIP(p.src).To4(), DstIP: net.ParseIP(p.dst).To4()}
+	if p.df {
+		ip.Flags = layers.IPv4DontFragment
+	}
+	ls := []gopacket.SerializableLayer{eth}
+	if p.vid != 0 {
+		eth.EthernetType = layers.EthernetTypeDot1Q
+		ls = append(ls, &layers.Dot1Q{VLANIdentifier: p.vid, Type: layers.EthernetTypeIPv4})
+	}
+	ls = append(ls, ip)
+	switch p.proto {
+	case layers.IPProtocolICMPv4:
+		ls = append(ls, &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(p.icmpType, 0), Id: 9, Seq: 1})
+	case layers.IPProtocolUDP:
+		u := &layers.UDP{SrcPort: 33434, DstPort: 33435}
+		u.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, u)
+	}
+	ls = append(ls, gopacket.Payload(make([]byte, p.payload)))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), buf.Bytes()...)
+}
+
+// run feeds frames on a port and returns what left, per port.
+func (r *rig) run(port string, frames ...[]byte) map[string][]gopacket.Packet {
+	p := r.e.Domain().Port(port)
+	if p == nil {
+		r.t.Fatalf("no port %s", port)
+	}
+	r.w.Receive(p, frames)
+	out := map[string][]gopacket.Packet{}
+	r.w.Flush(func(p *l2.Port, frames [][]byte) {
+		for _, f := range frames {
+			out[p.Name] = append(out[p.Name], gopacket.NewPacket(append([]byte(nil), f...), layers.LayerTypeEthernet, gopacket.Default))
+		}
+	})
+	return out
+}
+
+func mustAddr(s string) netipAddr { return parseAddr(s) }
+
+func only(t *testing.T, out map[string][]gopacket.Packet, port string) gopacket.Packet {
+	t.Helper()
+	if len(out) != 1 || len(out[port]) != 1 {
+		t.Fatalf("want one frame on %s, got %v", port, summary(out))
+	}
+	return out[port][0]
+}
+
+func summary(out map[string][]gopacket.Packet) string {
+	var b strings.Builder
+	for p, fs := range out {
+		for _, f := range fs {
+			b.WriteString(p + ": " + f.String() + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestRouteBetweenVLANs(t *testing.T) {
+	r := newRig(t)
+	in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 20}
+	out := r.run("eth1", in.bytes(t))
+	p := only(t, out, "eth2")
+	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	q, ok := p.Layer(layers.LayerTypeDot1Q).(*layers.Dot1Q)
+	if !ok || q.VLANIdentifier != 20 {
+		t.Fatalf("not tagged 20: %v", p)
+	}
+	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+	if l2.MAC(eth.DstMAC) != r.hw["h20"] || l2.MAC(eth.SrcMAC) != r.mac("vlan20") || ip.TTL != 63 {
+		t.Fatalf("rewrite wrong: %v", p)
+	}
+	if p.ErrorLayer() != nil {
+		t.Fatal(p.ErrorLayer().Error())
+	}
+	if l3.Checksum(ip.Contents, 0) != 0 {
+		t.Fatal("ip checksum")
+	}
+}
+
+func TestRouteToUplinkAndBack(t *testing.T) {
+	r := newRig(t)
+	in := pkt{srcMAC: r.hw["h20"], dstMAC: r.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "8.8.8.8", ttl: 5, proto: layers.IPProtocolUDP, payload: 20}
+	p := only(t, r.run("eth2", in.bytes(t)), "eth0")
+	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	if l2.MAC(eth.DstMAC) != r.hw["uplink"] || eth.EthernetType != layers.EthernetTypeIPv4 || p.Layer(layers.LayerTypeIPv4).(*layers.IPv4).TTL != 4 {
+		t.Fatalf("%v", p)
+	}
+	back := pkt{srcMAC: r.hw["uplink"], dstMAC: r.mac("eth0"), src: "8.8.8.8", dst: "10.0.10.5", ttl: 50, proto: layers.IPProtocolUDP, payload: 20}
+	p = only(t, r.run("eth0", back.bytes(t)), "eth1")
+	if p.Layer(layers.LayerTypeDot1Q) != nil {
+		t.Fatalf("untagged port got a tag: %v", p)
+	}
+}
+
+func TestICMPErrorsAndEcho(t *testing.T) {
+	r := newRig(t)
+	cases := []struct {
+		name     string
+		dst      string
+		ttl      uint8
+		typ, code uint8
+	}{
+		{"ttl", "8.8.8.8", 1, 11, 0},
+		{"unreachable", "10.67.1.1", 64, 3, 1},
+		{"prohibit", "10.68.1.1", 64, 3, 13},
+		{"udp to router", "10.0.10.1", 64, 3, 3},
+	}
+	for _, c := range cases {
+		in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: c.dst, ttl: c.ttl, proto: layers.IPProtocolUDP, payload: 8}
+		p := only(t, r.run("eth1", in.bytes(t)), "eth1")
+		icmp, ok := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+		ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
+		if !ok || icmp.TypeCode.Type() != c.typ || icmp.TypeCode.Code() != c.code || ip.DstIP.String() != "10.0.10.5" || ip.SrcIP.String() != "10.0.10.1" {
+			t.Errorf("%s: got %v", c.name, p)
+		}
+	}
+	// blackhole: silent
+	in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.66.0.1", ttl: 64, proto: layers.IPProtocolUDP}
+	if out := r.run("eth1", in.bytes(t)); len(out) != 0 {
+		t.Errorf("blackhole answered: %v", summary(out))
+	}
+	// ping the router
+	echo := pkt{srcMAC: r.hw["h20"], dstMAC: r.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "10.0.10.1", ttl: 64, proto: layers.IPProtocolICMPv4, icmpType: 8, payload: 32}
+	p := only(t, r.run("eth2", echo.bytes(t)), "eth2")
+	icmp := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+	if icmp.TypeCode.Type() != 0 || icmp.Id != 9 || len(icmp.Payload) != 32 {
+		t.Fatalf("echo reply: %v", p)
+	}
+	// too big with DF toward the 1400-byte uplink: fragmentation needed, MTU 1400
+	big := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "8.8.8.8", ttl: 64, proto: layers.IPProtocolUDP, payload: 1450, df: true}
+	p = only(t, r.run("eth1", big.bytes(t)), "eth1")
+	icmp = p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
+	if icmp.TypeCode != layers.CreateICMPv4TypeCode(3, 4) || icmp.Seq != 1400 {
+		t.Fatalf("frag needed: %v", p)
+	}
+	// and without DF: fragments
+	big.df = false
+	out := r.run("eth1", big.bytes(t))
+	if len(out["eth0"]) != 2 {
+		t.Fatalf("fragments: %v", summary(out))
+	}
+	st := r.e.Stats()
+	if st.ICMPSent["ttl_exceeded"] != 1 || st.Drops["blackhole"] != 1 || st.Fragmented != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestForwardAllocs(t *testing.T) {
+	r := newRig(t)
+	frame := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 18}.bytes(t)
+	up := pkt{srcMAC: r.hw["uplink"], dstMAC: r.mac("eth0"), src: "8.8.8.8", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 18}.bytes(t)
+	buf := make([]byte, len(frame))
+	buf2 := make([]byte, len(up))
+	p1, p0 := r.e.Domain().Port("eth1"), r.e.Domain().Port("eth0")
+	batch, batch2 := [][]byte{buf}, [][]byte{buf2}
+	sink := func(*l2.Port, [][]byte) {}
+	for _, c := range []struct {
+		name string
+		p    *l2.Port
+		b    [][]byte
+		src  []byte
+	}{{"svi to svi", p1, batch, frame}, {"routed port to svi", p0, batch2, up}} {
+		n := testing.AllocsPerRun(1000, func() {
+			copy(c.b[0], c.src)
+			r.w.Receive(c.p, c.b)
+			r.w.Flush(sink)
+		})
+		if n != 0 {
+			t.Errorf("%s: %.1f allocations per packet", c.name, n)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package l3
+
+// Packets for the router itself, and the ICMP errors it sends, as a Linux
+// host would: echo requests are answered; UDP to the router gets port
+// unreachable (no sockets listen), TCP gets a reset, other protocols get
+// protocol unreachable. Fragments are not reassembled.
+//
+// Locking: none (worker-local).
+
+import (
+	"encoding/binary"
+	"net/netip"
+)
+
+func (w *Worker) localInput(in *Iface, h IPv4, l2mc bool) {
+	if h.IsFragment() {
+		w.drop(DropFragment)
+		return
+	}
+	p := h[h.IHL():]
+	switch h.Protocol() {
+	case ProtoICMP:
+		if len(p) < icmpHeaderLen || p[0] != ICMPEcho || Checksum(p, 0) != 0 {
+			w.drop(DropLocalICMP)
+			return
+		}
+		if l2mc {
+			w.drop(DropBroadcast) // icmp_echo_ignore_broadcasts
+			return
+		}
+		buf := w.tx.Alloc(etherHeaderLen + ipv4MinHeader + len(p))
+		n := BuildEchoReply(buf[etherHeaderLen:], h)
+		w.c.icmpSent[icmpEchoReplyIdx]++
+		w.c.local++
+		w.localOutput(buf[:etherHeaderLen+n])
+	case ProtoUDP:
+		w.icmpError(in, h, ICMPDestUnreach, CodePortUnreach, 0, l2mc, icmpPortUnreachIdx)
+		w.drop(DropLocalProto)
+	case ProtoTCP:
+		if !l2mc {
+			w.tcpReset(h)
+		}
+		w.drop(DropLocalProto)
+	default:
+		w.icmpError(in, h, ICMPDestUnreach, CodeProtUnreach, 0, l2mc, icmpProtUnreachIdx)
+		w.drop(DropLocalProto)
+	}
+}
+
+// icmpError sends an ICMP error about orig back to its sender, if the
+// never-reply rules and the rate limits allow. The source address is the one
+// the router uses towards the sender (Linux with icmp_errors_use_inbound_ifaddr
+// off); kind indexes the counters.
+func (w *Worker) icmpError(in *Iface, orig IPv4, typ, code uint8, info uint32, l2mc bool, kind int) {
+	if !icmpErrorAllowed(orig, l2mc, false) {
+		return
+	}
+	if !w.r.limiter.allow(typ, code, orig.Src(), w.tx.Now()) {
+		w.c.icmpLimited++
+		return
+	}
+	src := w.r.sourceFor(in, orig.Src())
+	if src == 0 {
+		return
+	}
+	buf := w.tx.Alloc(etherHeaderLen + icmpErrorMaxSize)
+	n := BuildICMPError(buf[etherHeaderLen:], orig, typ, code, info, src)
+	w.c.icmpSent[kind]++
+	w.localOutput(buf[:etherHeaderLen+n])
+}
+
+// sourceFor picks the source address for a packet the router sends to dst:
+// the preferred source of the route towards dst, else an address of the
+// interface the trigger came in on.
+func (r *Router) sourceFor(in *Iface, dst uint32) uint32 {
+	a := addrFrom(dst)
+	if res, ok := r.fib.LookupRoute(a); ok && res.Prefsrc.IsValid() {
+		return ipv4Addr(res.Prefsrc)
+	}
+	if s := r.fib.SelectSource(in.Name, a); s.IsValid() {
+		return ipv4Addr(s)
+	}
+	return 0
+}
+
+// tcpReset answers a TCP segment to the router with a reset, as Linux's
+// tcp_v4_send_reset does for a closed port (never in reply to a reset).
+func (w *Worker) tcpReset(h IPv4) {
+	seg := h[h.IHL():]
+	if len(seg) < 20 {
+		return
+	}
+	flags := seg[13]
+	const fin, syn, rst, ack = 0x01, 0x02, 0x04, 0x10
+	if flags&rst != 0 {
+		return
+	}
+	doff := int(seg[12]>>4) * 4
+	if doff < 20 || doff > len(seg) {
+		return
+	}
+	buf := w.tx.Alloc(etherHeaderLen + 40)
+	ip := IPv4(buf[etherHeaderLen:])
+	writeIPv4Header(ip, 40, 0, ProtoTCP, h.Dst(), h.Src())
+	ip[6] = 0x40 // DF, as Linux's reset
+	ip.SetChecksum(0)
+	ip.SetChecksum(Checksum(ip[:ipv4MinHeader], 0))
+	tcp := ip[ipv4MinHeader:]
+	copy(tcp[0:2], seg[2:4]) // ports swapped
+	copy(tcp[2:4], seg[0:2])
+	if flags&ack != 0 {
+		copy(tcp[4:8], seg[8:12]) // seq = their ack
+		binary.BigEndian.PutUint32(tcp[8:], 0)
+		tcp[13] = rst
+	} else {
+		binary.BigEndian.PutUint32(tcp[4:], 0)
+		seqLen := uint32(len(seg) - doff)
+		if flags&syn != 0 {
+			seqLen++
+		}
+		if flags&fin != 0 {
+			seqLen++
+		}
+		binary.BigEndian.PutUint32(tcp[8:], binary.BigEndian.Uint32(seg[4:])+seqLen)
+		tcp[13] = rst | ack
+	}
+	tcp[12] = 5 << 4
+	binary.BigEndian.PutUint16(tcp[14:], 0)  // window
+	binary.BigEndian.PutUint32(tcp[16:], 0) // checksum, urgent
+	var pseudo [12]byte
+	copy(pseudo[0:8], ip[12:20])
+	pseudo[9] = ProtoTCP
+	binary.BigEndian.PutUint16(pseudo[10:], 20)
+	binary.BigEndian.PutUint16(tcp[16:], Checksum(tcp[:20], uint32(sum(pseudo[:], 0))))
+	w.localOutput(buf)
+}
+
+func ipv4Addr(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:])
+}
+
+func addrFrom(v uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b)
+}

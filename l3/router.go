@@ -1,0 +1,172 @@
+package l3
+
+// The Router: interfaces, the FIB, the neighbour table and the ICMP budget,
+// shared by every worker. Workers (worker.go) run the datapath; this file is
+// the control side.
+//
+// Locking: mu serialises interface changes (the datapath reads the published
+// interface table); namesMu guards the name -> index registry, which the FIB
+// calls while it holds its own writer lock, so it never waits for mu.
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/l2"
+)
+
+// RouterOptions configure a Router.
+type RouterOptions struct {
+	Trie      fib.TrieKind
+	RateLimit RateLimitConfig
+}
+
+// Router is the L3 half of the engine.
+type Router struct {
+	fib     *fib.FIB
+	dom     *l2.Domain
+	limiter *icmpLimiter
+
+	mu     sync.Mutex // interface changes
+	ifaces atomic.Pointer[ifaceTable]
+
+	namesMu sync.Mutex
+	names   map[string]uint32 // guarded by namesMu; never shrinks (like ifindex)
+}
+
+// NewRouter returns a router over a bridge domain.
+func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
+	var seed [8]byte
+	rand.Read(seed[:])
+	r := &Router{
+		dom:     dom,
+		limiter: newICMPLimiter(opts.RateLimit, binary.LittleEndian.Uint64(seed[:])),
+		names:   map[string]uint32{},
+	}
+	r.fib = fib.New(fib.Options{Trie: opts.Trie, DevIndex: r.IfIndex})
+	r.ifaces.Store(&ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}})
+	return r
+}
+
+// FIB returns the router's FIB.
+func (r *Router) FIB() *fib.FIB { return r.fib }
+
+// IfIndex returns the interface index of a name, assigning the next one the
+// first time a name is seen (routes may name an interface before it exists).
+// Index 1 is reserved (lo in Linux).
+func (r *Router) IfIndex(name string) uint32 {
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
+	if i, ok := r.names[name]; ok {
+		return i
+	}
+	i := uint32(len(r.names) + 2)
+	r.names[name] = i
+	return i
+}
+
+// VLANIfaceSpec declares a VLAN interface `link add link BR name N type vlan id V`.
+type VLANIfaceSpec struct {
+	Name   string
+	Bridge string
+	VID    uint16
+}
+
+// IfaceSettings are per-interface settings from `link set`.
+type IfaceSettings struct {
+	Down bool
+	MTU  int
+	MAC  l2.MAC
+}
+
+// SyncIfaces rebuilds the interface table from the domain (every port
+// outside a bridge is a routed port, every bridge is an interface) and the
+// VLAN interfaces, keeping indices and up states of interfaces that stay. It
+// makes each bridge's host a member of the VLANs of its VLAN interfaces.
+func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSettings) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.ifaces.Load()
+	next := &ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}}
+	mk := func(name string, kind IfaceKind, mac l2.MAC) *Iface {
+		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: DefaultMTU}
+		if o := old.byName[name]; o != nil {
+			i.up = o.up
+		} else {
+			i.up = new(atomic.Bool)
+			i.up.Store(true)
+		}
+		if s, ok := settings[name]; ok {
+			i.up.Store(!s.Down)
+			if s.MTU > 0 {
+				i.MTU = s.MTU
+			}
+			if s.MAC != (l2.MAC{}) {
+				i.MAC = s.MAC
+			}
+		}
+		if i.MAC == (l2.MAC{}) {
+			i.MAC = DefaultMAC(name)
+		}
+		return i
+	}
+	for _, p := range r.dom.Ports() {
+		if p.Bridge() != nil {
+			continue
+		}
+		i := mk(p.Name, IfacePort, p.MAC)
+		i.Port = p
+		next.put(i)
+	}
+	for _, b := range r.dom.Bridges() {
+		i := mk(b.Name, IfaceBridge, b.MAC)
+		i.Bridge = b
+		i.VID = b.HostPVID()
+		next.put(i)
+	}
+	for _, v := range vlans {
+		b := r.dom.Bridge(v.Bridge)
+		if b == nil {
+			return fmt.Errorf("%s: no bridge %q", v.Name, v.Bridge)
+		}
+		if err := b.AddHostVLAN(v.VID); err != nil {
+			return fmt.Errorf("%s: %w", v.Name, err)
+		}
+		i := mk(v.Name, IfaceVLAN, b.MAC)
+		i.Bridge, i.VID = b, v.VID
+		next.put(i)
+	}
+	r.ifaces.Store(next)
+	return nil
+}
+
+// Iface returns the interface with a name from the published table.
+func (r *Router) Iface(name string) *Iface { return r.ifaces.Load().byName[name] }
+
+// Ifaces lists the interfaces by index.
+func (r *Router) Ifaces() []*Iface {
+	t := r.ifaces.Load()
+	var out []*Iface
+	for _, i := range t.byIndex {
+		if i != nil {
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
+	return out
+}
+
+// DefaultMAC derives a stable, locally administered unicast MAC from an
+// interface name, for interfaces whose MAC nobody gave (tests, replay).
+func DefaultMAC(name string) l2.MAC {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	v := h.Sum64()
+	return l2.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+}

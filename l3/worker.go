@@ -1,0 +1,298 @@
+package l3
+
+// The datapath: one Worker per goroutine turns frames received on a port
+// into frames queued for ports, through the bridge and the router.
+//
+// Flow of one frame:
+//   bridge member port -> Bridge.ReceiveBatch -> (host frames) -> hostFrame
+//   routed port        -> routedFrame
+//   -> ARP: arpInput | IPv4: ipInput: validate, FIB lookup (one pointer) ->
+//        local: localInput (echo reply, port/protocol unreachable, TCP reset)
+//        blackhole / unreachable / prohibit / no route: drop (+ ICMP)
+//        unicast: forward: TTL, group member by flow hash, MTU (fragment or
+//        ICMP), then xmit: neighbour header, out of a routed port or through
+//        the bridge of a VLAN interface (the same FwdDst egress as bridged
+//        traffic)
+// Forwarded packets are rewritten in place: the frame is the router's own
+// (a unicast frame to the router's MAC is delivered to nobody else), and the
+// new Ethernet header fits where the old one was.
+//
+// Locking: none on the datapath. The worker owns its Tx and counters; the
+// FIB, interface table and neighbour entries are read lock-free.
+
+import (
+	"encoding/binary"
+
+	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/nexthop"
+)
+
+const (
+	etherHeaderLen = 14
+	etherTypeIPv4  = 0x0800
+	etherTypeARP   = 0x0806
+)
+
+// Worker runs the datapath on one goroutine.
+type Worker struct {
+	e   *Engine
+	r   *Router
+	tx  *l2.Tx
+	c   counters
+	pub *publishedCounters
+
+	// fragOut is the interface and next hop of the fragments being emitted
+	// (Fragment calls back into the worker as a FragSink).
+	fragOut  *Iface
+	fragNext uint32
+	fragBuf  []byte
+}
+
+// Tx returns the worker's transmit batch (the caller flushes it).
+func (w *Worker) Tx() *l2.Tx { return w.tx }
+
+// Receive processes frames received on port in. Outputs are queued on the
+// worker's Tx until Flush; the frames must stay valid until then.
+func (w *Worker) Receive(in *l2.Port, frames [][]byte) {
+	t := w.r.ifaces.Load()
+	if b := in.Bridge(); b != nil {
+		start := len(w.tx.Host)
+		b.ReceiveBatch(w.tx, in, frames)
+		for i := start; i < len(w.tx.Host); i++ {
+			w.hostFrame(t, &w.tx.Host[i])
+		}
+		return
+	}
+	ifc := t.routedPort(in.ID)
+	for _, f := range frames {
+		w.tx.CountRx(in, len(f))
+		w.routedFrame(t, ifc, in, f)
+	}
+}
+
+// Flush publishes the worker's counters and hands every queued frame to
+// send, per port (see l2.Tx.Flush for buffer ownership).
+func (w *Worker) Flush(send func(p *l2.Port, frames [][]byte)) {
+	w.pub.add(&w.c)
+	w.tx.Flush(send)
+}
+
+func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
+
+func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
+	switch {
+	case ifc == nil:
+		w.drop(DropNoIface)
+	case len(f) < etherHeaderLen:
+		w.drop(DropL2Short)
+	case !ifc.Up():
+		w.drop(DropIfaceDown)
+	default:
+		l2mc := f[0]&1 != 0
+		if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
+			w.drop(DropNotForUs)
+			return
+		}
+		switch binary.BigEndian.Uint16(f[12:]) {
+		case etherTypeIPv4:
+			w.ipInput(t, ifc, f, etherHeaderLen, l2mc)
+		case etherTypeARP:
+			w.arpInput(t, ifc, f, etherHeaderLen)
+		default: // including VLAN tags: routed ports have no VLAN interfaces
+			w.drop(DropEtherType)
+		}
+		return
+	}
+	w.tx.CountRxDrop(in)
+}
+
+func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
+	ifc := t.hostIface(h.Bridge, h.VID, h.Untagged)
+	f := h.Frame
+	switch {
+	case ifc == nil:
+		w.drop(DropNoIface)
+	case !ifc.Up():
+		w.drop(DropIfaceDown)
+	default:
+		l2mc := f[0]&1 != 0
+		if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
+			w.drop(DropNotForUs)
+			return
+		}
+		switch h.EtherType {
+		case etherTypeIPv4:
+			w.ipInput(t, ifc, f, h.L3, l2mc)
+		case etherTypeARP:
+			w.arpInput(t, ifc, f, h.L3)
+		default:
+			w.drop(DropEtherType)
+		}
+	}
+}
+
+// ipInput is ip_rcv + ip_route_input for one packet at f[l3:].
+func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) {
+	h, reason := CheckIPv4(f[l3:])
+	if reason != DropNone {
+		w.drop(reason)
+		return
+	}
+	src, dst := h.Src(), h.Dst()
+	if isMartianSource(src) {
+		w.drop(DropMartianSource)
+		return
+	}
+	if dst == 0xffffffff || isMulticast(dst) {
+		w.drop(DropBroadcast) // no multicast routing, no broadcast services
+		return
+	}
+	if isMartianDest(dst) {
+		w.drop(DropMartianDest)
+		return
+	}
+	nh := w.e.lookup(dst)
+	if nh == nil {
+		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, l2mc, icmpNetUnreachIdx)
+		w.drop(DropNoRoute)
+		return
+	}
+	switch nh.Kind {
+	case nexthop.Unicast:
+		if l2mc {
+			w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
+			return
+		}
+		w.forward(t, in, h, f, l3, nh)
+	case nexthop.Local:
+		w.localInput(in, h, l2mc)
+	case nexthop.Broadcast:
+		w.drop(DropBroadcast) // echo to broadcast is ignored, as Linux does by default
+	case nexthop.Blackhole:
+		w.drop(DropBlackhole)
+	case nexthop.Unreachable:
+		w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, l2mc, icmpHostUnreachIdx)
+		w.drop(DropUnreachable)
+	case nexthop.Prohibit:
+		w.icmpError(in, h, ICMPDestUnreach, CodePktFiltered, 0, l2mc, icmpProhibitIdx)
+		w.drop(DropProhibit)
+	}
+}
+
+// forward sends a transit packet on towards its nexthop.
+func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh *nexthop.Nexthop) {
+	if h.TTL() <= 1 {
+		w.icmpError(in, h, ICMPTimeExceeded, CodeTTLExceeded, 0, false, icmpTTLIdx)
+		w.drop(DropTTLExpired)
+		return
+	}
+	if nh.Group != nil {
+		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
+			w.drop(DropNoRoute) // every member died under us
+			return
+		}
+	}
+	out := t.get(nh.DevIndex)
+	if out == nil {
+		w.drop(DropNoEgress)
+		return
+	}
+	if !out.Up() {
+		w.drop(DropEgressDown)
+		return
+	}
+	next := h.Dst()
+	if nh.UsesGateway() {
+		next = ipv4Addr(nh.Gateway)
+	}
+	if len(h) > out.MTU {
+		if h.DF() {
+			w.icmpError(in, h, ICMPDestUnreach, CodeFragNeeded, uint32(out.MTU), false, icmpFragNeededIdx)
+			w.drop(DropFragNeeded)
+			return
+		}
+		h.DecTTL()
+		w.fragment(out, next, h)
+		w.c.forwarded++
+		return
+	}
+	h.DecTTL()
+	w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)])
+	w.c.forwarded++
+}
+
+// fragment emits h in fragments that fit out's MTU.
+func (w *Worker) fragment(out *Iface, next uint32, h IPv4) {
+	w.fragOut, w.fragNext = out, next
+	if Fragment(h, out.MTU, w) == 0 {
+		w.drop(DropFragNeeded)
+		return
+	}
+	w.c.fragmented++
+}
+
+// Alloc and Emit make the worker a FragSink: each fragment gets room for
+// its Ethernet header in front.
+func (w *Worker) Alloc(n int) []byte {
+	w.fragBuf = w.tx.Alloc(etherHeaderLen + n)
+	return w.fragBuf[etherHeaderLen:]
+}
+
+func (w *Worker) Emit(frag []byte) {
+	w.xmit(w.fragOut, w.fragNext, w.fragBuf[:etherHeaderLen+len(frag)])
+}
+
+// localOutput routes a packet the router originates (ICMP): frame[14:] is
+// the IPv4 packet, frame[:14] room for the Ethernet header.
+func (w *Worker) localOutput(frame []byte) {
+	h := IPv4(frame[etherHeaderLen:])
+	nh := w.e.lookup(h.Dst())
+	if nh == nil || nh.Kind != nexthop.Unicast {
+		w.drop(DropNoRoute)
+		return
+	}
+	if nh.Group != nil {
+		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
+			w.drop(DropNoRoute)
+			return
+		}
+	}
+	t := w.r.ifaces.Load()
+	out := t.get(nh.DevIndex)
+	if out == nil || !out.Up() {
+		w.drop(DropEgressDown)
+		return
+	}
+	next := h.Dst()
+	if nh.UsesGateway() {
+		next = ipv4Addr(nh.Gateway)
+	}
+	if len(h) > out.MTU {
+		w.fragment(out, next, h)
+		return
+	}
+	w.xmit(out, next, frame)
+}
+
+// xmit resolves next on out and queues the frame (frame[14:] is the IPv4
+// packet; the Ethernet header is written into frame[:14]).
+func (w *Worker) xmit(out *Iface, next uint32, frame []byte) {
+	hdr, ok := w.neighHeader(out, next)
+	if !ok {
+		w.neighMiss(out, next, frame[etherHeaderLen:])
+		return
+	}
+	copy(frame[:etherHeaderLen], hdr[:])
+	w.send(out, frame)
+}
+
+// send queues a complete Ethernet frame out of an interface: straight to a
+// routed port, or through the bridge of a VLAN interface.
+func (w *Worker) send(out *Iface, frame []byte) {
+	switch out.Kind {
+	case IfacePort:
+		w.tx.Send(out.Port.Routed(), frame)
+	default:
+		out.Bridge.Output(w.tx, out.VID, frame)
+	}
+}
