@@ -72,7 +72,7 @@ func runFlood(t *testing.T, kind floodKind) {
 
 	r := rand.New(rand.NewPCG(1, 2))
 	total := floodSize()
-	step := int64(10 * time.Microsecond) // 1M events over 10 s of virtual time
+	step := int64(10*time.Second) / int64(total) // the flood lasts 10 s of virtual time
 	nextTick := h.now
 	pkt := ipPacket(0xc0a80001, 0, 64)
 	var baseline uint64
