@@ -39,6 +39,7 @@ type neighSlot struct {
 type neighIndex struct {
 	slots []neighSlot // immutable length; slot contents written under NeighTable.mu
 	mask  uint64
+	shift uint8 // 64 - log2(len(slots)): the hash's top bits pick the slot
 	seed  uint64
 	// Writer-side, guarded by NeighTable.mu.
 	live int // entries
@@ -50,23 +51,23 @@ func newNeighIndex(nslots int) *neighIndex {
 	return &neighIndex{
 		slots: make([]neighSlot, nslots),
 		mask:  uint64(nslots - 1),
+		shift: uint8(64 - bits.TrailingZeros(uint(nslots))),
 		seed:  randomSeed(),
 	}
 }
 
-// neighHash is splitmix64's finaliser over the seeded key: a different seed
-// per index, so colliding keys cannot be chosen from outside across rebuilds.
-func neighHash(key, seed uint64) uint64 {
-	z := key ^ seed
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
+// home is the key's first slot: Fibonacci hashing of the seeded key (one
+// multiply; the top bits depend on every key bit). The seed is new for every
+// index, so colliding keys cannot be chosen from outside across rebuilds;
+// the table's limits bound what a collision flood could do anyway.
+func (ix *neighIndex) home(key uint64) uint64 {
+	return ((key ^ ix.seed) * 0x9e3779b97f4a7c15) >> ix.shift
 }
 
 // lookup is the datapath search.
 func (ix *neighIndex) lookup(key uint64) *Neigh {
 	slots, mask := ix.slots, ix.mask
-	for i := neighHash(key, ix.seed) & mask; ; i = (i + 1) & mask {
+	for i := ix.home(key); ; i = (i + 1) & mask {
 		s := &slots[i]
 		k := s.key.Load()
 		if k == key {
@@ -83,7 +84,7 @@ func (ix *neighIndex) lookup(key uint64) *Neigh {
 // index must be rebuilt (too many used slots).
 func (ix *neighIndex) insertLocked(n *Neigh) (rebuild bool) {
 	slots, mask := ix.slots, ix.mask
-	for i := neighHash(n.key, ix.seed) & mask; ; i = (i + 1) & mask {
+	for i := ix.home(n.key); ; i = (i + 1) & mask {
 		s := &slots[i]
 		switch s.key.Load() {
 		case slotEmpty:
@@ -101,7 +102,7 @@ func (ix *neighIndex) insertLocked(n *Neigh) (rebuild bool) {
 // deleteLocked removes n; it reports whether the index should shrink.
 func (ix *neighIndex) deleteLocked(n *Neigh) (rebuild bool) {
 	slots, mask := ix.slots, ix.mask
-	for i := neighHash(n.key, ix.seed) & mask; ; i = (i + 1) & mask {
+	for i := ix.home(n.key); ; i = (i + 1) & mask {
 		s := &slots[i]
 		k := s.key.Load()
 		if k == slotEmpty {

@@ -18,21 +18,30 @@ package l3
 // hdr[0:14] and returns true when the neighbour is usable. On false, nothing
 // is written: call Resolve with the packet.
 func (w *NeighWorker) Output(ifindex, ip uint32, hdr []byte) bool {
-	w.c[wcLookups]++
-	n := w.t.index.Load().lookup(neighKey(ifindex, ip))
-	if n == nil {
-		w.c[wcMisses]++
-		return false
+	key := neighKey(ifindex, ip)
+	ix := w.t.index.Load()
+	// The first probe inline (most keys sit in their home slot); collisions
+	// and misses take the loop.
+	s := &ix.slots[ix.home(key)&ix.mask]
+	var n *Neigh
+	if s.key.Load() == key {
+		n = s.n.Load()
+	}
+	if n == nil || n.key != key {
+		if n = ix.lookup(key); n == nil {
+			w.c[wcMisses]++
+			return false
+		}
 	}
 	v := n.word.Load()
-	s := NeighState(v)
-	if s&nudValid == 0 || v&neighWordDead != 0 {
+	st := NeighState(v)
+	if st&nudValid == 0 || v&neighWordDead != 0 {
 		w.c[wcMisses]++
 		return false
 	}
 	writeHeader(hdr, v, n.hdrTail)
 	w.c[wcHits]++
-	if s == NUDStale && n.touched.Load() == 0 && n.touched.CompareAndSwap(0, 1) {
+	if st == NUDStale && n.touched.Load() == 0 && n.touched.CompareAndSwap(0, 1) {
 		w.c[wcStaleTouches]++
 		w.t.pushTouched(n)
 	}

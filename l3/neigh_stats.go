@@ -15,8 +15,7 @@ import "sync/atomic"
 
 // Worker counter indices.
 const (
-	wcLookups = iota
-	wcHits
+	wcHits = iota // lookups = hits + misses
 	wcMisses
 	wcStaleTouches
 	wcARPRxRequests
@@ -142,7 +141,8 @@ func (t *NeighTable) Stats() NeighStats {
 			w[i] += wk.pub[i].Load()
 		}
 	}
-	s.Lookups, s.Hits, s.Misses, s.StaleTouches = w[wcLookups], w[wcHits], w[wcMisses], w[wcStaleTouches]
+	s.Hits, s.Misses, s.StaleTouches = w[wcHits], w[wcMisses], w[wcStaleTouches]
+	s.Lookups = s.Hits + s.Misses
 	s.ARPRxRequests, s.ARPRxReplies, s.ARPTxReplies = w[wcARPRxRequests], w[wcARPRxReplies], w[wcARPTxReplies]
 	s.ARPRequestsNotLocal, s.ARPDAD = w[wcARPRequestsNotLocal], w[wcARPDAD]
 	s.ARPDrops = map[string]uint64{}
