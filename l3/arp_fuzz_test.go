@@ -1,0 +1,40 @@
+package l3
+
+// Fuzz target over raw ARP frames: InputARP never panics, every frame is
+// either counted as a request or reply received or as a drop with a reason
+// (never both, never neither), and every reply it writes is a valid ARP
+// reply from the interface for one of its addresses.
+
+import (
+	"testing"
+)
+
+func FuzzARPInput(f *testing.F) {
+	f.Add(arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal))
+	f.Add(arpFrame(tIfMAC, ARPReplyOp, tMAC1, tPeer, tIfMAC, tLocal))
+	f.Add(arpFrame(broadcastMAC, ARPRequestOp, tMAC1, 0, [6]byte{}, tLocal))
+	f.Add(arpFrame(broadcastMAC, ARPReplyOp, tMAC2, tPeer, tMAC2, tPeer))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0x08, 0x06, 0, 1})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		h := newHarness(t, DefaultNeighParams())
+		h.resolve(tPeer, ipPacket(1, tPeer, 64)) // an INCOMPLETE entry to resolve
+		n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out)
+		s := h.tab.Stats()
+		received := s.ARPRxRequests + s.ARPRxReplies
+		drops := s.ARPDropsTotal()
+		switch {
+		case d == ARPOK && drops != 0, d != ARPOK && drops != 1:
+			t.Fatalf("drop %v counted %d", d, drops)
+		case d < ARPOtherHost && d != ARPOK && received != 0, d == ARPOK && received != 1:
+			t.Fatalf("drop %v but received %d", d, received)
+		}
+		if n == 0 {
+			return
+		}
+		a, rd := ParseARPFrame(h.reply[:n])
+		if rd != ARPOK || a.Op() != ARPReplyOp || a.SenderMAC() != tIfMAC || a.SenderIP() != tLocal ||
+			[6]byte(h.reply[6:12]) != tIfMAC || [6]byte(h.reply[0:6]) != a.TargetMAC() {
+			t.Fatalf("bad reply %x", h.reply[:n])
+		}
+	})
+}

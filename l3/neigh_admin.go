@@ -1,0 +1,148 @@
+package l3
+
+// Static entries and flushes: `neigh add|replace|change|del A lladdr M dev D
+// [nud permanent|reachable|stale|noarp]` at the API level (the config reader
+// maps lines to these calls), and the link events that flush an interface.
+//
+// Semantics are the kernel's neigh_add/neigh_delete with iproute2's flags:
+// add = create, fail if it exists; replace = create or override; change =
+// override an existing entry; del = set FAILED (reporting queued packets)
+// and remove. Permanent entries are exempt from gc and gc_thresh3; the
+// other states are subject to them like learned entries.
+//
+// Locking: NeighTable.mu.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Admin errors, worded like the kernel's.
+var (
+	ErrNeighExists   = errors.New("file exists")
+	ErrNeighNotFound = errors.New("no such file or directory")
+)
+
+// NeighSpec is one `neigh add|replace|change` command.
+type NeighSpec struct {
+	IfIndex   uint32
+	IP        uint32
+	LLAddr    [6]byte
+	HasLLAddr bool       // `lladdr` given
+	State     NeighState // NUDPermanent (iproute2's default), NUDReachable, NUDStale or NUDNoARP
+	IfMAC     [6]byte    // the interface's MAC, for the adjacency
+}
+
+func (s *NeighSpec) check() error {
+	if s.IfIndex == 0 {
+		return errors.New("device not specified")
+	}
+	if !neighUnicastAddr(s.IP) {
+		return fmt.Errorf("invalid neighbour address %s", ipString(s.IP))
+	}
+	switch s.State {
+	case NUDPermanent, NUDReachable, NUDStale, NUDNoARP:
+	default:
+		return fmt.Errorf("nud state %s not supported", s.State)
+	}
+	return nil
+}
+
+// Add is `neigh add`: it fails if the entry exists.
+func (t *NeighTable) Add(s NeighSpec, now int64, out *NeighActions) error {
+	return t.modify(s, true, true, now, out)
+}
+
+// Replace is `neigh replace`: create or override.
+func (t *NeighTable) Replace(s NeighSpec, now int64, out *NeighActions) error {
+	return t.modify(s, true, false, now, out)
+}
+
+// Change is `neigh change`: override an existing entry.
+func (t *NeighTable) Change(s NeighSpec, now int64, out *NeighActions) error {
+	return t.modify(s, false, false, now, out)
+}
+
+func (t *NeighTable) modify(s NeighSpec, create, excl bool, now int64, out *NeighActions) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	n := t.index.Load().lookup(neighKey(s.IfIndex, s.IP))
+	switch {
+	case n != nil && excl:
+		return ErrNeighExists
+	case n == nil && !create:
+		return ErrNeighNotFound
+	case n == nil:
+		// A valid state needs an address; refuse before creating anything
+		// (the kernel would leave an empty entry behind).
+		if !s.HasLLAddr {
+			return ErrNeighNoLLAddr
+		}
+		if n = t.createLocked(s.IfIndex, s.IP, s.IfMAC, s.State == NUDPermanent, now, out); n == nil {
+			return ErrNeighTableFull
+		}
+	}
+	var ll *[6]byte
+	if s.HasLLAddr {
+		ll = &s.LLAddr
+	}
+	return t.updateLocked(n, ll, s.State, neighUpdateAdmin|neighUpdateOverride, now, out)
+}
+
+// Delete is `neigh del`.
+func (t *NeighTable) Delete(ifindex, ip uint32, now int64, out *NeighActions) error {
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	if n == nil {
+		return ErrNeighNotFound
+	}
+	t.updateLocked(n, nil, NUDFailed, neighUpdateAdmin|neighUpdateOverride, now, out)
+	t.removeLocked(n, NeighRemovedAdmin, out)
+	t.c.adminDel++
+	return nil
+}
+
+// FlushDev removes the interface's entries, keeping permanent ones when
+// keepPermanent is set, and returns how many it removed. Queued packets are
+// dropped. Linux flushes everything on `link set down` (neigh_ifdown) and
+// keeps permanent entries on carrier loss (neigh_carrier_down).
+func (t *NeighTable) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *NeighActions) int {
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	var victims []*Neigh
+	ix := t.index.Load()
+	for i := range ix.slots {
+		n := ix.slots[i].n.Load()
+		if n == nil || n.IfIndex() != ifindex || (keepPermanent && n.state() == NUDPermanent) {
+			continue
+		}
+		victims = append(victims, n)
+	}
+	for _, n := range victims {
+		t.removeLocked(n, NeighRemovedFlush, out)
+		t.c.flushed++
+	}
+	return len(victims)
+}
+
+// ChangeAddr is neigh_changeaddr: the interface's MAC changed, so every
+// entry on it (whose adjacency carries the old MAC) goes.
+func (t *NeighTable) ChangeAddr(ifindex uint32, now int64, out *NeighActions) int {
+	return t.FlushDev(ifindex, false, now, out)
+}
+
+// ParseLLAddr parses an Ethernet address as iproute2 prints it.
+func ParseLLAddr(s string) ([6]byte, error) {
+	var m [6]byte
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return m, fmt.Errorf("invalid lladdr %q", s)
+	}
+	copy(m[:], hw)
+	return m, nil
+}

@@ -1,0 +1,158 @@
+package l3
+
+// Concurrency: datapath lookups on several goroutines while a writer churns
+// the table (ARP learning with changing addresses, admin replace/delete,
+// flushes, timers, index rebuilds). Run under -race. Readers check that
+//   - permanent keys that are never deleted are always found and usable
+//     (the index never loses a live key, even across rebuilds);
+//   - every header they get is a whole one: a destination MAC from the pool
+//     the writer uses, the interface MAC, EtherType IPv4 (never torn).
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
+	writes := 200_000
+	if neighRaceEnabled || testing.Short() {
+		writes = 30_000
+	}
+	p := DefaultNeighParams()
+	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 16, 256, 512
+	h := newHarness(t, p)
+	macs := [][6]byte{tMAC1, tMAC2, {0x02, 0, 0, 0, 0, 0x33}}
+	const stable = 32
+	for i := uint32(0); i < stable; i++ {
+		if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: 0x0a010000 + i, LLAddr: macs[i%3], HasLLAddr: true,
+			State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var hits atomic.Int64
+	readers := 3
+	for g := 0; g < readers; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			w := h.tab.NewWorker()
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			hdr := make([]byte, 14)
+			var n int64
+			for !stop.Load() {
+				var ip uint32
+				stableKey := r.IntN(2) == 0
+				if stableKey {
+					ip = 0x0a010000 + r.Uint32N(stable)
+				} else {
+					ip = 0x0a020000 + r.Uint32N(2048)
+				}
+				ok := w.Output(tIf, ip, hdr)
+				if stableKey && !ok {
+					t.Errorf("permanent %s not found", ipString(ip))
+					return
+				}
+				if ok {
+					n++
+					var dst [6]byte
+					copy(dst[:], hdr[:6])
+					if (dst != macs[0] && dst != macs[1] && dst != macs[2]) ||
+						!bytes.Equal(hdr[6:12], tIfMAC[:]) || hdr[12] != 0x08 || hdr[13] != 0 {
+						t.Errorf("torn header %x", hdr)
+						return
+					}
+				}
+				if n%256 == 0 {
+					w.Publish()
+				}
+			}
+			hits.Add(n)
+		}(g)
+	}
+
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < writes && !t.Failed(); i++ {
+		ip := 0x0a020000 + r.Uint32N(2048)
+		mac := macs[r.IntN(3)]
+		switch r.IntN(10) {
+		case 0, 1, 2, 3:
+			h.arp(ARPRequestOp, broadcastMAC, mac, ip, [6]byte{}, tLocal)
+		case 4, 5:
+			h.replyToUs(mac, ip)
+		case 6:
+			h.tab.Replace(NeighSpec{IfIndex: tIf, IP: ip, LLAddr: mac, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out)
+		case 7:
+			h.tab.Delete(tIf, ip, h.now, &h.out)
+		case 8:
+			h.resolve(ip, ipPacket(1, ip, 64))
+		case 9:
+			h.now += int64(r.IntN(2000)) * int64(time.Millisecond)
+			h.tab.Tick(h.now, &h.out)
+			if r.IntN(50) == 0 {
+				h.tab.FlushDev(tIf, true, h.now, &h.out)
+			}
+		}
+		h.out.Reset()
+	}
+	stop.Store(true)
+	wg.Wait()
+	s := h.tab.Stats()
+	t.Logf("%d writes, %d reader hits, %d index rebuilds, %d entries", writes, hits.Load(), s.HashRebuilds, s.Entries)
+	if s.HashRebuilds == 0 {
+		t.Fatal("no index rebuild happened while readers ran")
+	}
+	checkTableInvariants(t, h.tab)
+}
+
+// The index against a map: random inserts and deletes over many keys force
+// tombstones, reuse and rebuilds (growing and shrinking).
+func TestNeighIndexModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tab, _ := NewNeighTable(NeighConfig{}, 0)
+	tab.mu.Lock()
+	defer tab.mu.Unlock()
+	model := map[uint64]*Neigh{}
+	ops := 300_000
+	if neighRaceEnabled {
+		ops = 60_000
+	}
+	for i := 0; i < ops; i++ {
+		// Phases: grow to ~20K keys, shrink, grow again.
+		span := uint32(20_000)
+		if (i/50_000)%2 == 1 {
+			span = 500
+		}
+		key := neighKey(1+r.Uint32N(3), r.Uint32N(span))
+		n := model[key]
+		switch {
+		case n == nil && r.IntN(3) > 0:
+			n = &Neigh{key: key, heapIdx: -1}
+			model[key] = n
+			tab.indexInsertLocked(n)
+		case n != nil && (r.IntN(2) == 0 || (i/50_000)%2 == 1):
+			delete(model, key)
+			tab.indexDeleteLocked(n)
+		}
+		if got := tab.index.Load().lookup(key); got != model[key] {
+			t.Fatalf("op %d: lookup %x = %p, want %p", i, key, got, model[key])
+		}
+	}
+	ix := tab.index.Load()
+	if ix.live != len(model) {
+		t.Fatalf("live %d, model %d", ix.live, len(model))
+	}
+	for k, n := range model {
+		if ix.lookup(k) != n {
+			t.Fatalf("key %x lost", k)
+		}
+	}
+	if tab.c.hashRebuilds < 4 {
+		t.Fatalf("only %d rebuilds", tab.c.hashRebuilds)
+	}
+}

@@ -1,0 +1,189 @@
+package l3
+
+// Dumps: the entries as `ip neigh show` and `ip -j neigh show` print them.
+//
+//   10.0.0.2 dev eth0 lladdr 02:00:00:00:00:02 REACHABLE
+//   10.0.0.3 dev eth0 INCOMPLETE
+//   10.0.0.4 dev eth0 FAILED
+//   [{"dst":"10.0.0.2","dev":"eth0","lladdr":"02:00:00:00:00:02","state":["REACHABLE"]}]
+//
+// As in the kernel, lladdr is shown for valid states only; as in iproute2,
+// `show` hides NOARP and NONE entries unless asked (nud all, nud noarp), and
+// omits "dev D" when filtering by device. Entries are sorted by interface
+// and address (the kernel dumps in hash order).
+//
+// Locking: Dump takes NeighTable.mu; the formatters work on the copy.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+)
+
+// NeighInfo is one entry as dumped.
+type NeighInfo struct {
+	IfIndex   uint32
+	IP        uint32
+	LLAddr    [6]byte
+	HasLLAddr bool // valid states: the address is meaningful
+	State     NeighState
+	Probes    int
+	Queued    int // packets waiting
+	// Ages, as `ip -s neigh` shows them (used/confirmed/updated).
+	Used, Confirmed, Updated time.Duration
+}
+
+// Addr is the entry's address as a netip.Addr.
+func (i NeighInfo) Addr() netip.Addr { return ipAddr(i.IP) }
+
+func ipAddr(ip uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], ip)
+	return netip.AddrFrom4(b)
+}
+
+func ipString(ip uint32) string { return ipAddr(ip).String() }
+
+// IPv4 converts a netip.Addr (which must be IPv4) to the table's key form.
+func IPv4(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:])
+}
+
+// FormatMAC prints an Ethernet address as iproute2 does.
+func FormatMAC(m [6]byte) string { return net.HardwareAddr(m[:]).String() }
+
+func (t *NeighTable) infoLocked(n *Neigh, now int64) NeighInfo {
+	s := n.state()
+	return NeighInfo{
+		IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: n.mac(), HasLLAddr: s.Valid(), State: s,
+		Probes: n.probes, Queued: n.queue.n,
+		Used:      time.Duration(now - n.used),
+		Confirmed: time.Duration(now - n.confirmed),
+		Updated:   time.Duration(now - n.updated),
+	}
+}
+
+// Get returns one entry's dump.
+func (t *NeighTable) Get(ifindex, ip uint32, now int64) (NeighInfo, bool) {
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	if n == nil {
+		return NeighInfo{}, false
+	}
+	return t.infoLocked(n, now), true
+}
+
+// Dump returns all entries sorted by (ifindex, ip).
+func (t *NeighTable) Dump(now int64) []NeighInfo {
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	ix := t.index.Load()
+	out := make([]NeighInfo, 0, t.entries)
+	for i := range ix.slots {
+		if n := ix.slots[i].n.Load(); n != nil {
+			out = append(out, t.infoLocked(n, now))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].IfIndex != out[j].IfIndex {
+			return out[i].IfIndex < out[j].IfIndex
+		}
+		return out[i].IP < out[j].IP
+	})
+	return out
+}
+
+// NeighShowFilter selects entries like `ip neigh show [dev D] [nud S...]`.
+type NeighShowFilter struct {
+	IfIndex uint32 // 0: all interfaces
+	// States is a mask of NeighState bits, plus NeighShowNone for NONE
+	// entries; 0 means iproute2's default (everything but NOARP and NONE).
+	States uint16
+}
+
+const (
+	// NeighShowNone selects NONE entries (`nud none`).
+	NeighShowNone = 0x100
+	// NeighShowAll is `nud all`.
+	NeighShowAll = 0x1ff
+)
+
+func (f NeighShowFilter) match(i NeighInfo) bool {
+	if f.IfIndex != 0 && i.IfIndex != f.IfIndex {
+		return false
+	}
+	states := f.States
+	if states == 0 {
+		states = 0xff &^ uint16(NUDNoARP)
+	}
+	if i.State == NUDNone {
+		return states&NeighShowNone != 0
+	}
+	return states&uint16(i.State) != 0
+}
+
+// FormatNeighShow writes `ip neigh show` lines; devName maps interface
+// indexes to names.
+func FormatNeighShow(w io.Writer, infos []NeighInfo, f NeighShowFilter, devName func(uint32) string) error {
+	var b strings.Builder
+	for _, i := range infos {
+		if !f.match(i) {
+			continue
+		}
+		b.WriteString(ipString(i.IP))
+		if f.IfIndex == 0 {
+			fmt.Fprintf(&b, " dev %s", devName(i.IfIndex))
+		}
+		if i.HasLLAddr {
+			fmt.Fprintf(&b, " lladdr %s", FormatMAC(i.LLAddr))
+		}
+		if i.State != NUDNone {
+			b.WriteString(" " + i.State.String())
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type neighJSON struct {
+	Dst    string   `json:"dst"`
+	Dev    string   `json:"dev,omitempty"`
+	LLAddr string   `json:"lladdr,omitempty"`
+	State  []string `json:"state,omitempty"`
+}
+
+// FormatNeighJSON writes `ip -j neigh show`: one JSON array.
+func FormatNeighJSON(w io.Writer, infos []NeighInfo, f NeighShowFilter, devName func(uint32) string) error {
+	list := []neighJSON{}
+	for _, i := range infos {
+		if !f.match(i) {
+			continue
+		}
+		j := neighJSON{Dst: ipString(i.IP)}
+		if f.IfIndex == 0 {
+			j.Dev = devName(i.IfIndex)
+		}
+		if i.HasLLAddr {
+			j.LLAddr = FormatMAC(i.LLAddr)
+		}
+		if i.State != NUDNone {
+			j.State = []string{i.State.String()}
+		}
+		list = append(list, j)
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

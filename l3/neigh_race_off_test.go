@@ -1,0 +1,5 @@
+//go:build !race
+
+package l3
+
+const neighRaceEnabled = false

@@ -1,0 +1,139 @@
+package l3
+
+// The slow path for destinations without a usable neighbour (the kernel's
+// neigh_resolve_output -> __neigh_event_send).
+//
+// Flow: Resolve takes the writer lock, finds or creates the entry (subject
+// to gc_thresh3 and the forced gc), then by state:
+//   - usable (a racing resolution, or STALE): the caller sends now with the
+//     header Resolve returns (STALE moves to DELAY);
+//   - NONE or FAILED: INCOMPLETE with an immediate broadcast request (the
+//     request is appended to out), retried every retrans_time;
+//   - INCOMPLETE: the packet waits.
+// A waiting packet is copied (the caller reuses its buffer) into a buffer
+// with room for the Ethernet header; the queue keeps at most
+// unres_qlen_bytes, dropping its oldest packets (unres_discards), whose
+// buffers are reused for the new one when large enough.
+//
+// Locking: NeighTable.mu.
+
+// NeighVerdict is what Resolve did with a packet.
+type NeighVerdict uint8
+
+const (
+	// NeighQueued: the packet waits for resolution; it will come back in a
+	// NeighActions' Transmit or Unreachable list.
+	NeighQueued NeighVerdict = iota + 1
+	// NeighSend: the neighbour is usable; send the packet now with Header.
+	NeighSend
+	// NeighRefused: no entry could be created (table full or the address
+	// cannot be a neighbour); drop the packet (counted).
+	NeighRefused
+)
+
+func (v NeighVerdict) String() string {
+	switch v {
+	case NeighQueued:
+		return "queued"
+	case NeighSend:
+		return "send"
+	case NeighRefused:
+		return "refused"
+	}
+	return "verdict(?)"
+}
+
+// NeighResolution is Resolve's answer.
+type NeighResolution struct {
+	Verdict NeighVerdict
+	Header  [14]byte // for NeighSend
+}
+
+// Resolve handles a packet for next hop (ifindex, ip) that Output could not
+// send. pkt is the IPv4 packet without L2 header; ifMAC is the egress
+// interface's MAC (the source of the entry's adjacency).
+func (w *NeighWorker) Resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *NeighActions) NeighResolution {
+	t := w.t
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	if ifindex == 0 || !neighUnicastAddr(ip) {
+		t.c.refusedInvalid++
+		return NeighResolution{Verdict: NeighRefused}
+	}
+	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	if n == nil {
+		if n = t.createLocked(ifindex, ip, ifMAC, false, now, out); n == nil {
+			return NeighResolution{Verdict: NeighRefused}
+		}
+	}
+	return t.eventSendLocked(n, pkt, now, out)
+}
+
+// neighUnicastAddr: addresses that can be resolved (not 0.0.0.0/8,
+// multicast or limited broadcast).
+func neighUnicastAddr(ip uint32) bool {
+	return ip>>24 != 0 && ip>>28 != 0xe && ip != 0xffffffff
+}
+
+// eventSendLocked is __neigh_event_send with the packet.
+func (t *NeighTable) eventSendLocked(n *Neigh, pkt []byte, now int64, out *NeighActions) NeighResolution {
+	n.used = now
+	s := n.state()
+	if s&(nudConnected|NUDDelay|NUDProbe) == 0 {
+		switch {
+		case s&(NUDStale|NUDIncomplete) == 0: // NONE, FAILED
+			if t.p.McastProbes == 0 {
+				t.setStateLocked(n, NUDFailed, out)
+				n.updated = now
+				return NeighResolution{Verdict: NeighRefused}
+			}
+			n.probes = t.p.UcastProbes
+			t.delTimerLocked(n)
+			t.setStateLocked(n, NUDIncomplete, out)
+			n.updated = now
+			t.addTimerLocked(n, now+max(t.p.retrans, neighTimerMin))
+			t.enqueueLocked(n, pkt)
+			t.probeLocked(n, out) // immediate: the queue's tail is this packet
+			return NeighResolution{Verdict: NeighQueued}
+		case s == NUDStale:
+			t.staleToDelayLocked(n, now, out)
+		}
+	}
+	if n.state() == NUDIncomplete {
+		t.enqueueLocked(n, pkt)
+		return NeighResolution{Verdict: NeighQueued}
+	}
+	r := NeighResolution{Verdict: NeighSend}
+	writeHeader(r.Header[:], n.word.Load(), n.hdrTail)
+	return r
+}
+
+// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes.
+func (t *NeighTable) enqueueLocked(n *Neigh, pkt []byte) {
+	need := ethHeaderLen + len(pkt)
+	var reuse []byte
+	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {
+		b := n.queue.pop()
+		t.c.queueDrops++
+		if cap(b) >= need {
+			reuse = b
+		}
+	}
+	var b []byte
+	if reuse != nil {
+		b = reuse[:need]
+	} else {
+		b = make([]byte, need)
+	}
+	copy(b[ethHeaderLen:], pkt)
+	n.queue.push(b)
+	t.c.queued++
+}
+
+// queuedPacket strips the header room from a queue buffer.
+func queuedPacket(b []byte) []byte {
+	if len(b) < ethHeaderLen {
+		return nil
+	}
+	return b[ethHeaderLen:]
+}
