@@ -23,6 +23,7 @@ type EngineOptions struct {
 	Clock     l2.Clock // nil: monotonic
 	Trie      fib.TrieKind
 	RateLimit RateLimitConfig
+	Neigh     NeighConfig
 	Tx        l2.TxOptions
 }
 
@@ -40,7 +41,7 @@ type Engine struct {
 func NewEngine(opts EngineOptions) *Engine {
 	dom := l2.NewDomain(l2.DomainOptions{Clock: opts.Clock})
 	e := &Engine{dom: dom, opts: opts}
-	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, RateLimit: opts.RateLimit})
+	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
 	return e
 }
 
@@ -55,7 +56,7 @@ func (e *Engine) FIB() *fib.FIB { return e.r.fib }
 
 // NewWorker returns a datapath worker (one per goroutine).
 func (e *Engine) NewWorker() *Worker {
-	w := &Worker{e: e, r: e.r, tx: e.dom.NewTx(e.opts.Tx), pub: new(publishedCounters)}
+	w := &Worker{e: e, r: e.r, tx: e.dom.NewTx(e.opts.Tx), pub: new(publishedCounters), nw: e.r.neigh.NewWorker()}
 	e.mu.Lock()
 	e.blocks = append(e.blocks, w.pub)
 	e.mu.Unlock()

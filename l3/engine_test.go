@@ -253,3 +253,51 @@ func TestForwardAllocs(t *testing.T) {
 		}
 	}
 }
+
+func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC l2.MAC, vid uint16, sip, tip string, tha l2.MAC) []byte {
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(srcMAC[:]), DstMAC: net.HardwareAddr(dstMAC[:]), EthernetType: layers.EthernetTypeARP}
+	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
+		Operation: op, SourceHwAddress: net.HardwareAddr(srcMAC[:]), SourceProtAddress: net.ParseIP(sip).To4(),
+		DstHwAddress: net.HardwareAddr(tha[:]), DstProtAddress: net.ParseIP(tip).To4()}
+	ls := []gopacket.SerializableLayer{eth}
+	if vid != 0 {
+		eth.EthernetType = layers.EthernetTypeDot1Q
+		ls = append(ls, &layers.Dot1Q{VLANIdentifier: vid, Type: layers.EthernetTypeARP})
+	}
+	ls = append(ls, arp)
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(nil), buf.Bytes()...)
+}
+
+// A packet to an unresolved next hop waits while the router asks by ARP
+// (broadcast in the VLAN, from the router's address there); the answer
+// releases it. A request for the router's address is answered.
+func TestARPResolution(t *testing.T) {
+	r := newRig(t)
+	h21 := l2.MustParseMAC("02:00:00:00:20:21")
+	in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.21", ttl: 64, proto: layers.IPProtocolUDP, payload: 10}
+	out := r.run("eth1", in.bytes(t))
+	p := only(t, out, "eth2")
+	arp, ok := p.Layer(layers.LayerTypeARP).(*layers.ARP)
+	if !ok || arp.Operation != layers.ARPRequest || net.IP(arp.DstProtAddress).String() != "10.0.20.21" ||
+		net.IP(arp.SourceProtAddress).String() != "10.0.20.1" || p.Layer(layers.LayerTypeDot1Q).(*layers.Dot1Q).VLANIdentifier != 20 {
+		t.Fatalf("arp request: %v", p)
+	}
+	reply := arpFrame(t, layers.ARPReply, h21, r.mac("vlan20"), 20, "10.0.20.21", "10.0.20.1", r.mac("vlan20"))
+	p = only(t, r.run("eth2", reply), "eth2")
+	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
+	if l2.MAC(eth.DstMAC) != h21 || p.Layer(layers.LayerTypeUDP) == nil {
+		t.Fatalf("released packet: %v", p)
+	}
+	// Who has 10.0.10.1? The router.
+	req := arpFrame(t, layers.ARPRequest, r.hw["h10"], l2.Broadcast, 0, "10.0.10.5", "10.0.10.1", l2.MAC{})
+	out = r.run("eth1", req)
+	p = only(t, out, "eth1")
+	arp = p.Layer(layers.LayerTypeARP).(*layers.ARP)
+	if arp.Operation != layers.ARPReply || l2.MAC(arp.SourceHwAddress) != r.mac("vlan10") {
+		t.Fatalf("arp reply: %v", p)
+	}
+}

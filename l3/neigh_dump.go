@@ -50,12 +50,6 @@ func ipAddr(ip uint32) netip.Addr {
 
 func ipString(ip uint32) string { return ipAddr(ip).String() }
 
-// IPv4 converts a netip.Addr (which must be IPv4) to the table's key form.
-func IPv4(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.BigEndian.Uint32(b[:])
-}
-
 // FormatMAC prints an Ethernet address as iproute2 does.
 func FormatMAC(m [6]byte) string { return net.HardwareAddr(m[:]).String() }
 

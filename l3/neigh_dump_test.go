@@ -55,7 +55,7 @@ func TestNeighShowFormats(t *testing.T) {
 		t.Fatalf("empty json %q", b.String())
 	}
 	if i := infos[1]; i.Queued != 1 || i.Probes != 4 || // probes start at ucast_solicit in INCOMPLETE
-		i.Addr().String() != "10.0.0.3" || IPv4(i.Addr()) != 0x0a000003 {
+		i.Addr().String() != "10.0.0.3" || Addr4(i.Addr()) != 0x0a000003 {
 		t.Fatalf("info %+v", i)
 	}
 }

@@ -25,6 +25,7 @@ import (
 type RouterOptions struct {
 	Trie      fib.TrieKind
 	RateLimit RateLimitConfig
+	Neigh     NeighConfig
 }
 
 // Router is the L3 half of the engine.
@@ -32,6 +33,7 @@ type Router struct {
 	fib     *fib.FIB
 	dom     *l2.Domain
 	limiter *icmpLimiter
+	neigh   *NeighTable
 
 	mu     sync.Mutex // interface changes
 	ifaces atomic.Pointer[ifaceTable]
@@ -50,6 +52,11 @@ func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
 		names:   map[string]uint32{},
 	}
 	r.fib = fib.New(fib.Options{Trie: opts.Trie, DevIndex: r.IfIndex})
+	neigh, err := NewNeighTable(opts.Neigh, dom.Clock().Now())
+	if err != nil {
+		panic("l3: neighbour parameters: " + err.Error()) // only invalid explicit parameters
+	}
+	r.neigh = neigh
 	r.ifaces.Store(&ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}})
 	return r
 }
@@ -170,3 +177,5 @@ func DefaultMAC(name string) l2.MAC {
 	v := h.Sum64()
 	return l2.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
 }
+
+func errNoIface(name string) error { return fmt.Errorf("%s: no such interface", name) }

@@ -29,7 +29,6 @@ import (
 
 const (
 	etherHeaderLen = 14
-	etherTypeIPv4  = 0x0800
 	etherTypeARP   = 0x0806
 )
 
@@ -40,6 +39,10 @@ type Worker struct {
 	tx  *l2.Tx
 	c   counters
 	pub *publishedCounters
+
+	nw     *NeighWorker
+	acts   NeighActions
+	arpBuf [128]byte
 
 	// fragOut is the interface and next hop of the fragments being emitted
 	// (Fragment calls back into the worker as a FragSink).
@@ -74,6 +77,7 @@ func (w *Worker) Receive(in *l2.Port, frames [][]byte) {
 // send, per port (see l2.Tx.Flush for buffer ownership).
 func (w *Worker) Flush(send func(p *l2.Port, frames [][]byte)) {
 	w.pub.add(&w.c)
+	w.nw.Publish()
 	w.tx.Flush(send)
 }
 
@@ -272,18 +276,6 @@ func (w *Worker) localOutput(frame []byte) {
 		return
 	}
 	w.xmit(out, next, frame)
-}
-
-// xmit resolves next on out and queues the frame (frame[14:] is the IPv4
-// packet; the Ethernet header is written into frame[:14]).
-func (w *Worker) xmit(out *Iface, next uint32, frame []byte) {
-	hdr, ok := w.neighHeader(out, next)
-	if !ok {
-		w.neighMiss(out, next, frame[etherHeaderLen:])
-		return
-	}
-	copy(frame[:etherHeaderLen], hdr[:])
-	w.send(out, frame)
 }
 
 // send queues a complete Ethernet frame out of an interface: straight to a

@@ -1,0 +1,166 @@
+package l3
+
+// The router's side of the neighbour table (neigh*.go): resolving next hops
+// on the forwarding path, ARP input, the housekeeping tick, and acting on
+// what the table asks for: ARP requests to send (with the sender address
+// Linux's arp_solicit would pick), packets released by a resolution, ICMP
+// host unreachable for packets whose resolution failed, and neighbour
+// changes mirrored into the bridge's suppression table.
+//
+// Locking: the datapath part is the NeighWorker's (lock-free); actions are
+// handled by the worker that got them.
+
+import (
+	"net/netip"
+
+	"github.com/netfwd/netfwd/l2"
+)
+
+// routerAddrs answers ARP's "is this one of my addresses" (arp_ignore 0:
+// any address of the router, whatever the interface).
+type routerAddrs struct{ r *Router }
+
+func (a routerAddrs) IsLocalAddr(_ uint32, ip uint32) bool {
+	return a.r.fib.IsLocalAddress(addrFrom(ip))
+}
+
+// xmit resolves next on out and queues the frame (frame[14:] is the IPv4
+// packet; the Ethernet header is written into frame[:14]).
+func (w *Worker) xmit(out *Iface, next uint32, frame []byte) {
+	if w.nw.Output(out.Index, next, frame[:etherHeaderLen]) {
+		w.send(out, frame)
+		return
+	}
+	res := w.nw.Resolve(out.Index, next, out.MAC, frame[etherHeaderLen:], w.tx.Now(), &w.acts)
+	switch res.Verdict {
+	case NeighSend:
+		copy(frame[:etherHeaderLen], res.Header[:])
+		w.send(out, frame)
+	case NeighQueued:
+	default:
+		w.drop(DropNeighQueue)
+	}
+	w.handleActs()
+}
+
+// arpInput hands an ARP frame to the table and sends the reply it builds.
+func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
+	w.c.arpIn++
+	frame := f
+	if l3 != etherHeaderLen { // strip a VLAN tag: the table reads untagged frames
+		if len(f) < l3 {
+			w.drop(DropARP)
+			return
+		}
+		frame = w.arpBuf[:0]
+		frame = append(frame, f[:12]...)
+		frame = append(frame, f[l3-2:]...)
+	}
+	reply := w.tx.Alloc(ARPFrameLen)
+	n, drop := w.nw.InputARP(&ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
+	if drop != ARPOK {
+		w.drop(DropARP)
+	}
+	if n > 0 {
+		w.send(in, reply[:n])
+	}
+	w.handleActs()
+}
+
+// Tick runs the neighbour timers (call it every 10-100 ms from one worker,
+// typically a housekeeping one) and ages the bridges' FDBs. Outputs are
+// queued on the worker's Tx.
+func (w *Worker) Tick() {
+	now := w.e.dom.Clock().Now()
+	w.r.neigh.Tick(now, &w.acts)
+	w.handleActs()
+	w.e.dom.Age()
+}
+
+// handleActs carries out what neighbour calls asked for.
+func (w *Worker) handleActs() {
+	a := &w.acts
+	if a.Empty() {
+		return
+	}
+	t := w.r.ifaces.Load()
+	for i := range a.Requests {
+		req := &a.Requests[i]
+		out := t.get(req.IfIndex)
+		if out == nil || !out.Up() {
+			continue
+		}
+		buf := w.tx.Alloc(ARPFrameLen)
+		if n := req.Build(buf, w.r.arpSender(out, req)); n > 0 {
+			w.send(out, buf[:n])
+		}
+	}
+	for _, f := range a.Transmit {
+		out := t.get(f.IfIndex)
+		if out == nil || !out.Up() {
+			w.drop(DropEgressDown)
+			continue
+		}
+		buf := w.tx.Alloc(len(f.Data))
+		copy(buf, f.Data)
+		w.send(out, buf)
+	}
+	for _, f := range a.Unreachable {
+		h, r := CheckIPv4(f.Data)
+		w.drop(DropNeighFailed)
+		if r != DropNone {
+			continue
+		}
+		if in := t.get(f.IfIndex); in != nil {
+			w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, false, icmpHostUnreachIdx)
+		}
+	}
+	for _, ev := range a.Events {
+		w.r.mirrorNeighbour(t, ev)
+	}
+	a.Reset()
+}
+
+// arpSender picks the ARP request's sender address as Linux's arp_solicit
+// does with arp_announce 0: the source of the packet that triggered it if
+// that is ours, else the interface's address for the target's subnet.
+func (r *Router) arpSender(out *Iface, req *ARPRequest) uint32 {
+	if req.SrcHint != 0 && r.fib.IsLocalAddress(addrFrom(req.SrcHint)) {
+		return req.SrcHint
+	}
+	if s := r.fib.SelectSource(out.Name, addrFrom(req.Target)); s.IsValid() {
+		return ipv4Addr(s)
+	}
+	return 0
+}
+
+// mirrorNeighbour keeps the bridge's neighbour-suppression table in step
+// with the neighbours learned on its VLAN interfaces.
+func (r *Router) mirrorNeighbour(t *ifaceTable, ev NeighEvent) {
+	ifc := t.get(ev.IfIndex)
+	if ifc == nil || ifc.Bridge == nil {
+		return
+	}
+	ip := addrFrom(ev.IP)
+	switch ev.Kind {
+	case NeighResolved, NeighLLAddrChanged:
+		ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+	default:
+		ifc.Bridge.DelNeighbor(ifc.VID, ip)
+	}
+}
+
+// Neighbours returns the router's neighbour table.
+func (r *Router) Neighbours() *NeighTable { return r.neigh }
+
+// SetNeighbor installs a permanent neighbour (tests, `neigh add ... nud
+// permanent`); the interface must exist.
+func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac l2.MAC) error {
+	ifc := r.Iface(dev)
+	if ifc == nil {
+		return errNoIface(dev)
+	}
+	var acts NeighActions
+	return r.neigh.Replace(NeighSpec{IfIndex: ifc.Index, IP: ipv4Addr(ip), LLAddr: mac, HasLLAddr: true,
+		State: NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
+}
