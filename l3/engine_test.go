@@ -178,9 +178,9 @@ func TestRouteToUplinkAndBack(t *testing.T) {
 func TestICMPErrorsAndEcho(t *testing.T) {
 	r := newRig(t)
 	cases := []struct {
-		name     string
-		dst      string
-		ttl      uint8
+		name      string
+		dst       string
+		ttl       uint8
 		typ, code uint8
 	}{
 		{"ttl", "8.8.8.8", 1, 11, 0},

@@ -125,7 +125,7 @@ func (w *Worker) tcpReset(h IPv4) {
 		tcp[13] = rst | ack
 	}
 	tcp[12] = 5 << 4
-	binary.BigEndian.PutUint16(tcp[14:], 0)  // window
+	binary.BigEndian.PutUint16(tcp[14:], 0) // window
 	binary.BigEndian.PutUint32(tcp[16:], 0) // checksum, urgent
 	var pseudo [12]byte
 	copy(pseudo[0:8], ip[12:20])

@@ -71,7 +71,7 @@ type words struct {
 	i int
 }
 
-func (w *words) more() bool  { return w.i < len(w.a) }
+func (w *words) more() bool   { return w.i < len(w.a) }
 func (w *words) next() string { w.i++; return w.a[w.i-1] }
 func (w *words) value(key string) (string, error) {
 	if w.i >= len(w.a) {

@@ -32,7 +32,7 @@ type Controller struct {
 	e *l3.Engine
 
 	mu       sync.Mutex
-	vlans    []l3.VLANIfaceSpec            // guarded by mu
+	vlans    []l3.VLANIfaceSpec          // guarded by mu
 	settings map[string]l3.IfaceSettings // guarded by mu
 }
 
