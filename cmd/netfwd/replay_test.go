@@ -60,7 +60,9 @@ func cat(ls ...[]gopacket.SerializableLayer) []gopacket.SerializableLayer {
 	return out
 }
 
-func one(l gopacket.SerializableLayer) []gopacket.SerializableLayer { return []gopacket.SerializableLayer{l} }
+func one(l gopacket.SerializableLayer) []gopacket.SerializableLayer {
+	return []gopacket.SerializableLayer{l}
+}
 
 func udp(ip *layers.IPv4) []gopacket.SerializableLayer {
 	u := &layers.UDP{SrcPort: 33434, DstPort: 33435}
