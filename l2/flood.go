@@ -25,6 +25,7 @@ type deferredFlood struct {
 	need       PortFlag
 	suppressed bool
 	fv         frameView
+	origin     int32
 }
 
 // flood returns the number of copies queued, whether the flood was
@@ -42,7 +43,7 @@ func (b *Bridge) flood(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView, n
 		}
 		tx.deferred = append(tx.deferred, deferredFlood{b: b, in: in, inCtl: inCtl, v: v,
 			need: need, suppressed: suppressed, fv: frameView{data: fv.data, raw: fv.raw,
-				tagged: fv.tagged, tci: fv.tci, asIsOK: fv.asIsOK}})
+				tagged: fv.tagged, tci: fv.tci, asIsOK: fv.asIsOK}, origin: tx.origin})
 		tx.delta.floodDeferred++
 		return 0, true, false
 	}
@@ -86,6 +87,7 @@ func (tx *Tx) floodOne(pv *PortVLAN, in *Port, inCtl uint32, need PortFlag, supp
 func (tx *Tx) runDeferred() {
 	for i := range tx.deferred {
 		d := &tx.deferred[i]
+		tx.origin = d.origin
 		n := tx.floodMembers(d.v, d.in, d.inCtl, d.need, d.suppressed, &d.fv)
 		if n == 0 {
 			tx.delta.drops[DropNoFloodTarget]++

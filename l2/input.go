@@ -34,13 +34,15 @@ type Verdict struct {
 // ReceiveBatch processes frames received on in; frames for the host are
 // appended to tx.Host. Frames must stay valid until tx.Flush.
 func (b *Bridge) ReceiveBatch(tx *Tx, in *Port, frames [][]byte) {
-	for _, f := range frames {
+	for i, f := range frames {
+		tx.origin = int32(i)
 		v := b.Receive(tx, in, f)
 		if v.Host {
 			tx.Host = append(tx.Host, HostFrame{Bridge: b, Port: in, VID: v.VID,
-				Untagged: v.Untagged, Frame: f, L3: v.L3, EtherType: v.EtherType})
+				Untagged: v.Untagged, Frame: f, L3: v.L3, EtherType: v.EtherType, Index: i})
 		}
 	}
+	tx.origin = -1
 }
 
 // Receive processes one frame received on in. The frame must stay valid

@@ -62,6 +62,7 @@ type HostFrame struct {
 	Frame     []byte // the frame as received (may carry a tag)
 	L3        int    // offset of the L3 header in Frame
 	EtherType uint16
+	Index     int // position of the frame in the batch given to ReceiveBatch
 }
 
 // Options of a Tx.
@@ -74,9 +75,10 @@ type TxOptions struct {
 }
 
 type txQueue struct {
-	port   *Port
-	frames [][]byte
-	bytes  uint64 // sum of len(frames[i]); counted into tx counters at Flush
+	port    *Port
+	frames  [][]byte
+	origins []int32 // per frame: index of the input frame it came from, -1 if generated
+	bytes   uint64  // sum of len(frames[i]); counted into tx counters at Flush
 }
 
 // Tx is one worker's transmit batch and scratch state.
@@ -93,6 +95,12 @@ type Tx struct {
 
 	deferred []deferredFlood
 
+	// origin is the index (in the caller's current batch) of the input frame
+	// being processed, recorded with every frame queued; -1 while generating
+	// frames of one's own. The daemon uses it to carry per-frame offload state
+	// (GSO) from an input frame to the frames made of it.
+	origin int32
+
 	delta  workerDelta
 	pd     []portDelta
 	dirty  []PortID
@@ -108,7 +116,7 @@ func (d *Domain) NewTx(opts TxOptions) *Tx {
 	if opts.DeferLen <= 0 {
 		opts.DeferLen = 256
 	}
-	tx := &Tx{d: d, opts: opts, stats: &workerStats{}}
+	tx := &Tx{d: d, opts: opts, stats: &workerStats{}, origin: -1}
 	d.wmu.Lock()
 	d.workers = append(d.workers, tx.stats)
 	d.wmu.Unlock()
@@ -189,6 +197,7 @@ func (tx *Tx) enqueue(p *Port, frame []byte) {
 		return
 	}
 	q.frames = append(q.frames, frame)
+	q.origins = append(q.origins, tx.origin)
 	q.bytes += uint64(len(frame))
 }
 
@@ -220,10 +229,27 @@ func (tx *Tx) Pending(p *Port) [][]byte {
 	return tx.q[p.ID].frames
 }
 
+// SetOrigin says which frame of the caller's current batch is being
+// processed (-1: frames the caller generates itself); every frame queued
+// until the next SetOrigin records it. ReceiveBatch sets it per frame.
+func (tx *Tx) SetOrigin(i int) { tx.origin = int32(i) }
+
+// Origin returns the current origin.
+func (tx *Tx) Origin() int { return int(tx.origin) }
+
 // Flush runs the deferred floods, hands each port's queued frames to send
 // (in the order they were queued), then resets the batch: queues, arena,
 // Host, coarse time. It publishes the batch's counters.
 func (tx *Tx) Flush(send func(p *Port, frames [][]byte)) {
+	if send == nil {
+		tx.FlushOrigins(nil)
+		return
+	}
+	tx.FlushOrigins(func(p *Port, frames [][]byte, _ []int32) { send(p, frames) })
+}
+
+// FlushOrigins is Flush with each frame's origin (see SetOrigin).
+func (tx *Tx) FlushOrigins(send func(p *Port, frames [][]byte, origins []int32)) {
 	tx.runDeferred()
 	for _, id := range tx.act {
 		q := &tx.q[id]
@@ -232,11 +258,13 @@ func (tx *Tx) Flush(send func(p *Port, frames [][]byte)) {
 		pd.txBytes += q.bytes
 		q.bytes = 0
 		if len(q.frames) > 0 && send != nil {
-			send(q.port, q.frames)
+			send(q.port, q.frames, q.origins)
 		}
 		clear(q.frames) // drop references to input buffers
 		q.frames = q.frames[:0]
+		q.origins = q.origins[:0]
 	}
+	tx.origin = -1
 	tx.act = tx.act[:0]
 	clear(tx.Host)
 	tx.Host = tx.Host[:0]

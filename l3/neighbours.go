@@ -62,7 +62,9 @@ func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 		w.drop(DropARP)
 	}
 	if n > 0 {
+		restore, saved := w.generating()
 		w.send(in, reply[:n])
+		restore(saved)
 	}
 	w.handleActs()
 }
@@ -83,6 +85,8 @@ func (w *Worker) handleActs() {
 	if a.Empty() {
 		return
 	}
+	restore, saved := w.generating()
+	defer restore(saved)
 	t := w.r.ifaces.Load()
 	for i := range a.Requests {
 		req := &a.Requests[i]

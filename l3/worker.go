@@ -40,6 +40,8 @@ type Worker struct {
 	c   counters
 	pub *publishedCounters
 
+	gsoSizes []uint16 // of the batch being received (nil: no GSO frames)
+
 	nw     *NeighWorker
 	acts   NeighActions
 	arpBuf [128]byte
@@ -56,29 +58,71 @@ func (w *Worker) Tx() *l2.Tx { return w.tx }
 
 // Receive processes frames received on port in. Outputs are queued on the
 // worker's Tx until Flush; the frames must stay valid until then.
-func (w *Worker) Receive(in *l2.Port, frames [][]byte) {
+func (w *Worker) Receive(in *l2.Port, frames [][]byte) { w.ReceiveGSO(in, frames, nil) }
+
+// ReceiveGSO is Receive for a driver that takes segmentation offload
+// super-frames: gso[i] > 0 says frame i is a GSO frame of segments with gso[i]
+// payload bytes each (it may be longer than the MTU; MTU decisions use the
+// segment size). Frames made of input frame i carry origin i at
+// FlushOrigins, so the driver can pass its offload state on with them.
+func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 	t := w.r.ifaces.Load()
+	w.gsoSizes = gso
 	if b := in.Bridge(); b != nil {
 		start := len(w.tx.Host)
 		b.ReceiveBatch(w.tx, in, frames)
 		for i := start; i < len(w.tx.Host); i++ {
-			w.hostFrame(t, &w.tx.Host[i])
+			h := &w.tx.Host[i]
+			w.tx.SetOrigin(h.Index)
+			w.hostFrame(t, h)
 		}
-		return
+	} else {
+		ifc := t.routedPort(in.ID)
+		for i, f := range frames {
+			w.tx.SetOrigin(i)
+			w.tx.CountRx(in, len(f))
+			w.routedFrame(t, ifc, in, f)
+		}
 	}
-	ifc := t.routedPort(in.ID)
-	for _, f := range frames {
-		w.tx.CountRx(in, len(f))
-		w.routedFrame(t, ifc, in, f)
+	w.tx.SetOrigin(-1)
+	w.gsoSizes = nil
+}
+
+// gsoSize returns the segment size of the frame being processed (0: not a
+// GSO frame).
+func (w *Worker) gsoSize() int {
+	if i := w.tx.Origin(); i >= 0 && i < len(w.gsoSizes) {
+		return int(w.gsoSizes[i])
 	}
+	return 0
 }
 
 // Flush publishes the worker's counters and hands every queued frame to
 // send, per port (see l2.Tx.Flush for buffer ownership).
 func (w *Worker) Flush(send func(p *l2.Port, frames [][]byte)) {
+	w.publish()
+	w.tx.Flush(send)
+}
+
+// FlushOrigins is Flush with each frame's origin: the index of the input
+// frame (in its ReceiveGSO batch) it was made of, or -1 for frames the
+// router generated (ARP, ICMP, released after ARP resolution).
+func (w *Worker) FlushOrigins(send func(p *l2.Port, frames [][]byte, origins []int32)) {
+	w.publish()
+	w.tx.FlushOrigins(send)
+}
+
+func (w *Worker) publish() {
 	w.pub.add(&w.c)
 	w.nw.Publish()
-	w.tx.Flush(send)
+}
+
+// generating marks frames queued from now on as the router's own; the
+// returned func restores the origin.
+func (w *Worker) generating() (restore func(int), saved int) {
+	saved = w.tx.Origin()
+	w.tx.SetOrigin(-1)
+	return w.tx.SetOrigin, saved
 }
 
 func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
@@ -209,8 +253,12 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 	if nh.UsesGateway() {
 		next = ipv4Addr(nh.Gateway)
 	}
-	if len(h) > out.MTU {
-		if h.DF() {
+	size := len(h)
+	if g := w.gsoSize(); g > 0 {
+		size = gsoSegmentLen(h, g)
+	}
+	if size > out.MTU {
+		if h.DF() || size != len(h) {
 			w.icmpError(in, h, ICMPDestUnreach, CodeFragNeeded, uint32(out.MTU), false, icmpFragNeededIdx)
 			w.drop(DropFragNeeded)
 			return
@@ -246,9 +294,27 @@ func (w *Worker) Emit(frag []byte) {
 	w.xmit(w.fragOut, w.fragNext, w.fragBuf[:etherHeaderLen+len(frag)])
 }
 
+// gsoSegmentLen is the length of one segment of a GSO frame: headers plus
+// the segment payload.
+func gsoSegmentLen(h IPv4, gso int) int {
+	hl := h.IHL()
+	p := h[hl:]
+	switch h.Protocol() {
+	case ProtoTCP:
+		if len(p) >= 13 {
+			return hl + int(p[12]>>4)*4 + gso
+		}
+	case ProtoUDP:
+		return hl + 8 + gso
+	}
+	return len(h)
+}
+
 // localOutput routes a packet the router originates (ICMP): frame[14:] is
 // the IPv4 packet, frame[:14] room for the Ethernet header.
 func (w *Worker) localOutput(frame []byte) {
+	restore, saved := w.generating()
+	defer restore(saved)
 	h := IPv4(frame[etherHeaderLen:])
 	nh := w.e.lookup(h.Dst())
 	if nh == nil || nh.Kind != nexthop.Unicast {
