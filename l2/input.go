@@ -107,9 +107,8 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 	}
 	if frame[0]&1 == 0 {
 		// Unicast.
-		if e := b.fdb.lookup(fdbKeyAt(frame, vid)); e != nil {
-			dpv := e.dst.Load()
-			if e.flags.Load()&fdbLocal != 0 || dpv == nil {
+		if dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid)); ok {
+			if flags&fdbLocal != 0 || dpv == nil {
 				return b.toHost(tx, in, v, res)
 			}
 			return b.forward(tx, in, ctl, dpv, &fv, res)
