@@ -181,7 +181,7 @@ func (m *fdbTable) putLocked(fk uint64, pv *PortVLAN, now int64) (oldFlags uint6
 		s.updated.Store(now)
 		return oldFlags, oldDst, true
 	}
-	if (m.live+m.tombs+1)*4 > len(t.buckets)*fdbSlotsPerBucket*3 { // load > 3/4
+	if (m.live+m.tombs+1)*8 > len(t.buckets)*fdbSlotsPerBucket*5 { // load > 5/8: 2-slot buckets probe more
 		m.resizeLocked(m.live + 1)
 		t = m.cur.Load()
 	}
