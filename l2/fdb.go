@@ -8,8 +8,9 @@ package l2
 // entries take the writer lock with TryLock: if another worker (or the
 // control plane, e.g. a resize) holds it, the frame is forwarded without
 // learning and LearnSkipped is counted, so a learning storm never stalls
-// forwarding. Entries point at their PortVLAN (FwdDst = {pv.port, pv}), so
-// a hit needs no VLAN lookup; a move is one atomic store of that pointer.
+// forwarding. An entry's destination is its PortVLAN (FwdDst = {pv.port,
+// pv}), so a hit needs no VLAN lookup. The entries live in the table
+// (fdbTable); users of the FDB see copies (fdbView, FDBEntry).
 //
 // Entry kinds follow Linux: local/permanent (frames for it go to the host),
 // static (never aged, may still move unless sticky), dynamic (aged), and
