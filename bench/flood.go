@@ -137,16 +137,18 @@ func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 // keeps each body's fastest run. Interference on a shared machine only adds
 // time, so the minimum is the best estimate of the cost; interleaving
 // spreads bursts of interference over all cases instead of penalising the
-// ones that happen to run during a burst (7 rounds; 2 with --quick).
+// ones that happen to run during a burst. Many short rounds (15 of 1/12
+// of the suite duration; 2 with --quick) catch more quiet moments than a
+// few long ones.
 func interleaved(opts Options, bodies []func(n int)) []Result {
-	rounds := 7
+	rounds, slice := 15, opts.Duration()/12
 	if opts.Quick {
-		rounds = 2
+		rounds, slice = 2, opts.Duration()/5
 	}
 	best := make([]Result, len(bodies))
 	for r := 0; r < rounds; r++ {
 		for i, body := range bodies {
-			m := Measure(opts.Duration()/5, body)
+			m := Measure(slice, body)
 			if r == 0 || m.NsOp < best[i].NsOp {
 				best[i] = m
 			}
