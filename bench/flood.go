@@ -92,27 +92,40 @@ func (s *FloodSetup) Run(n int) {
 	s.Tx.Flush(s.sink)
 }
 
+// floodReplicas: every case is built this many times and the median of
+// the replicas' fastest runs is reported. Identical setups differ by a few
+// ns depending on where their memory landed (cache sets, 4K aliasing); the
+// median over independent builds keeps one unlucky placement from deciding
+// a ratio.
+const floodReplicas = 3
+
 func runFlood(opts Options) ([]Record, error) {
 	opts.Normalize()
 	cases := FloodCases()
-	bodies := make([]func(int), len(cases))
-	for i, c := range cases {
-		s, err := NewFloodSetup(c)
-		if err != nil {
-			return nil, err
+	replicas := floodReplicas
+	if opts.Quick {
+		replicas = 1
+	}
+	var bodies []func(int)
+	for _, c := range cases {
+		for r := 0; r < replicas; r++ {
+			s, err := NewFloodSetup(c)
+			if err != nil {
+				return nil, err
+			}
+			// Check the case floods what it should before timing it.
+			s.Run(64)
+			if s.count != 64*(c.Members-1) {
+				return nil, fmt.Errorf("flood %+v: %d copies for 64 frames, want %d", c, s.count, 64*(c.Members-1))
+			}
+			bodies = append(bodies, s.Run)
 		}
-		// Check the case floods what it should before timing it.
-		s.Run(64)
-		if s.count != 64*(c.Members-1) {
-			return nil, fmt.Errorf("flood %+v: %d copies for 64 frames, want %d", c, s.count, 64*(c.Members-1))
-		}
-		bodies[i] = s.Run
 	}
 	res := interleaved(opts, bodies)
 	var recs []Record
 	naiveNs := map[[3]int]float64{}
 	for i, c := range cases {
-		r := res[i]
+		r := medianResult(res[i*replicas : (i+1)*replicas])
 		impl := "bridge"
 		if c.Naive {
 			impl = "naive"
@@ -129,29 +142,4 @@ func runFlood(opts Options) ([]Record, error) {
 		recs = append(recs, rec)
 	}
 	return recs, nil
-}
-
-func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
-
-// interleaved measures every body once per round, for several rounds, and
-// keeps each body's fastest run. Interference on a shared machine only adds
-// time, so the minimum is the best estimate of the cost; interleaving
-// spreads bursts of interference over all cases instead of penalising the
-// ones that happen to run during a burst (7 rounds; 2 with --quick).
-func interleaved(opts Options, bodies []func(n int)) []Result {
-	rounds := 7
-	if opts.Quick {
-		rounds = 2
-	}
-	best := make([]Result, len(bodies))
-	for r := 0; r < rounds; r++ {
-		for i, body := range bodies {
-			m := Measure(opts.Duration()/5, body)
-			if r == 0 || m.NsOp < best[i].NsOp {
-				best[i] = m
-			}
-		}
-		opts.Log("round %d of %d done", r+1, rounds)
-	}
-	return best
 }

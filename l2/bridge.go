@@ -129,15 +129,11 @@ func (b *Bridge) LookupFDB(mac MAC, vid uint16) (d FwdDst, local, ok bool) {
 	if !b.cfg.Load().vlanFiltering {
 		vid = 0
 	}
-	e := b.fdb.lookup(fdbKey(mac, vid))
-	if e == nil {
+	pv, flags, ok := b.fdb.lookup(fdbKey(mac, vid))
+	if !ok {
 		return FwdDst{}, false, false
 	}
-	if e.flags.Load()&fdbLocal != 0 {
-		return FwdDst{}, true, true
-	}
-	pv := e.dst.Load()
-	if pv == nil {
+	if flags&fdbLocal != 0 || pv == nil {
 		return FwdDst{}, true, true
 	}
 	return FwdDst{Port: pv.port, PV: pv}, false, true
@@ -161,7 +157,7 @@ func (d *Domain) newBridgeLocked(name string, a BridgeAttrs) *Bridge {
 	b.vlan0.self.Store(pvMember | pvUntagged | pvRaw)
 	now := d.clock.Now()
 	b.fdb.mu.Lock()
-	b.fdb.putLocked(fdbKey(b.MAC, 0), nil, fdbLocal|fdbStatic, now)
+	b.fdb.putLocked(fdbKey(b.MAC, 0), nil, fdbLocal|fdbStatic, false, now)
 	b.fdb.mu.Unlock()
 	if cfg.defaultPVID != 0 {
 		b.selfVLANAddLocked(cfg.defaultPVID, true, true)
@@ -260,7 +256,7 @@ func (b *Bridge) addPortLocked(p *Port) {
 	b.vlan0.addMemberLocked(&p.raw)
 	if !p.MAC.IsZero() {
 		b.fdb.mu.Lock()
-		b.fdb.putLocked(fdbKey(p.MAC, 0), &p.raw, fdbLocal|fdbStatic, b.d.clock.Now())
+		b.fdb.putLocked(fdbKey(p.MAC, 0), &p.raw, fdbLocal|fdbStatic, false, b.d.clock.Now())
 		b.fdb.mu.Unlock()
 	}
 	if pvid := b.cfg.Load().defaultPVID; pvid != 0 {
@@ -280,10 +276,7 @@ func (b *Bridge) releasePortLocked(p *Port) {
 	})
 	b.vlan0.delMemberLocked(&p.raw)
 	b.fdb.mu.Lock()
-	b.fdb.flushLocked(func(e *fdbEntry) bool {
-		pv := e.dst.Load()
-		return pv != nil && pv.port == p
-	})
+	b.fdb.flushLocked(func(e fdbView) bool { return e.dst != nil && e.dst.port == p })
 	b.fdb.mu.Unlock()
 	for i, m := range b.members {
 		if m == p {
@@ -331,7 +324,7 @@ func (b *Bridge) portVLANAddLocked(p *Port, vid uint16, pvid, untagged bool) {
 		v.addMemberLocked(pv)
 		if !p.MAC.IsZero() {
 			b.fdb.mu.Lock()
-			b.fdb.putLocked(fdbKey(p.MAC, vid), pv, fdbLocal|fdbStatic, b.d.clock.Now())
+			b.fdb.putLocked(fdbKey(p.MAC, vid), pv, fdbLocal|fdbStatic, false, b.d.clock.Now())
 			b.fdb.mu.Unlock()
 		}
 		b.rebuildMcLocked(v)
@@ -353,12 +346,11 @@ func (b *Bridge) portVLANDelLocked(p *Port, vid uint16) {
 	v := pv.vlan.Load()
 	v.delMemberLocked(pv)
 	b.fdb.mu.Lock()
-	b.fdb.flushLocked(func(e *fdbEntry) bool {
-		if e.dst.Load() != pv {
+	b.fdb.flushLocked(func(e fdbView) bool {
+		if e.dst != pv {
 			return false
 		}
-		fl := e.flags.Load()
-		return fl&fdbStatic == 0 || (fl&fdbLocal != 0 && keyMAC(e.key) == p.MAC)
+		return e.flags&fdbStatic == 0 || (e.flags&fdbLocal != 0 && keyMAC(e.key) == p.MAC)
 	})
 	b.fdb.mu.Unlock()
 	b.rebuildMcLocked(v)
@@ -386,7 +378,7 @@ func (b *Bridge) selfVLANAddLocked(vid uint16, pvid, untagged bool) {
 	v.self.Store(f)
 	if was&pvMember == 0 {
 		b.fdb.mu.Lock()
-		b.fdb.putLocked(fdbKey(b.MAC, vid), nil, fdbLocal|fdbStatic, b.d.clock.Now())
+		b.fdb.putLocked(fdbKey(b.MAC, vid), nil, fdbLocal|fdbStatic, false, b.d.clock.Now())
 		b.fdb.mu.Unlock()
 	}
 	b.d.gen++
@@ -399,8 +391,8 @@ func (b *Bridge) selfVLANDelLocked(vid uint16) {
 	}
 	v.self.Store(0)
 	b.fdb.mu.Lock()
-	if e := b.fdb.lookup(fdbKey(b.MAC, vid)); e != nil && e.dst.Load() == nil {
-		b.fdb.deleteLocked(e.key)
+	if dst, _, ok := b.fdb.m.lookupLocked(fdbKey(b.MAC, vid)); ok && dst == nil {
+		b.fdb.deleteLocked(fdbKey(b.MAC, vid))
 	}
 	b.fdb.mu.Unlock()
 	b.d.gen++
@@ -472,17 +464,16 @@ func (b *Bridge) Age() (n int, next int64) {
 func (b *Bridge) FlushFDB(p *Port, vid uint16, all bool) int {
 	b.fdb.mu.Lock()
 	defer b.fdb.mu.Unlock()
-	return b.fdb.flushLocked(func(e *fdbEntry) bool {
-		if !all && e.flags.Load()&fdbStatic != 0 {
+	return b.fdb.flushLocked(func(e fdbView) bool {
+		if !all && e.flags&fdbStatic != 0 {
 			return false
 		}
 		if vid != 0 && keyVID(e.key) != vid {
 			return false
 		}
-		pv := e.dst.Load()
-		if p != nil && (pv == nil || pv.port != p) {
+		if p != nil && (e.dst == nil || e.dst.port != p) {
 			return false
 		}
-		return all || pv != nil
+		return all || e.dst != nil
 	})
 }

@@ -278,3 +278,23 @@ func TestTxQueueBoundAndErrors(t *testing.T) {
 		t.Fatalf("n %d stats %+v", n, st)
 	}
 }
+
+// Without vlan_filtering tags are not interpreted for forwarding, but the
+// host sees the frame's own tag (Linux: the VLAN device on the bridge).
+func TestNonFilteringHostSeesTag(t *testing.T) {
+	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2")
+	v, out := tb.send("p1", tagged(tb.b.MAC, mac(1), 30))
+	if !v.Host || v.VID != 30 || v.Untagged || len(out) != 0 {
+		t.Fatalf("tagged to bridge: %+v", v)
+	}
+	v, _ = tb.send("p1", untagged(tb.b.MAC, mac(1)))
+	if !v.Host || v.VID != 0 || !v.Untagged {
+		t.Fatalf("untagged to bridge: %+v", v)
+	}
+	// Forwarded frames keep their tag untouched.
+	f := tagged(Broadcast, mac(1), 30)
+	_, out = tb.send("p1", f)
+	if !bytes.Equal(out["p2"][0], f) {
+		t.Fatal("tag changed without vlan_filtering")
+	}
+}

@@ -194,12 +194,12 @@ func (v *view) fdbEntry(br string, key uint64) fdbModel {
 	if b == nil || !v.bridge(br).exists {
 		return fdbModel{}
 	}
-	e := b.fdb.lookup(key)
-	if e == nil {
+	pv, flags, ok := b.fdb.lookup(key)
+	if !ok {
 		return fdbModel{}
 	}
-	m := fdbModel{present: true, learned: e.flags.Load()&fdbLearned != 0, dev: br}
-	if pv := e.dst.Load(); pv != nil {
+	m := fdbModel{present: true, learned: flags&fdbLearned != 0, dev: br}
+	if pv != nil {
 		m.dev = pv.port.Name
 	}
 	return m
@@ -605,7 +605,7 @@ func (d *Domain) applyLocked(op Op) {
 			b.portVLANDelLocked(p, vid)
 		}
 	case FDBAdd:
-		flags := fdbUser
+		flags := uint64(0)
 		switch o.Kind {
 		case FDBPermanent:
 			flags |= fdbLocal | fdbStatic
@@ -616,11 +616,11 @@ func (d *Domain) applyLocked(op Op) {
 			flags |= fdbSticky
 		}
 		d.eachFDBTargetLocked(o.Dev, o.MAC, o.VID, o.HasVID, func(b *Bridge, key uint64, pv *PortVLAN) {
-			b.fdb.putLocked(key, pv, flags, d.clock.Now())
+			b.fdb.putLocked(key, pv, flags, true, d.clock.Now())
 		})
 	case FDBDel:
 		d.eachFDBTargetLocked(o.Dev, o.MAC, o.VID, o.HasVID, func(b *Bridge, key uint64, pv *PortVLAN) {
-			if e := b.fdb.lookup(key); e != nil && e.dst.Load() == pv {
+			if dst, _, ok := b.fdb.m.lookupLocked(key); ok && dst == pv {
 				b.fdb.deleteLocked(key)
 			}
 		})

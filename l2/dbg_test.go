@@ -6,6 +6,8 @@ import (
 	"testing"
 )
 
+// TestDbgSeed replays one seed of the differential test with a log of every
+// op and frame: DBGSEED=N go test -v -run DbgSeed ./l2 (skipped otherwise).
 func TestDbgSeed(t *testing.T) {
 	s, err := strconv.Atoi(os.Getenv("DBGSEED"))
 	if err != nil {

@@ -8,8 +8,9 @@ package l2
 // entries take the writer lock with TryLock: if another worker (or the
 // control plane, e.g. a resize) holds it, the frame is forwarded without
 // learning and LearnSkipped is counted, so a learning storm never stalls
-// forwarding. Entries point at their PortVLAN (FwdDst = {pv.port, pv}), so
-// a hit needs no VLAN lookup; a move is one atomic store of that pointer.
+// forwarding. An entry's destination is its PortVLAN (FwdDst = {pv.port,
+// pv}), so a hit needs no VLAN lookup. The entries live in the table
+// (fdbTable); users of the FDB see copies (fdbView, FDBEntry).
 //
 // Entry kinds follow Linux: local/permanent (frames for it go to the host),
 // static (never aged, may still move unless sticky), dynamic (aged), and
@@ -25,32 +26,15 @@ import (
 	"sync/atomic"
 )
 
-// Entry flags.
-const (
-	fdbLocal   uint32 = 1 << iota // deliver to host (bridge/port own address, `local`/`permanent`)
-	fdbStatic                     // not aged (`static`, and all local entries)
-	fdbSticky                     // never moved by learning
-	fdbUser                       // added by configuration
-	fdbLearned                    // learned by the datapath: counts against the limits
-)
-
 // hardMaxLearned bounds learned entries even when fdb_max_learned is 0
 // (unlimited in Linux): memory must stay bounded under a MAC flood.
 const hardMaxLearned = 1 << 22
 
-type fdbEntry struct {
-	key     uint64
-	dst     atomic.Pointer[PortVLAN] // nil: the bridge device itself
-	flags   atomic.Uint32
-	updated atomic.Int64 // coarse clock of the last refresh
-}
-
-func (e *fdbEntry) hashKey() uint64 { return e.key }
-
 // FDB is one bridge's forwarding database.
 type FDB struct {
-	mu sync.Mutex // writer lock
-	m  fdbTable
+	mu   sync.Mutex // writer lock
+	m    fdbTable
+	user map[uint64]bool // keys added by configuration; guarded by mu
 
 	maxLearned atomic.Uint32 // bridge-wide learned limit, 0 = unlimited
 	nLearned   atomic.Int64  // learned entries (changed under mu)
@@ -58,7 +42,10 @@ type FDB struct {
 	learned, moved, aged, limitHit atomic.Uint64
 }
 
-func (f *FDB) init() { f.m.init() }
+func (f *FDB) init() {
+	f.m.init()
+	f.user = map[uint64]bool{}
+}
 
 // Len returns the number of entries.
 func (f *FDB) Len() int { return int(f.m.count.Load()) }
@@ -66,8 +53,11 @@ func (f *FDB) Len() int { return int(f.m.count.Load()) }
 // Learned returns the number of learned entries.
 func (f *FDB) Learned() int { return int(f.nLearned.Load()) }
 
-// lookup returns the entry for key, or nil. Lock-free.
-func (f *FDB) lookup(key uint64) *fdbEntry { return f.m.get(key) }
+// lookup returns the destination and flags of key. Lock-free.
+func (f *FDB) lookup(key uint64) (dst *PortVLAN, flags uint64, ok bool) {
+	dst, flags, _, ok = f.m.get(key)
+	return dst, flags, ok
+}
 
 // learnResult tells the caller what learn did (for counters).
 type learnResult uint8
@@ -82,35 +72,34 @@ const (
 
 // learn records that key was seen on pv at now (ingress source learning).
 func (f *FDB) learn(key uint64, pv *PortVLAN, now int64) learnResult {
-	if e := f.m.get(key); e != nil {
-		fl := e.flags.Load()
-		if fl&fdbLocal != 0 {
+	if dst, flags, s, ok := f.m.get(key); ok {
+		if flags&fdbLocal != 0 {
 			return learnIgnored // own address as source: Linux warns and keeps the entry
 		}
-		if e.updated.Load() != now {
-			e.updated.Store(now)
+		if s.updated.Load() != now {
+			s.updated.Store(now)
 		}
-		if e.dst.Load() == pv || fl&fdbSticky != 0 {
+		if dst == pv || flags&fdbSticky != 0 {
 			return learnRefreshed
 		}
-		return f.moveSlow(e, pv, now)
+		return f.moveSlow(key, pv, now)
 	}
 	return f.learnNewSlow(key, pv, now)
 }
 
-func (f *FDB) moveSlow(e *fdbEntry, pv *PortVLAN, now int64) learnResult {
+func (f *FDB) moveSlow(key uint64, pv *PortVLAN, now int64) learnResult {
 	if !f.mu.TryLock() {
 		return learnBusy
 	}
 	defer f.mu.Unlock()
-	if f.m.get(e.key) != e {
-		return learnIgnored // deleted meanwhile
+	old, flags, ok := f.m.lookupLocked(key)
+	if !ok || flags&(fdbLocal|fdbSticky) != 0 {
+		return learnIgnored // deleted or reconfigured meanwhile
 	}
-	old := e.dst.Load()
 	if old == pv {
 		return learnRefreshed
 	}
-	if e.flags.Load()&fdbLearned != 0 {
+	if flags&fdbLearned != 0 {
 		np := pv.port
 		if lim := np.maxLearned.Load(); lim != 0 && np.nLearned.Load() >= int64(lim) {
 			f.limitHit.Add(1)
@@ -121,8 +110,7 @@ func (f *FDB) moveSlow(e *fdbEntry, pv *PortVLAN, now int64) learnResult {
 			old.port.nLearned.Add(-1)
 		}
 	}
-	e.dst.Store(pv)
-	e.updated.Store(now)
+	f.m.setDstLocked(key, pv, now)
 	f.moved.Add(1)
 	return learnMoved
 }
@@ -132,7 +120,7 @@ func (f *FDB) learnNewSlow(key uint64, pv *PortVLAN, now int64) learnResult {
 		return learnBusy
 	}
 	defer f.mu.Unlock()
-	if e := f.m.get(key); e != nil {
+	if _, _, ok := f.m.lookupLocked(key); ok {
 		return learnRefreshed // another worker won the race
 	}
 	n := f.nLearned.Load()
@@ -145,44 +133,42 @@ func (f *FDB) learnNewSlow(key uint64, pv *PortVLAN, now int64) learnResult {
 		f.limitHit.Add(1)
 		return learnIgnored
 	}
-	e := &fdbEntry{key: key}
-	e.dst.Store(pv)
-	e.flags.Store(fdbLearned)
-	e.updated.Store(now)
-	f.m.putLocked(e)
+	f.m.putLocked(key|fdbLearned, pv, now)
 	f.nLearned.Add(1)
 	p.nLearned.Add(1)
 	f.learned.Add(1)
 	return learnNew
 }
 
-// putLocked installs a configured entry (replacing whatever is there).
-// Guarded by f.mu.
-func (f *FDB) putLocked(key uint64, pv *PortVLAN, flags uint32, now int64) {
-	e := &fdbEntry{key: key}
-	e.dst.Store(pv)
-	e.flags.Store(flags)
-	e.updated.Store(now)
-	if old := f.m.putLocked(e); old != nil {
-		f.forgetLocked(old)
+// putLocked installs an entry (replacing whatever is there); user marks a
+// configured entry. Guarded by f.mu.
+func (f *FDB) putLocked(key uint64, pv *PortVLAN, flags uint64, user bool, now int64) {
+	if oldFlags, oldDst, replaced := f.m.putLocked(key|flags&fdbFlags, pv, now); replaced {
+		f.forgetLocked(oldFlags, oldDst)
+	}
+	if user {
+		f.user[key] = true
+	} else {
+		delete(f.user, key)
 	}
 }
 
 // deleteLocked removes key; guarded by f.mu.
-func (f *FDB) deleteLocked(key uint64) *fdbEntry {
-	e := f.m.deleteLocked(key)
-	if e != nil {
-		f.forgetLocked(e)
+func (f *FDB) deleteLocked(key uint64) bool {
+	flags, dst, ok := f.m.deleteLocked(key)
+	if ok {
+		f.forgetLocked(flags, dst)
+		delete(f.user, key)
 	}
-	return e
+	return ok
 }
 
 // forgetLocked undoes the learned accounting of an entry leaving the table.
-func (f *FDB) forgetLocked(e *fdbEntry) {
-	if e.flags.Load()&fdbLearned != 0 {
+func (f *FDB) forgetLocked(flags uint64, dst *PortVLAN) {
+	if flags&fdbLearned != 0 {
 		f.nLearned.Add(-1)
-		if pv := e.dst.Load(); pv != nil {
-			pv.port.nLearned.Add(-1)
+		if dst != nil {
+			dst.port.nLearned.Add(-1)
 		}
 	}
 }
@@ -193,14 +179,14 @@ func (f *FDB) forgetLocked(e *fdbEntry) {
 // chunks, so learning keeps going during a scan of a large table.
 func (f *FDB) age(now, ageing int64) (n int, next int64) {
 	next = ageing
-	var victims []*fdbEntry
-	f.m.each(func(e *fdbEntry) {
-		if e.flags.Load()&fdbStatic != 0 {
+	var victims []uint64
+	f.m.each(func(e fdbView) {
+		if e.flags&fdbStatic != 0 {
 			return
 		}
-		left := e.updated.Load() + ageing - now
+		left := e.updated + ageing - now
 		if left <= 0 {
-			victims = append(victims, e)
+			victims = append(victims, e.key)
 		} else if left < next {
 			next = left
 		}
@@ -209,12 +195,14 @@ func (f *FDB) age(now, ageing int64) (n int, next int64) {
 		chunk := victims[:min(len(victims), 1024)]
 		victims = victims[len(chunk):]
 		f.mu.Lock()
-		for _, e := range chunk {
-			// Recheck: refreshed or replaced since the scan?
-			if f.m.get(e.key) != e || e.updated.Load()+ageing > now {
+		t := f.m.cur.Load()
+		for _, k := range chunk {
+			// Recheck: refreshed or made static since the scan?
+			b, _, j := findFDBSlot(t, k)
+			if b == nil || b.slots[j].key.Load()&fdbStatic != 0 || b.slots[j].updated.Load()+ageing > now {
 				continue
 			}
-			f.deleteLocked(e.key)
+			f.deleteLocked(k)
 			n++
 		}
 		f.mu.Unlock()
@@ -224,9 +212,9 @@ func (f *FDB) age(now, ageing int64) (n int, next int64) {
 }
 
 // flushLocked deletes the entries for which match returns true.
-func (f *FDB) flushLocked(match func(e *fdbEntry) bool) int {
+func (f *FDB) flushLocked(match func(e fdbView) bool) int {
 	var keys []uint64
-	f.m.each(func(e *fdbEntry) {
+	f.m.each(func(e fdbView) {
 		if match(e) {
 			keys = append(keys, e.key)
 		}
@@ -250,23 +238,24 @@ type FDBEntry struct {
 	Updated int64 // clock value of the last refresh
 }
 
-func (e *fdbEntry) export() FDBEntry {
-	fl := e.flags.Load()
+func (v fdbView) export(user bool) FDBEntry {
 	x := FDBEntry{
-		MAC: keyMAC(e.key), VID: keyVID(e.key),
-		Local: fl&fdbLocal != 0, Static: fl&fdbStatic != 0, Sticky: fl&fdbSticky != 0,
-		User: fl&fdbUser != 0, Learned: fl&fdbLearned != 0, Updated: e.updated.Load(),
+		MAC: keyMAC(v.key), VID: keyVID(v.key),
+		Local: v.flags&fdbLocal != 0, Static: v.flags&fdbStatic != 0, Sticky: v.flags&fdbSticky != 0,
+		User: user, Learned: v.flags&fdbLearned != 0, Updated: v.updated,
 	}
-	if pv := e.dst.Load(); pv != nil {
-		x.Port = pv.port
+	if v.dst != nil {
+		x.Port = v.dst.port
 	}
 	return x
 }
 
 // Entries returns all entries sorted by port (bridge last), VID and MAC.
 func (f *FDB) Entries() []FDBEntry {
+	f.mu.Lock()
 	var out []FDBEntry
-	f.m.each(func(e *fdbEntry) { out = append(out, e.export()) })
+	f.m.each(func(e fdbView) { out = append(out, e.export(f.user[e.key])) })
+	f.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		ai, bi := portOrder(a.Port), portOrder(b.Port)

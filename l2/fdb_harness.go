@@ -31,11 +31,11 @@ func (l *FDBLearner) Learn(m MAC, vid uint16) {
 
 // Lookup is a destination lookup, returning the forwarding destination.
 func (l *FDBLearner) Lookup(m MAC, vid uint16) bool {
-	e := l.fdb.lookup(fdbKey(m, vid))
-	if e == nil {
+	pv, _, ok := l.fdb.lookup(fdbKey(m, vid))
+	if !ok {
 		return false
 	}
-	d := FwdDst{PV: e.dst.Load()}
+	d := FwdDst{PV: pv}
 	d.Port = d.PV.port
 	return d.Port != nil
 }
@@ -57,9 +57,9 @@ func (l *FDBLearner) Probes(m MAC, vid uint16) int {
 	i := t.home(k)
 	for n := 1; n <= len(t.buckets); n++ {
 		b := &t.buckets[i]
-		for j := 0; j < bucketSlots; j++ {
-			switch b.keys[j].Load() {
-			case k, slotEmpty:
+		for j := range b.slots {
+			switch bk := b.slots[j].key.Load(); {
+			case bk == slotEmpty, bk != slotTombstone && slotKey(bk) == k:
 				return n
 			}
 		}

@@ -102,11 +102,15 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 
 	v := pv.vlan.Load()
 	res := Verdict{VID: vid, L3: pf.l3, EtherType: pf.etype}
+	if fv.raw && pf.tagged {
+		// Without vlan_filtering the host sees the frame's own tag: Linux
+		// hands it to the VLAN device of that VID on top of the bridge.
+		res.VID = pf.tci & vidMask
+	}
 	if frame[0]&1 == 0 {
 		// Unicast.
-		if e := b.fdb.lookup(fdbKeyAt(frame, vid)); e != nil {
-			dpv := e.dst.Load()
-			if e.flags.Load()&fdbLocal != 0 || dpv == nil {
+		if dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid)); ok {
+			if flags&fdbLocal != 0 || dpv == nil {
 				return b.toHost(tx, in, v, res)
 			}
 			return b.forward(tx, in, ctl, dpv, &fv, res)
@@ -148,8 +152,18 @@ func (b *Bridge) toHost(tx *Tx, in *Port, v *vlan, res Verdict) Verdict {
 		return tx.drop(in, DropHostNotMember)
 	}
 	tx.delta.hostDelivered++
-	res.Host, res.Untagged = true, s&(pvUntagged|pvRaw) != 0
+	res.Host, res.Untagged = true, hostUntagged(s, res.VID)
 	return res
+}
+
+// hostUntagged: whether Linux would deliver the frame to the bridge device
+// itself (true) or to VLAN device vid on top of it. With vlan_filtering it
+// follows the bridge's own membership flags; without, the frame's tag.
+func hostUntagged(self uint32, vid uint16) bool {
+	if self&pvRaw != 0 {
+		return vid == 0
+	}
+	return self&pvUntagged != 0
 }
 
 // forward sends a known unicast frame to its FDB destination (Linux
@@ -178,7 +192,7 @@ func (b *Bridge) floodVerdict(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frame
 	res.Copies, res.Deferred = n, deferred
 	if host {
 		tx.delta.hostDelivered++
-		res.Host, res.Untagged = true, v.self.Load()&(pvUntagged|pvRaw) != 0
+		res.Host, res.Untagged = true, hostUntagged(v.self.Load(), res.VID)
 		if full {
 			tx.delta.drops[DropFloodQueueFull]++ // the host copy still went through
 		}

@@ -129,7 +129,7 @@ func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGrou
 	if g.host {
 		if s := v.self.Load(); s&pvMember != 0 {
 			tx.delta.hostDelivered++
-			res.Host, res.Untagged = true, s&(pvUntagged|pvRaw) != 0
+			res.Host, res.Untagged = true, hostUntagged(s, res.VID)
 			return res
 		}
 	}

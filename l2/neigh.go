@@ -110,12 +110,8 @@ func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, o
 	if n.own {
 		return true
 	}
-	e := b.fdb.lookup(fdbKey(n.mac, vid))
-	if e == nil {
-		return false
-	}
-	dpv := e.dst.Load()
-	if dpv == nil || !ctlHas(dpv.port.ctl.Load(), FlagNeighSuppress) {
+	dpv, _, ok := b.fdb.lookup(fdbKey(n.mac, vid))
+	if !ok || dpv == nil || !ctlHas(dpv.port.ctl.Load(), FlagNeighSuppress) {
 		return false
 	}
 	// Reply: from the neighbour to the requester, out of the ingress port.

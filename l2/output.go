@@ -32,12 +32,11 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 	}
 	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
 	if frame[0]&1 == 0 {
-		e := b.fdb.lookup(fdbKeyAt(frame, vid))
-		if e == nil {
+		dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid))
+		if !ok {
 			return tx.floodMembers(v, nil, 0, FlagFlood, false, &fv)
 		}
-		dpv := e.dst.Load()
-		if e.flags.Load()&fdbLocal != 0 || dpv == nil {
+		if flags&fdbLocal != 0 || dpv == nil {
 			return 0
 		}
 		c := dpv.port.ctl.Load()
@@ -95,7 +94,7 @@ func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
 	defer b.d.mu.Unlock()
 	b.fdb.mu.Lock()
 	defer b.fdb.mu.Unlock()
-	b.fdb.putLocked(fdbKey(mac, vid), nil, fdbLocal|fdbStatic|fdbUser, b.d.clock.Now())
+	b.fdb.putLocked(fdbKey(mac, vid), nil, fdbLocal|fdbStatic, true, b.d.clock.Now())
 	return nil
 }
 
@@ -105,7 +104,7 @@ func (b *Bridge) DelLocalAddress(mac MAC, vid uint16) {
 	defer b.d.mu.Unlock()
 	b.fdb.mu.Lock()
 	defer b.fdb.mu.Unlock()
-	if e := b.fdb.lookup(fdbKey(mac, vid)); e != nil && e.dst.Load() == nil {
-		b.fdb.deleteLocked(e.key)
+	if dst, _, ok := b.fdb.m.lookupLocked(fdbKey(mac, vid)); ok && dst == nil {
+		b.fdb.deleteLocked(fdbKey(mac, vid))
 	}
 }

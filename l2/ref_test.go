@@ -153,7 +153,7 @@ func (r *refBridge) memberOf(p *refPort, vid uint16) bool {
 
 func (r *refBridge) selfMember(vid uint16) (bool, bool) {
 	if !r.filtering {
-		return true, true
+		return true, true // untagged-ness comes from the frame's tag, see hostRes
 	}
 	s, ok := r.self[vid]
 	return ok, s.untagged
@@ -243,6 +243,9 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 		return r.drop(DropLearningState)
 	}
 	res := Verdict{VID: vid, L3: l3, EtherType: etype}
+	if !r.filtering && isTagged {
+		res.VID = inTCI & 0xfff
+	}
 	emit := func(p *refPort, frame []byte) {
 		var o []byte
 		switch {
@@ -271,7 +274,7 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 		if !m {
 			return r.drop(DropHostNotMember)
 		}
-		res.Host, res.Untagged = true, u
+		res.Host, res.Untagged = true, u && (r.filtering || res.VID == 0)
 		return res
 	}
 	if !dst.IsMulticast() {
@@ -331,7 +334,7 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 		}
 		if r.hostGroups[gk] {
 			if m, u := r.selfMember(vid); m {
-				res.Host, res.Untagged = true, u
+				res.Host, res.Untagged = true, u && (r.filtering || res.VID == 0)
 				return res
 			}
 		}
@@ -397,7 +400,7 @@ func (r *refBridge) flood(in *refPort, f []byte, vid uint16, need PortFlag, supp
 	}
 	if host {
 		_, u := r.selfMember(vid)
-		res.Host, res.Untagged = true, u
+		res.Host, res.Untagged = true, u && (r.filtering || res.VID == 0)
 		if full {
 			r.drops[DropFloodQueueFull]++
 		}

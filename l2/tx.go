@@ -54,7 +54,7 @@ func (d FwdDst) EgressTag() (vid uint16, tagged bool) {
 type HostFrame struct {
 	Bridge *Bridge
 	Port   *Port  // ingress bridge port
-	VID    uint16 // VLAN the frame was classified into (0: bridge without vlan_filtering)
+	VID    uint16 // VLAN the frame was classified into; without vlan_filtering its own tag's VID (0 if untagged)
 	// Untagged: Linux would deliver it to the bridge device itself (the
 	// bridge's own membership in VID is egress-untagged); otherwise to a VLAN
 	// device VID on top of the bridge.
