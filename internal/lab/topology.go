@@ -159,7 +159,7 @@ func (n *Net) build() error {
 		if hs.VLAN != 0 {
 			routerMAC = nil // a bridge port: its own MAC does not matter
 		}
-		if err := n.veth(n.Router, hs.Port, routerMAC, h.NS, h.Iface, hs.MAC); err != nil {
+		if err := n.Veth(n.Router, hs.Port, routerMAC, h.NS, h.Iface, hs.MAC); err != nil {
 			return err
 		}
 		for k, v := range hs.Sysctls {
@@ -189,7 +189,7 @@ func (n *Net) build() error {
 		if t.NS, err = l.AddNetns("-" + ts.Name); err != nil {
 			return err
 		}
-		if err := n.veth(n.Router, ts.Port, nil, t.NS, t.Iface, ts.MAC); err != nil {
+		if err := n.Veth(n.Router, ts.Port, nil, t.NS, t.Iface, ts.MAC); err != nil {
 			return err
 		}
 		n.Trunks = append(n.Trunks, t)
@@ -197,11 +197,11 @@ func (n *Net) build() error {
 	return nil
 }
 
-// veth creates a veth pair ifA (in nsA) <-> ifB (in nsB), with the given
+// Veth creates a veth pair ifA (in nsA) <-> ifB (in nsB), with the given
 // MACs (nil: random), both up. Interface names need not be unique across
 // namespaces, so hosts all have "eth0" and the router "eth1".. as on real
 // machines; only the namespaces carry the lab prefix.
-func (n *Net) veth(nsA, ifA string, macA net.HardwareAddr, nsB, ifB string, macB net.HardwareAddr) error {
+func (n *Net) Veth(nsA, ifA string, macA net.HardwareAddr, nsB, ifB string, macB net.HardwareAddr) error {
 	args := []string{"link", "add", ifA}
 	if macA != nil {
 		args = append(args, "address", macA.String())

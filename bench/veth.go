@@ -1,0 +1,425 @@
+package bench
+
+// Suite veth (root): Linux forwarding and netfwd forwarding on the same
+// two-namespace topology, in one run.
+//
+//	S (generator on s0) --veth-- (fa) F (fb) --veth-- (d0) D (counter)
+//
+// F is first a Linux router (ip_forward, static neighbour: pktio's
+// VethLinuxForward) and then runs netfwd in-process (internal/daemon, its
+// ports fa and fb opened in F, routed ports 10.81.1.1/24 and 10.81.2.1/24;
+// an emulated host in D answers ARP for 10.81.2.2 with the address the
+// counter expects, so both forwarders deliver the same frames to the same
+// MAC). The generator is pktio's Blaster (64-byte UDP, 16 flows, as fast as
+// one goroutine pushes them through a TX ring); the counter is pktio's
+// Sink. Records:
+//
+//	linux, netfwd        delivered Mpps at saturation (medians of interleaved
+//	                     rounds; best round, offered rate, loss, CPU per frame
+//	                     and netfwd/linux ratio in extra)
+//	linux, netfwd        rate=50pct: the same offered rate, half of netfwd's
+//	                     measured saturation; lost frames in extra (target 0)
+//	linux-tcp,           iperf3 TCP through each forwarder (real TCP stacks in
+//	netfwd-tcp           S and D, offloads on), Gbit/s in extra; skipped when
+//	                     iperf3 is not installed
+//	netfwd-soak          RSS and Go heap at the start and end of a run at 50%
+//	                     of saturation (NETFWD_SOAK=10m for the 10-minute soak;
+//	                     default 30 s, 3 s with --quick)
+//
+// Every figure of netfwd is measured against Linux in the same run on the
+// same machine; the machine is shared, so rounds alternate the two.
+//
+// Locking: none; one goroutine runs the suite.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/pktio"
+)
+
+func init() {
+	Register(Suite{Name: "veth", Root: true, Run: runVeth,
+		Doc: "Linux ip_forward vs netfwd between veth namespaces: 64-byte UDP Mpps and loss, iperf3 TCP, loss at 50%, RSS soak"})
+}
+
+// MACs netfwd uses on the benchmark's routed ports.
+var (
+	vethFAMAC = net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x01, 0x0a}
+	vethFBMAC = net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x01, 0x0b}
+)
+
+// vethPlan is how long each part runs.
+type vethPlan struct {
+	rounds   int
+	dur      time.Duration // one UDP measurement
+	lossDur  time.Duration
+	tcpDur   time.Duration
+	tcpRound int
+	soak     time.Duration
+	workers  int
+}
+
+func planFor(opts Options) (vethPlan, error) {
+	p := vethPlan{rounds: 5, dur: 3 * time.Second, lossDur: 5 * time.Second, tcpDur: 3 * time.Second, tcpRound: 3, soak: 30 * time.Second}
+	if opts.Quick {
+		p = vethPlan{rounds: 1, dur: time.Second, lossDur: time.Second, tcpDur: time.Second, tcpRound: 1, soak: 3 * time.Second}
+	}
+	if s := os.Getenv("NETFWD_SOAK"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return p, fmt.Errorf("NETFWD_SOAK=%q: want a duration such as 10m", s)
+		}
+		p.soak = d
+	}
+	return p, nil
+}
+
+// NetfwdVeth is the benchmark topology with netfwd running in F.
+type NetfwdVeth struct {
+	VB     *pktio.VethBench
+	Router *lab.Router
+	Host   *lab.RawHost // D's ARP answer for 10.81.2.2
+}
+
+// NewNetfwdVeth builds the topology and starts netfwd in F with workers
+// receive queues per port (0: GOMAXPROCS).
+func NewNetfwdVeth(workers int) (*NetfwdVeth, error) {
+	vb, err := pktio.NewVethBench(pktio.VethExternal)
+	if err != nil {
+		return nil, err
+	}
+	n := &NetfwdVeth{VB: vb}
+	if err := n.start(workers); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *NetfwdVeth) start(workers int) error {
+	vb := n.VB
+	var err error
+	n.Host, err = lab.StartRawHost(vb.D, vb.D0, lab.RawHostConfig{MAC: pktio.FinalMAC,
+		Addrs: []lab.RawAddr{{IP: pktio.VethDstIP}}, NoEcho: true, ARPOnly: true})
+	if err != nil {
+		return err
+	}
+	conf := fmt.Sprintf(`# netfwd bench veth: F routes between two routed ports
+link set %[1]s address %[2]s
+address add 10.81.1.1/24 dev %[1]s
+link set %[3]s address %[4]s
+address add 10.81.2.1/24 dev %[3]s
+`, vb.FA, vethFAMAC, vb.FB, vethFBMAC)
+	n.Router, err = lab.StartRouterConfig(vb.F, conf, lab.RouterOptions{Workers: workers})
+	if err != nil {
+		return err
+	}
+	vb.BlastMAC = vethFAMAC
+	return nil
+}
+
+// Close stops netfwd and removes the topology.
+func (n *NetfwdVeth) Close() error {
+	var errs []error
+	if n.Router != nil {
+		errs = append(errs, n.Router.Stop())
+	}
+	if n.Host != nil {
+		errs = append(errs, n.Host.Close())
+	}
+	return errors.Join(append(errs, n.VB.Close())...)
+}
+
+// measureAllocs runs one measurement and counts the process's heap
+// allocations per delivered frame.
+func measureAllocs(vb *pktio.VethBench, run pktio.VethRun) (pktio.VethResult, float64, error) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r, err := vb.Measure(run)
+	runtime.ReadMemStats(&after)
+	allocs := 0.0
+	if r.Delivered > 0 {
+		allocs = float64(after.Mallocs-before.Mallocs) / float64(r.Delivered)
+	}
+	return r, allocs, err
+}
+
+func runVeth(opts Options) (recs []Record, err error) {
+	plan, err := planFor(opts)
+	if err != nil {
+		return nil, err
+	}
+	linux, err := pktio.NewVethBench(pktio.VethLinuxForward)
+	if err != nil {
+		return nil, err
+	}
+	defer linux.Close()
+	nf, err := NewNetfwdVeth(plan.workers)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := nf.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	// Saturation, interleaved rounds.
+	var lr, nr []pktio.VethResult
+	var nAllocs []float64
+	for i := range plan.rounds {
+		r, _, err := measureAllocs(linux, pktio.VethRun{Duration: plan.dur})
+		if err != nil {
+			return nil, fmt.Errorf("linux: %w", err)
+		}
+		lr = append(lr, r)
+		opts.Log("round %d/%d linux:  %v", i+1, plan.rounds, r)
+		r, a, err := measureAllocs(nf.VB, pktio.VethRun{Duration: plan.dur})
+		if err != nil {
+			return nil, fmt.Errorf("netfwd: %w", err)
+		}
+		nr, nAllocs = append(nr, r), append(nAllocs, a)
+		opts.Log("round %d/%d netfwd: %v (%.3f allocs/frame)", i+1, plan.rounds, r, a)
+	}
+	lm, nm := medianVeth(lr), medianVeth(nr)
+	sat := map[string]any{"frame": 64, "rate": "max"}
+	recs = append(recs, vethRecord("linux", sat, lm, lr, 0, nil))
+	recs = append(recs, vethRecord("netfwd", sat, nm, nr, median(nAllocs),
+		map[string]any{"x_linux": round3(nm.DeliveredPPS / lm.DeliveredPPS)}))
+
+	// Loss at half of netfwd's saturation, both forwarders.
+	half := nm.DeliveredPPS / 2
+	halfParams := map[string]any{"frame": 64, "rate": "50pct", "pps": int(half)}
+	for _, c := range []struct {
+		impl string
+		vb   *pktio.VethBench
+	}{{"linux", linux}, {"netfwd", nf.VB}} {
+		r, a, err := measureAllocs(c.vb, pktio.VethRun{Duration: plan.lossDur, Rate: half})
+		if err != nil {
+			return nil, fmt.Errorf("%s at 50%%: %w", c.impl, err)
+		}
+		opts.Log("%s at %.0f pps (50%% of netfwd's saturation): %v", c.impl, half, r)
+		if c.impl == "linux" {
+			a = 0
+		}
+		recs = append(recs, vethRecord(c.impl, halfParams, r, nil, a,
+			map[string]any{"lost": int64(r.Offered) - int64(r.Delivered)}))
+	}
+
+	// RSS over a soak at 50%.
+	soak, err := soakRSS(nf.VB, half, plan.soak, opts)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, soak)
+
+	// TCP, when iperf3 is there.
+	if !lab.HaveIperf3() {
+		opts.Log("iperf3 not installed: TCP records skipped (apt-get install iperf3)")
+		return recs, nil
+	}
+	tcp, err := vethTCP(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	return append(recs, tcp...), nil
+}
+
+func vethRecord(impl string, params map[string]any, m pktio.VethResult, rounds []pktio.VethResult, allocs float64, extra map[string]any) Record {
+	e := map[string]any{
+		"offered_mpps": round3(m.OfferedPPS / 1e6),
+		"loss":         round4(m.Loss),
+		"cpu_ns_frame": m.CPUPerFrame.Nanoseconds(),
+	}
+	if len(rounds) > 0 {
+		best := rounds[0]
+		for _, r := range rounds {
+			if r.DeliveredPPS > best.DeliveredPPS {
+				best = r
+			}
+		}
+		e["best_mpps"] = round3(best.DeliveredPPS / 1e6)
+		e["rounds"] = len(rounds)
+	}
+	if m.SinkRingDrops > 0 {
+		e["sink_ring_drops"] = m.SinkRingDrops
+	}
+	for k, v := range extra {
+		e[k] = v
+	}
+	ns := 0.0
+	if m.DeliveredPPS > 0 {
+		ns = 1e9 / m.DeliveredPPS
+	}
+	return Record{Suite: "veth", Impl: impl, Params: params, NsOp: round2(ns), Mops: round3(m.DeliveredPPS / 1e6), AllocsOp: round3(allocs), Extra: e}
+}
+
+// medianVeth is the round with the median delivered rate.
+func medianVeth(rs []pktio.VethResult) pktio.VethResult {
+	s := append([]pktio.VethResult(nil), rs...)
+	sort.Slice(s, func(i, j int) bool { return s[i].DeliveredPPS < s[j].DeliveredPPS })
+	return s[len(s)/2]
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
+
+// soakRSS offers rate frames/s through netfwd for d and samples the
+// process's RSS and Go heap every second.
+func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (Record, error) {
+	opts.Log("soak: %v at %.0f pps through netfwd", d, rate)
+	runtime.GC()
+	startRSS, startHeap := rssBytes(), heapBytes()
+	maxRSS := startRSS
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if r := rssBytes(); r > maxRSS {
+					maxRSS = r
+				}
+			}
+		}
+	}()
+	r, err := vb.Measure(pktio.VethRun{Duration: d, Rate: rate})
+	close(stop)
+	<-sampled
+	if err != nil {
+		return Record{}, fmt.Errorf("soak: %w", err)
+	}
+	runtime.GC()
+	endRSS, endHeap := rssBytes(), heapBytes()
+	opts.Log("soak: %v; RSS %.1f -> %.1f MiB (max %.1f), heap %.1f -> %.1f MiB", r,
+		mib(startRSS), mib(endRSS), mib(maxRSS), mib(startHeap), mib(endHeap))
+	rec := vethRecord("netfwd-soak", map[string]any{"frame": 64, "rate": "50pct", "pps": int(rate), "duration": d.String()}, r, nil, 0,
+		map[string]any{
+			"rss_start_mib":  round2(mib(startRSS)),
+			"rss_end_mib":    round2(mib(endRSS)),
+			"rss_max_mib":    round2(mib(maxRSS)),
+			"heap_start_mib": round2(mib(startHeap)),
+			"heap_end_mib":   round2(mib(endHeap)),
+			"lost":           int64(r.Offered) - int64(r.Delivered),
+		})
+	return rec, nil
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// rssBytes is the process's resident set size (VmRSS).
+func rssBytes() uint64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func heapBytes() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// tcpSpec is S --fa-- F --fb-- D with real hosts, routed ports in F.
+func tcpSpec() lab.Spec {
+	return lab.Spec{Hosts: []lab.HostSpec{
+		{Name: "S", Port: "fa", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0a},
+			Addr: mustPrefix("10.81.1.2/24"), Gateway: mustAddr("10.81.1.1"),
+			RouterAddr: mustPrefix("10.81.1.1/24"), RouterMAC: vethFAMAC},
+		{Name: "D", Port: "fb", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0b},
+			Addr: mustPrefix("10.81.2.2/24"), Gateway: mustAddr("10.81.2.1"),
+			RouterAddr: mustPrefix("10.81.2.1/24"), RouterMAC: vethFBMAC},
+	}}
+}
+
+// vethTCP measures iperf3 TCP through Linux and netfwd, interleaved.
+func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
+	ln, err := lab.Build(tcpSpec())
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	if err := ln.LinuxRouter(); err != nil {
+		return nil, err
+	}
+	nn, err := lab.Build(tcpSpec())
+	if err != nil {
+		return nil, err
+	}
+	defer nn.Close()
+	r, err := lab.StartNetfwd(nn, lab.RouterOptions{Workers: plan.workers})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if serr := r.Stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	dst := mustAddr("10.81.2.2")
+	var lg, ng []float64
+	var lret, nret []float64
+	for i := range plan.tcpRound {
+		for _, c := range []struct {
+			name string
+			n    *lab.Net
+			g    *[]float64
+			ret  *[]float64
+		}{{"linux", ln, &lg, &lret}, {"netfwd", nn, &ng, &nret}} {
+			res, err := lab.Iperf3(context.Background(), c.n.Host("S").NS, c.n.Host("D").NS, dst, plan.tcpDur)
+			if err != nil {
+				return nil, fmt.Errorf("%s tcp: %w", c.name, err)
+			}
+			*c.g, *c.ret = append(*c.g, res.Gbps), append(*c.ret, float64(res.Retransmits))
+			opts.Log("tcp round %d/%d %s: %v", i+1, plan.tcpRound, c.name, res)
+		}
+	}
+	params := map[string]any{"proto": "tcp", "streams": 1, "seconds": plan.tcpDur.Seconds()}
+	lgm, ngm := median(lg), median(ng)
+	recs = append(recs,
+		Record{Suite: "veth", Impl: "linux-tcp", Params: params,
+			Extra: map[string]any{"gbps": round2(lgm), "retransmits": median(lret), "rounds": plan.tcpRound}},
+		Record{Suite: "veth", Impl: "netfwd-tcp", Params: params,
+			Extra: map[string]any{"gbps": round2(ngm), "retransmits": median(nret), "rounds": plan.tcpRound,
+				"x_linux": round3(ngm / lgm)}})
+	return recs, nil
+}
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+func mustAddr(s string) netip.Addr     { return netip.MustParseAddr(s) }

@@ -1,0 +1,371 @@
+package main
+
+// The end-to-end harness: real Linux hosts in network namespaces (built by
+// internal/lab) and the real daemon between them, run as its own process
+// exactly as a user runs it: `ip netns exec ROUTER netfwd run --config F
+// --ctl S` (the test binary re-executes itself as netfwd: TestMain). Tests
+// talk to it only through what users have: ping and friends in the host
+// namespaces, `netfwd ctl` on the control socket, the metrics endpoint,
+// signals (SIGHUP reload, SIGTERM stop) and the config file.
+//
+// Cleanup: the daemon is stopped with SIGTERM (SIGKILL after 10 s) and must
+// exit 0 without a race report; the namespaces are removed whatever
+// happened (t.Cleanup); a test process that dies outright takes the
+// daemon with it (Pdeathsig) and leaves namespaces the next lab sweeps.
+// Names carry a random per-network prefix, so parallel test packages and
+// runs never collide.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/testenv"
+)
+
+// TestMain lets the test binary be netfwd itself: with NETFWD_TEST_MAIN=1
+// it runs the command line in its arguments instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("NETFWD_TEST_MAIN") == "1" {
+		os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// e2e is one lab network with the daemon running on it.
+type e2e struct {
+	t   *testing.T
+	net *lab.Net
+	dir string
+	// ConfigFile is the daemon's config; rewrite it and reload() to change.
+	ConfigFile string
+	CtlPath    string
+	cmd        *exec.Cmd
+	stderr     *syncBuffer
+	exited     chan struct{}
+	metrics    *http.Client // dials inside the router namespace
+}
+
+// metricsAddr is where the daemon listens, inside the router namespace.
+const metricsAddr = "127.0.0.1:9477"
+
+// newE2E builds spec (prepare, when not nil, runs after the network is
+// built and before the daemon starts) and starts the daemon on it.
+func newE2E(t *testing.T, spec lab.Spec, prepare func(*lab.Net)) *e2e {
+	t.Helper()
+	testenv.RequireRoot(t, "ping")
+	n, err := lab.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := n.Close(); err != nil {
+			t.Errorf("removing the lab: %v", err)
+		}
+	})
+	if prepare != nil {
+		prepare(n)
+	}
+	e := &e2e{t: t, net: n, dir: t.TempDir()}
+	e.ConfigFile = filepath.Join(e.dir, "router.conf")
+	e.CtlPath = filepath.Join(e.dir, "netfwd.sock")
+	e.writeConfig(spec.Config())
+	e.metrics = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var c net.Conn
+			err := pktio.InNetns(n.Router, func() error {
+				var err error
+				c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+				return err
+			})
+			return c, err
+		}}}
+	e.start()
+	return e
+}
+
+// start runs the daemon and waits until its control socket answers.
+func (e *e2e) start() {
+	t := e.t
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.stderr = &syncBuffer{}
+	e.cmd = exec.Command("ip", "netns", "exec", e.net.Router, exe, "run",
+		"--config", e.ConfigFile, "--ctl", e.CtlPath, "--metrics", metricsAddr)
+	e.cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
+	e.cmd.Stdout, e.cmd.Stderr = e.stderr, e.stderr
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.exited = make(chan struct{})
+	go func() {
+		e.cmd.Wait()
+		close(e.exited)
+	}()
+	t.Cleanup(e.stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := e.ctlErr("link show"); err == nil {
+			return
+		} else if !e.alive() {
+			t.Fatalf("netfwd run exited (%v):\n%s", e.cmd.ProcessState, e.stderr)
+		} else if time.Now().After(deadline) {
+			t.Fatalf("netfwd run: control socket not answering after 20 s: %v\n%s", err, e.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop ends the daemon with SIGTERM and checks it exited cleanly.
+func (e *e2e) stop() {
+	t := e.t
+	if e.alive() {
+		e.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-e.exited:
+		case <-time.After(10 * time.Second):
+			e.cmd.Process.Kill()
+			<-e.exited
+			t.Errorf("netfwd run did not stop within 10 s of SIGTERM")
+		}
+	}
+	log := e.stderr.String()
+	if st := e.cmd.ProcessState; st != nil && !st.Success() {
+		t.Errorf("netfwd run exited with %v", st)
+	}
+	if strings.Contains(log, "DATA RACE") || strings.Contains(log, "panic:") {
+		t.Errorf("netfwd run reported a race or panic")
+	}
+	if t.Failed() {
+		t.Logf("netfwd run output:\n%s", lastBytes(log, 8000))
+	}
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// alive reports whether the daemon process is still running.
+func (e *e2e) alive() bool {
+	select {
+	case <-e.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (e *e2e) writeConfig(text string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.ConfigFile, []byte(text), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// sighup asks the daemon to reload its config file.
+func (e *e2e) sighup() {
+	e.t.Helper()
+	if err := e.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *e2e) host(name string) *lab.Host {
+	h := e.net.Host(name)
+	if h == nil {
+		e.t.Fatalf("no host %s", name)
+	}
+	return h
+}
+
+// ping pings dst from a host with iputils ping; a failure to run is fatal,
+// lost replies are not (the result says).
+func (e *e2e) ping(from string, dst netip.Addr, o lab.PingOptions) lab.PingResult {
+	e.t.Helper()
+	if o.Tool == "" {
+		o.Tool = "ping"
+	}
+	r, err := lab.Ping(e.host(from).NS, dst, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// pingOK pings and requires every reply, from dst, with the given TTL
+// (0: any).
+func (e *e2e) pingOK(from string, dst netip.Addr, ttl int) lab.PingResult {
+	e.t.Helper()
+	r := e.ping(from, dst, lab.PingOptions{Count: 3})
+	if r.Received != 3 || r.ReplyFrom != dst || len(r.Errors) > 0 || (ttl > 0 && r.ReplyTTL != ttl) {
+		e.t.Fatalf("ping %s -> %s: want 3 of 3 replies from %s with TTL %d, got %d from %v TTL %d errors %v\n%s",
+			from, dst, dst, ttl, r.Received, r.ReplyFrom, r.ReplyTTL, r.Errors, r.Output)
+	}
+	return r
+}
+
+// ctlErr sends lines to the daemon through `netfwd ctl` (the command line
+// code, in-process) and returns its output.
+func (e *e2e) ctlErr(lines ...string) (string, error) {
+	var out, errb bytes.Buffer
+	args := append([]string{"ctl", "--ctl", e.CtlPath}, lines...)
+	if code := dispatch(args, strings.NewReader(""), &out, &errb); code != 0 {
+		return out.String(), fmt.Errorf("netfwd ctl %s: exit %d: %s", strings.Join(lines, " / "), code, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+func (e *e2e) ctl(lines ...string) string {
+	e.t.Helper()
+	out, err := e.ctlErr(lines...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// routeGet asks the daemon `route get -j ADDR`.
+func (e *e2e) routeGet(addr netip.Addr) map[string]any {
+	e.t.Helper()
+	out := e.ctl("-j", "route get "+addr.String())
+	var m map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &m); err != nil {
+		e.t.Fatalf("route get -j %s: %v: %q", addr, err, out)
+	}
+	return m
+}
+
+// scrape reads the metrics endpoint.
+func (e *e2e) scrape() *lab.Metrics {
+	e.t.Helper()
+	m, err := lab.Scrape(e.metrics, "http://"+metricsAddr+"/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// eventually polls cond every 50 ms until it holds or timeout passes; it
+// returns the last explanation when it never held.
+func eventually(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok || time.Now().After(deadline) {
+			return ok, why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kernelCounter reads one field of /proc/net/snmp ("Icmp", "InEchos") in
+// a namespace: what a host's kernel itself counted.
+func kernelCounter(t *testing.T, ns, proto, field string) int64 {
+	t.Helper()
+	var b []byte
+	err := pktio.InNetns(ns, func() error {
+		var err error
+		b, err = os.ReadFile("/proc/net/snmp")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		names := strings.Fields(lines[i])
+		vals := strings.Fields(lines[i+1])
+		if len(names) == 0 || names[0] != proto+":" || len(vals) != len(names) {
+			continue
+		}
+		for j, n := range names {
+			if n == field {
+				v, _ := strconv.ParseInt(vals[j], 10, 64)
+				return v
+			}
+		}
+	}
+	t.Fatalf("no %s %s in /proc/net/snmp of %s", proto, field, ns)
+	return 0
+}
+
+// recorder opens an emulated host that only records frames on a host's
+// interface (next to the host's own kernel).
+func (e *e2e) recorder(host string) *lab.RawHost {
+	e.t.Helper()
+	h := e.host(host)
+	r, err := lab.StartRawHost(h.NS, h.Iface, lab.RawHostConfig{Record: true, NoEcho: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// injector opens an emulated host on a host's interface for sending
+// crafted frames (it records and answers nothing).
+func (e *e2e) injector(host string) *lab.RawHost {
+	e.t.Helper()
+	h := e.host(host)
+	r, err := lab.StartRawHost(h.NS, h.Iface, lab.RawHostConfig{NoEcho: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func haveTool(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+func mustMAC(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
