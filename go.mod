@@ -12,5 +12,6 @@ require (
 
 require (
 	github.com/mdlayher/socket v0.7.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 )
