@@ -49,13 +49,17 @@ type Controller struct {
 	// because a VLAN interface was created on them (it goes with the
 	// interface); guarded by mu.
 	autoHostVLAN map[string]map[uint16]bool
-	maxLearned   map[string]uint32 // bridge fdb_max_learned as configured; guarded by mu
+	// explicitHostVLAN: per bridge, the VIDs the configuration made the
+	// bridge a member of (`bridge vlan add dev BR ... self`); guarded by mu.
+	explicitHostVLAN map[string]map[uint16]bool
+	maxLearned       map[string]uint32 // bridge fdb_max_learned as configured; guarded by mu
 }
 
 // New returns a controller for an engine.
 func New(e *l3.Engine) *Controller {
 	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{},
-		autoHostVLAN: map[string]map[uint16]bool{}, maxLearned: map[string]uint32{}}
+		autoHostVLAN: map[string]map[uint16]bool{}, explicitHostVLAN: map[string]map[uint16]bool{},
+		maxLearned: map[string]uint32{}}
 }
 
 // Engine returns the controlled engine.
@@ -224,8 +228,8 @@ func (c *Controller) ApplySteps(steps []Step) error {
 	}
 	// The host membership a new VLAN interface adds (in SyncIfaces) is
 	// remembered, so it can go with the interface.
-	newAuto := c.autoHostVLANsBefore(p.vlans)
 	c.dropAutoHostVLANs(p.vlans, ops)
+	newAuto := c.autoHostVLANsBefore(p.vlans)
 	if err := c.e.Router().SyncIfaces(p.vlans, c.effective(p.settings)); err != nil {
 		tx.Abort()
 		return err
@@ -430,20 +434,25 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 // autoHostVLANsBefore lists the new VLAN interfaces whose VID the bridge is
 // not yet a member of: SyncIfaces will add that membership for them.
 func (c *Controller) autoHostVLANsBefore(vlans []l3.VLANIfaceSpec) []l3.VLANIfaceSpec {
-	old := map[string]bool{}
+	old := map[l3.VLANIfaceSpec]bool{}
 	for _, v := range c.vlans {
-		old[v.Name] = true
+		old[v] = true
 	}
 	var out []l3.VLANIfaceSpec
 	for _, v := range vlans {
-		if old[v.Name] {
+		if old[v] {
 			continue
 		}
 		b := c.e.Domain().Bridge(v.Bridge)
 		if b == nil {
 			continue // checked: cannot happen
 		}
-		if member, _ := b.HostMember(v.VID); !member {
+		if c.explicitHostVLAN[v.Bridge][v.VID] {
+			continue
+		}
+		// Without vlan_filtering HostMember says yes to every VID; the
+		// bridge's own pvid membership is there from its creation.
+		if member, _ := b.HostMember(v.VID); !member || !b.VLANFiltering() && v.VID != b.HostPVID() {
 			out = append(out, v)
 		}
 	}
@@ -458,22 +467,35 @@ func (c *Controller) dropAutoHostVLANs(vlans []l3.VLANIfaceSpec, ops []l2.Op) {
 		switch o := op.(type) {
 		case l2.VLANAdd:
 			if o.Self || c.e.Domain().Bridge(o.Dev) != nil {
-				forVIDs(o.VID, o.VIDEnd, func(v uint16) { delete(c.autoHostVLAN[o.Dev], v) })
+				if c.explicitHostVLAN[o.Dev] == nil {
+					c.explicitHostVLAN[o.Dev] = map[uint16]bool{}
+				}
+				forVIDs(o.VID, o.VIDEnd, func(v uint16) {
+					delete(c.autoHostVLAN[o.Dev], v)
+					c.explicitHostVLAN[o.Dev][v] = true
+				})
 			}
 		case l2.VLANDel:
 			if o.Self || c.e.Domain().Bridge(o.Dev) != nil {
-				forVIDs(o.VID, o.VIDEnd, func(v uint16) { delete(c.autoHostVLAN[o.Dev], v) })
+				forVIDs(o.VID, o.VIDEnd, func(v uint16) {
+					delete(c.autoHostVLAN[o.Dev], v)
+					delete(c.explicitHostVLAN[o.Dev], v)
+				})
 			}
 		case l2.BridgeDel:
 			delete(c.autoHostVLAN, o.Name)
+			delete(c.explicitHostVLAN, o.Name)
+		case l2.BridgeAdd:
+			delete(c.autoHostVLAN, o.Name)
+			delete(c.explicitHostVLAN, o.Name)
 		}
 	}
-	keep := map[string]bool{}
+	keep := map[l3.VLANIfaceSpec]bool{}
 	for _, v := range vlans {
-		keep[v.Name] = true
+		keep[v] = true
 	}
 	for _, v := range c.vlans {
-		if keep[v.Name] || !c.autoHostVLAN[v.Bridge][v.VID] {
+		if keep[v] || !c.autoHostVLAN[v.Bridge][v.VID] {
 			continue
 		}
 		delete(c.autoHostVLAN[v.Bridge], v.VID)

@@ -37,8 +37,8 @@ package control
 import (
 	"fmt"
 	"net"
-	"os"
 	"net/netip"
+	"os"
 	"sort"
 	"strings"
 
@@ -143,7 +143,8 @@ func diff(old, new []config.Command, opts DiffOptions, all bool) ([]Step, DiffSt
 		if j < 0 {
 			continue
 		}
-		for _, k := range a[i].own {
+		// (pulls too: a neighbour or route moved across a link-down line)
+		for _, k := range append(append([]string(nil), a[i].own...), a[i].pulls...) {
 			if prev, ok := lastB[k]; ok && prev > j {
 				dirty[k] = true
 			}
@@ -341,9 +342,9 @@ func linkLogical(c *config.Command) []logical {
 		var out []logical
 		set := func(text string, lc config.LinkCmd, inv *config.LinkCmd, own []string, deps ...string) {
 			// Every line naming a device is re-done when the device is
-		// re-created or stops being a bridge (it declares it as a port).
-		deps = append(deps, "dev:"+name)
-		lg := logical{text: text, fwd: with(c, func(n *config.Command) { x := lc; n.Link = &x }), own: own, deps: deps}
+			// re-created or stops being a bridge (it declares it as a port).
+			deps = append(deps, "dev:"+name)
+			lg := logical{text: text, fwd: with(c, func(n *config.Command) { x := lc; n.Link = &x }), own: own, deps: deps}
 			if inv != nil {
 				lg.inverse = []config.Command{with(c, func(n *config.Command) { x := *inv; n.Link = &x })}
 			}

@@ -3,6 +3,7 @@ package control
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -319,6 +320,9 @@ func TestDiffRandomPairs(t *testing.T) {
 	n := 400
 	if testing.Short() {
 		n = 60
+	}
+	if v, err := strconv.Atoi(os.Getenv("NETFWD_DIFF_SEEDS")); err == nil {
+		n = v // longer runs: NETFWD_DIFF_SEEDS=20000
 	}
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))

@@ -77,7 +77,12 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 				fmt.Fprintf(&b, "fdb %s\n", line)
 			}
 		}
-		b.WriteString("vlans\n" + vl.String())
+		// Ports are listed in the order they joined the bridge: a reload
+		// that re-enslaves ports may change it (flooding order only).
+		header, body, _ := strings.Cut(strings.TrimSpace(vl.String()), "\n")
+		blocks := strings.Split(body, "\n\n")
+		sort.Strings(blocks)
+		b.WriteString("vlans\n" + header + "\n" + strings.Join(blocks, "\n\n") + "\n")
 		for _, m := range br.MDB() {
 			fmt.Fprintf(&b, "mdb %s port %s grp %s vid %d\n", br.Name, m.Port, m.Group, m.VID)
 		}
