@@ -45,6 +45,7 @@ type Controller struct {
 	vlans       []l3.VLANIfaceSpec          // guarded by mu
 	settings    map[string]l3.IfaceSettings // admin settings of the configuration; guarded by mu
 	carrierDown map[string]bool             // interfaces without carrier (daemon); guarded by mu
+	carrierSeen map[string]bool             // interfaces whose carrier the daemon reports; guarded by mu
 	// autoHostVLAN: per bridge, the VIDs whose host membership was added
 	// because a VLAN interface was created on them (it goes with the
 	// interface); guarded by mu.
@@ -57,7 +58,7 @@ type Controller struct {
 
 // New returns a controller for an engine.
 func New(e *l3.Engine) *Controller {
-	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{},
+	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{}, carrierSeen: map[string]bool{},
 		autoHostVLAN: map[string]map[uint16]bool{}, explicitHostVLAN: map[string]map[uint16]bool{},
 		maxLearned: map[string]uint32{}}
 }
@@ -301,13 +302,16 @@ func missing(err error) bool {
 
 // effective combines the admin settings with the carrier state.
 func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]l3.IfaceSettings {
-	out := make(map[string]l3.IfaceSettings, len(settings)+len(c.carrierDown))
+	out := make(map[string]l3.IfaceSettings, len(settings)+len(c.carrierSeen))
 	for k, v := range settings {
 		out[k] = v
 	}
-	for name := range c.carrierDown {
+	// Every interface with a reported carrier gets an entry, so SyncIfaces
+	// sets its state either way (it keeps the state of names it is not
+	// given).
+	for name := range c.carrierSeen {
 		s := out[name]
-		s.Down = true
+		s.Down = s.Down || c.carrierDown[name]
 		out[name] = s
 	}
 	return out

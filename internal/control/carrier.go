@@ -17,6 +17,7 @@ import "github.com/netfwd/netfwd/l3"
 func (c *Controller) SetCarrier(dev string, up bool) (changed bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.carrierSeen[dev] = true
 	if c.carrierDown[dev] == !up {
 		return false, nil
 	}

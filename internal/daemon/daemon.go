@@ -142,13 +142,14 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	d = &Daemon{opts: opts, log: log, e: e, ctl: control.New(e), cmds: cmds, stop: make(chan struct{})}
-	d.ports.Store(&portTable{})
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: control.New(e), cmds: cmds, stop: make(chan struct{})}
+	nd.ports.Store(&portTable{})
 	defer func() {
 		if err != nil {
-			d.closeAll()
+			nd.closeAll()
 		}
 	}()
+	d = nd
 	// Carrier first, so the config is applied with the real link states.
 	names, err := portNames(cmds, eo)
 	if err != nil {
@@ -158,6 +159,13 @@ func New(opts Options) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() { // opened but not yet in the port table
+		for _, p := range opened {
+			if err != nil {
+				p.io.Close()
+			}
+		}
+	}()
 	for _, p := range opened {
 		if _, err := d.ctl.SetCarrier(p.name, p.carrier); err != nil {
 			return nil, err
@@ -169,6 +177,7 @@ func New(opts Options) (d *Daemon, err error) {
 	if err := d.addPorts(opened); err != nil {
 		return nil, err
 	}
+	opened = nil
 	if !opts.NoLinkMonitor {
 		if d.linkmon, err = newLinkMonitor(opts.Netns); err != nil {
 			return nil, fmt.Errorf("link monitor: %w", err)

@@ -81,6 +81,9 @@ func (m *linkMonitor) requestDump() error {
 // run reports link state changes until stop is closed.
 func (m *linkMonitor) run(stop <-chan struct{}, report func(name string, up bool)) {
 	defer m.close()
+	// States may have changed between the ports' opening and the
+	// subscription: start from a full dump.
+	m.requestDump()
 	buf := make([]byte, 1<<16)
 	for {
 		select {
