@@ -212,9 +212,7 @@ func (c *Controller) ApplySteps(steps []Step) error {
 		lenient = append(lenient, false)
 	}
 	change := c.prepareL2(p, &ops, &pos, &lenient)
-	if len(p.errs) == 0 {
-		c.checkNeigh(p, ops, bridges, vlanNames)
-	}
+	c.checkNeigh(p, ops, bridges, vlanNames) // every error of a batch is reported at once
 	if len(p.errs) > 0 {
 		tx.Abort()
 		if change != nil {
