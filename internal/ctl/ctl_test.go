@@ -59,7 +59,7 @@ func TestCtlAppliesAndShows(t *testing.T) {
 		t.Fatalf("route show: %q", out)
 	}
 	for q, want := range map[string]string{
-		"route get 10.1.2.3":  `"gateway":"192.0.2.9"`,
+		"route get 10.1.2.3":   `"gateway":"192.0.2.9"`,
 		"route show table all": `"type":"local"`,
 		"fdb show":             `"mac":"02:00:00:00:00:07"`,
 		"vlan show":            `"vlan":10`,

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,9 +217,30 @@ func readConfig(file string) ([]config.Command, error) {
 	defer f.Close()
 	cmds, errs := config.Parse(file, f)
 	if len(errs) > 0 {
+		// Report the lines that parsed but do not apply too: every
+		// problem of the file at once, in line order.
+		if _, err := portNames(cmds, l3.EngineOptions{}); err != nil {
+			errs = append(errs, splitJoined(err)...)
+		}
+		sort.SliceStable(errs, func(i, j int) bool { return errLine(errs[i]) < errLine(errs[j]) })
 		return nil, errors.Join(errs...)
 	}
 	return cmds, nil
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func errLine(err error) int {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return ce.Pos.Line
+	}
+	return 0
 }
 
 // portNames applies cmds to a scratch engine to learn which interfaces
