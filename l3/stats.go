@@ -28,6 +28,7 @@ const (
 )
 
 type counters struct {
+	fibLookups  uint64 // FIB lookups of the forwarding path and of router output
 	forwarded   uint64
 	fragmented  uint64 // packets split into fragments
 	local       uint64 // delivered to the router
@@ -38,10 +39,10 @@ type counters struct {
 }
 
 type publishedCounters struct {
-	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
-	drops                                            [dropReasonCount]atomic.Uint64
-	icmpSent                                         [numICMPKinds]atomic.Uint64
-	_                                                [64]byte
+	fibLookups, forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
+	drops                                                        [dropReasonCount]atomic.Uint64
+	icmpSent                                                     [numICMPKinds]atomic.Uint64
+	_                                                            [64]byte
 }
 
 func (p *publishedCounters) add(c *counters) {
@@ -50,6 +51,7 @@ func (p *publishedCounters) add(c *counters) {
 			a.Add(v)
 		}
 	}
+	addIf(&p.fibLookups, c.fibLookups)
 	addIf(&p.forwarded, c.forwarded)
 	addIf(&p.fragmented, c.fragmented)
 	addIf(&p.local, c.local)
@@ -66,14 +68,15 @@ func (p *publishedCounters) add(c *counters) {
 
 // Stats is a snapshot of the router's counters, summed over workers.
 type Stats struct {
-	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
-	Drops                                                map[string]uint64 // by DropReason name
-	ICMPSent                                             map[string]uint64 // by kind
+	FIBLookups, Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
+	Drops                                                            map[string]uint64 // by DropReason name
+	ICMPSent                                                         map[string]uint64 // by kind
 }
 
 func sumCounters(blocks []*publishedCounters) Stats {
 	s := Stats{Drops: map[string]uint64{}, ICMPSent: map[string]uint64{}}
 	for _, b := range blocks {
+		s.FIBLookups += b.fibLookups.Load()
 		s.Forwarded += b.forwarded.Load()
 		s.Fragmented += b.fragmented.Load()
 		s.Local += b.local.Load()

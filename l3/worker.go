@@ -200,6 +200,7 @@ func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) 
 		return
 	}
 	nh := w.e.lookup(dst)
+	w.c.fibLookups++
 	if nh == nil {
 		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, l2mc, icmpNetUnreachIdx)
 		w.drop(DropNoRoute)
@@ -317,6 +318,7 @@ func (w *Worker) localOutput(frame []byte) {
 	defer restore(saved)
 	h := IPv4(frame[etherHeaderLen:])
 	nh := w.e.lookup(h.Dst())
+	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {
 		w.drop(DropNoRoute)
 		return
