@@ -305,7 +305,7 @@ func kernelCounter(t *testing.T, ns, proto, field string) int64 {
 	var b []byte
 	err := pktio.InNetns(ns, func() error {
 		var err error
-		b, err = os.ReadFile("/proc/net/snmp")
+		b, err = os.ReadFile("/proc/thread-self/net/snmp")
 		return err
 	})
 	if err != nil {

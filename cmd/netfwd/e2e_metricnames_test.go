@@ -1,14 +1,14 @@
 package main
 
-// The metric names the end-to-end tests read (the daemon's contract,
-// docs/daemon.md and internal/metrics).
+// The metric names the end-to-end tests read (the daemon's contract:
+// internal/metrics/collector.go).
 const (
 	metricPortRxPackets = "netfwd_port_rx_packets_total"
 	metricPortTxPackets = "netfwd_port_tx_packets_total"
 	metricPortRxBytes   = "netfwd_port_rx_bytes_total"
-	metricForwarded     = "netfwd_forwarded_packets_total"
-	metricL3Drops       = "netfwd_router_drops_total"
-	metricL2Drops       = "netfwd_bridge_drops_total"
+	metricForwarded     = "netfwd_forwarded_total"
+	metricL3Drops       = "netfwd_l3_drops_total"
+	metricL2Drops       = "netfwd_l2_drops_total"
 	metricICMPSent      = "netfwd_icmp_sent_total"
 	metricFDBEntries    = "netfwd_fdb_entries"
 	metricFDBMoved      = "netfwd_fdb_moved_total"

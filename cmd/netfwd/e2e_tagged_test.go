@@ -20,6 +20,7 @@ var (
 	trunkMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x7f, 0x01}
 	t10IP    = netip.MustParseAddr("10.0.10.50") // the trunk host in VLAN 10
 	t20IP    = netip.MustParseAddr("10.0.20.50") // and in VLAN 20
+	t20bIP   = netip.MustParseAddr("10.0.20.51") // a second address it never sends from
 )
 
 func taggedSpec() lab.Spec {
@@ -36,7 +37,7 @@ func TestE2ETaggedHost(t *testing.T) {
 	e := newE2E(t, taggedSpec(), nil)
 	tr := e.net.Trunk("t1")
 	th, err := lab.StartRawHost(tr.NS, tr.Iface, lab.RawHostConfig{MAC: trunkMAC, Record: true,
-		Addrs: []lab.RawAddr{{VID: 10, IP: t10IP}, {VID: 20, IP: t20IP}}})
+		Addrs: []lab.RawAddr{{VID: 10, IP: t10IP}, {VID: 20, IP: t20IP}, {VID: 20, IP: t20bIP}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,20 +74,31 @@ func TestE2ETaggedHost(t *testing.T) {
 		t.Errorf("trunk host saw no echo request from h1: %v", err)
 	}
 
-	// 3. Routed from VLAN 10 into VLAN 20: the router resolves the trunk
-	// host in VLAN 20 (flooding the request to eth3 untagged and eth4
-	// tagged) and forwards tagged.
-	e.pingOK("h1", t20IP, 63)
-	if _, err := th.WaitFor(time.Second, func(f lab.Frame) bool {
-		return f.IPv4 && f.ICMPType == 8 && f.IPSrc == h1IP && f.IPDst == t20IP &&
-			f.TTL == 63 && f.Src.String() == lab.BridgeMAC.String()
+	// The trunk host's broadcasts reached the untagged VLAN 20 host
+	// untagged (flooded), and not the VLAN 10 ones.
+	if _, err := rec3.WaitFor(time.Second, func(f lab.Frame) bool {
+		return f.ARP && f.ARPOp == 1 && f.ARPSPA == t20IP && f.ARPTPA == gw20 && !f.Tagged
 	}); err != nil {
-		t.Errorf("trunk host saw no routed echo request (TTL 63, from the router's MAC): %v", err)
+		t.Errorf("h3 did not see the trunk host's VLAN 20 ARP request flooded untagged: %v", err)
+	}
+
+	// 3. Routed from VLAN 10 into VLAN 20, tagged on the trunk. The router
+	// learned 10.0.20.50 from its ARP request (as Linux does); for
+	// 10.0.20.51 it has to ask, flooding the request in VLAN 20 (eth3
+	// untagged, eth4 tagged).
+	for _, dst := range []netip.Addr{t20IP, t20bIP} {
+		e.pingOK("h1", dst, 63)
+		if _, err := th.WaitFor(time.Second, func(f lab.Frame) bool {
+			return f.IPv4 && f.ICMPType == 8 && f.IPSrc == h1IP && f.IPDst == dst &&
+				f.TTL == 63 && f.Src.String() == lab.BridgeMAC.String() && f.Tagged && f.VID == 20
+		}); err != nil {
+			t.Errorf("trunk host saw no routed echo request to %s (VID 20, TTL 63, from the router's MAC): %v", dst, err)
+		}
 	}
 	if _, err := rec3.WaitFor(time.Second, func(f lab.Frame) bool {
-		return f.ARP && f.ARPOp == 1 && f.ARPTPA == t20IP && !f.Tagged
+		return f.ARP && f.ARPOp == 1 && f.ARPTPA == t20bIP && f.ARPSPA == gw20 && !f.Tagged
 	}); err != nil {
-		t.Errorf("h3 did not see the router's ARP request for %s flooded untagged in VLAN 20: %v", t20IP, err)
+		t.Errorf("h3 did not see the router's ARP request for %s flooded untagged in VLAN 20: %v", t20bIP, err)
 	}
 
 	// 4. Bridged in VLAN 20: h3 (untagged) pings the trunk host.

@@ -110,12 +110,12 @@ func Iperf3(ctx context.Context, clientNS, serverNS string, addr netip.Addr, d t
 }
 
 // tcpListening reports whether a TCP socket listens on port in namespace
-// ns (/proc/net/tcp as the namespace sees it).
+// ns (/proc/thread-self/net/tcp: /proc/net is the main thread's namespace).
 func tcpListening(ns string, port int) bool {
 	var b []byte
 	pktio.InNetns(ns, func() error {
 		var err error
-		b, err = os.ReadFile("/proc/net/tcp")
+		b, err = os.ReadFile("/proc/thread-self/net/tcp")
 		return err
 	})
 	want := fmt.Sprintf(":%04X", port)

@@ -422,7 +422,9 @@ func (d *demo) summary() {
 		d.printf("  metrics:   %s (and /debug/pprof/)\n", d.rep.MetricsURL)
 	}
 	d.printf("  control:   %s ctl --ctl %s fdb show | neigh show | route show | link show | stats\n", d.netfwd, d.rep.CtlPath)
-	d.printf("  config:    %s (edit, then reload: %s ctl --ctl %s reload)\n", d.r.ConfigFile, d.netfwd, d.rep.CtlPath)
+	if d.o.Keep {
+		d.printf("  config:    %s (edit, then reload: %s ctl --ctl %s reload)\n", d.r.ConfigFile, d.netfwd, d.rep.CtlPath)
+	}
 	d.printf("  explore:   ip netns exec %s-h1 ping 10.0.20.13\n", p)
 	d.printf("             ip netns exec %s-h3 ping -t 1 198.51.100.1\n", p)
 	d.printf("             ip netns exec %s-h1 bash    # a shell on host h1\n", p)
