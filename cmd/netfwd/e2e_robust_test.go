@@ -169,13 +169,17 @@ func TestE2EMetrics(t *testing.T) {
 	if d := delta(metricICMPSent); d != 0 {
 		t.Errorf("%s moved by %v with no errors due", metricICMPSent, d)
 	}
-	// Tables: two learned hosts in the FDB, two resolved neighbours, and
-	// the routes the config makes (per table).
-	if v := after.Sum(metricFDBEntries); v < 2 {
-		t.Errorf("%s = %v, want at least h1 and h3", metricFDBEntries, v)
+	// Tables: h1 and h3 learned in the FDB (h2 and the isp sent nothing
+	// bridged), the bridge's own local entries (VID 0, 10, 20), h1 and h3
+	// resolved, and the routes the config makes (per table).
+	if v := after.Sum(metricFDBEntries, "bridge", "br0", "type", "learned"); v != 2 {
+		t.Errorf("%s{type=learned} = %v, want 2 (h1, h3)", metricFDBEntries, v)
 	}
-	if v := after.Sum(metricNeighEntries); v < 2 {
-		t.Errorf("%s = %v, want at least h1 and h3", metricNeighEntries, v)
+	if v := after.Sum(metricFDBEntries, "bridge", "br0", "type", "local"); v != 3 {
+		t.Errorf("%s{type=local} = %v, want 3 (br0 in VLAN 0, 10, 20)", metricFDBEntries, v)
+	}
+	if v := after.Sum(metricNeighEntries); v != 2 {
+		t.Errorf("%s = %v, want 2 (h1, h3)", metricNeighEntries, v)
 	}
 	// main: 3 connected + default + blackhole + unreachable + prohibit;
 	// local: 3 local + 3 broadcast.
