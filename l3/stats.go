@@ -28,16 +28,21 @@ const (
 )
 
 type counters struct {
-	forwarded   uint64
-	fragmented  uint64 // packets split into fragments
-	local       uint64 // delivered to the router
-	arpIn       uint64
-	drops       [dropReasonCount]uint64
-	icmpSent    [numICMPKinds]uint64
-	icmpLimited uint64
+	in           uint64 // frames that reached the router (routed ports, host frames)
+	queued       uint64 // packets parked waiting for ARP (sent or dropped later)
+	released     uint64 // parked packets sent after ARP resolved
+	outputErrors uint64 // packets the router generated that could not be sent
+	forwarded    uint64
+	fragmented   uint64 // packets split into fragments
+	local        uint64 // delivered to the router
+	arpIn        uint64
+	drops        [dropReasonCount]uint64
+	icmpSent     [numICMPKinds]uint64
+	icmpLimited  uint64
 }
 
 type publishedCounters struct {
+	in, queued, released, outputErrors               atomic.Uint64
 	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
 	drops                                            [dropReasonCount]atomic.Uint64
 	icmpSent                                         [numICMPKinds]atomic.Uint64
@@ -50,6 +55,10 @@ func (p *publishedCounters) add(c *counters) {
 			a.Add(v)
 		}
 	}
+	addIf(&p.in, c.in)
+	addIf(&p.queued, c.queued)
+	addIf(&p.released, c.released)
+	addIf(&p.outputErrors, c.outputErrors)
 	addIf(&p.forwarded, c.forwarded)
 	addIf(&p.fragmented, c.fragmented)
 	addIf(&p.local, c.local)
@@ -64,8 +73,13 @@ func (p *publishedCounters) add(c *counters) {
 	*c = counters{}
 }
 
-// Stats is a snapshot of the router's counters, summed over workers.
+// Stats is a snapshot of the router's counters, summed over workers. Every
+// frame that reaches the router (In) ends as exactly one of Forwarded, Local,
+// ARPIn, Queued (waiting for ARP: later Released, or dropped as
+// neigh_failed/neigh_queue) or a drop. OutputErrors counts packets the router
+// generated (ICMP) that could not be routed.
 type Stats struct {
+	In, Queued, Released, OutputErrors                   uint64
 	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
 	Drops                                                map[string]uint64 // by DropReason name
 	ICMPSent                                             map[string]uint64 // by kind
@@ -74,6 +88,10 @@ type Stats struct {
 func sumCounters(blocks []*publishedCounters) Stats {
 	s := Stats{Drops: map[string]uint64{}, ICMPSent: map[string]uint64{}}
 	for _, b := range blocks {
+		s.In += b.in.Load()
+		s.Queued += b.queued.Load()
+		s.Released += b.released.Load()
+		s.OutputErrors += b.outputErrors.Load()
 		s.Forwarded += b.forwarded.Load()
 		s.Fragmented += b.fragmented.Load()
 		s.Local += b.local.Load()

@@ -128,6 +128,7 @@ func (w *Worker) generating() (restore func(int), saved int) {
 func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
 
 func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
+	w.c.in++
 	switch {
 	case ifc == nil:
 		w.drop(DropNoIface)
@@ -155,6 +156,7 @@ func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
 }
 
 func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
+	w.c.in++
 	ifc := t.hostIface(h.Bridge, h.VID, h.Untagged)
 	f := h.Frame
 	switch {
@@ -264,23 +266,29 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 			return
 		}
 		h.DecTTL()
-		w.fragment(out, next, h)
-		w.c.forwarded++
+		if w.fragment(out, next, h) {
+			w.c.forwarded++
+		}
 		return
 	}
 	h.DecTTL()
-	w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)])
-	w.c.forwarded++
+	switch w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)]) {
+	case xmitSent:
+		w.c.forwarded++
+	case xmitQueued:
+		w.c.queued++
+	}
 }
 
 // fragment emits h in fragments that fit out's MTU.
-func (w *Worker) fragment(out *Iface, next uint32, h IPv4) {
+func (w *Worker) fragment(out *Iface, next uint32, h IPv4) bool {
 	w.fragOut, w.fragNext = out, next
 	if Fragment(h, out.MTU, w) == 0 {
 		w.drop(DropFragNeeded)
-		return
+		return false
 	}
 	w.c.fragmented++
+	return true
 }
 
 // Alloc and Emit make the worker a FragSink: each fragment gets room for
@@ -318,19 +326,19 @@ func (w *Worker) localOutput(frame []byte) {
 	h := IPv4(frame[etherHeaderLen:])
 	nh := w.e.lookup(h.Dst())
 	if nh == nil || nh.Kind != nexthop.Unicast {
-		w.drop(DropNoRoute)
+		w.c.outputErrors++
 		return
 	}
 	if nh.Group != nil {
 		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
-			w.drop(DropNoRoute)
+			w.c.outputErrors++
 			return
 		}
 	}
 	t := w.r.ifaces.Load()
 	out := t.get(nh.DevIndex)
 	if out == nil || !out.Up() {
-		w.drop(DropEgressDown)
+		w.c.outputErrors++
 		return
 	}
 	next := h.Dst()
