@@ -78,11 +78,13 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 		}
 	} else {
 		ifc := t.routedPort(in.ID)
+		bytes := 0
 		for i, f := range frames {
 			w.tx.SetOrigin(i)
-			w.tx.CountRx(in, len(f))
+			bytes += len(f)
 			w.routedFrame(t, ifc, in, f)
 		}
+		w.tx.CountRxBatch(in, len(frames), bytes)
 	}
 	w.tx.SetOrigin(-1)
 	w.gsoSizes = nil
