@@ -120,3 +120,22 @@ func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool
 	}
 	return netip.Prefix{}, nil, false
 }
+
+// LookupBatch4 looks up a vector of IPv4 destinations (host byte order) on
+// one published state: out[i] is Lookup's answer for dsts[i]. One atomic
+// load per batch; the loop keeps independent lookups in flight.
+func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop) {
+	s := f.cur.Load()
+	out = out[:len(dsts)]
+	if s.fast != nil {
+		t := s.fast
+		for i, d := range dsts {
+			out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+		}
+		return
+	}
+	t := s.table
+	for i, d := range dsts {
+		out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+	}
+}

@@ -71,9 +71,14 @@ func (e *Engine) Stats() Stats {
 	return sumCounters(blocks)
 }
 
-// lookup is the FIB lookup of the forwarding path.
+// lookup is the FIB lookup of locally generated packets.
 func (e *Engine) lookup(dst uint32) *nexthop.Nexthop {
 	return e.r.fib.Lookup(addrFrom(dst))
+}
+
+// lookupBatch is the FIB lookup of the forwarding path, a batch at a time.
+func (e *Engine) lookupBatch(dsts []uint32, out []*nexthop.Nexthop) {
+	e.r.fib.LookupBatch4(dsts, out)
 }
 
 // Addr4 converts a netip.Addr to the host-order form the datapath uses.
