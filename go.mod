@@ -2,4 +2,4 @@ module github.com/netfwd/netfwd
 
 go 1.26
 
-require github.com/gaissmai/bart v0.30.0 // indirect
+require github.com/gaissmai/bart v0.30.0

@@ -1,0 +1,233 @@
+// Compiled FIB: a DIR-24-8 longest-prefix-match array derived from the merged
+// trie, for the forwarding fast path (issue 3; design and numbers in
+// docs/fib-compiled.md).
+//
+// Layout: tbl24 has one 32-bit entry per /24 (2^24 entries, 64 MiB). A plain
+// entry holds the answer for its whole /24: the value (nexthop index) in the
+// low 24 bits and the length of the prefix that produced it in bits 24-29.
+// An extended entry (bit 31) holds the index of a 256-entry group in the
+// second-level table, one entry per address of that /24, for /24s that contain
+// longer prefixes. A lookup is one load, or two for the (rare) extended /24s.
+// The prefix length in every entry is what makes updates incremental (the
+// DPDK rte_lpm scheme): setting p overwrites the entries in p's range whose
+// length is <= len(p); deleting p rewrites the entries whose length is
+// exactly len(p) with p's parent. Entry 0 (value 0, length 0) means "no
+// route", which equals a /0 with value 0 for both lookups and updates, so the
+// zeroed array is the empty table.
+//
+// Flow: the FIB writer calls Set/Delete after each change of the merged trie
+// (compiled_update.go), or BuildCompiled for a bulk load (compiled_build.go);
+// datapath readers call Lookup/LookupAddr/LookupBatch.
+//
+// Locking: readers take no lock. tbl24 is allocated once and never moves; its
+// entries are read with atomic loads and written with atomic stores, so each
+// load sees a whole entry. The second-level table is replaced (copied, then
+// one atomic pointer store) when it grows; a reader loads that pointer after
+// the first-level entry, so it always finds the group the entry names. Freed
+// groups are reused at once: a reader validates the group's tag (owner /24
+// and generation) before and after reading the group entry, and starts over
+// if the group changed hands under it (the grace period is that check; see
+// lookupGroup). Writers serialise on mu.
+
+package fib
+
+import (
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxCompiledValue is the largest value (nexthop index) a compiled entry holds.
+const MaxCompiledValue = 1<<24 - 1
+
+// Entry encoding.
+const (
+	cplValueMask  = 1<<24 - 1 // value, or group index in an extended entry
+	cplDepthShift = 24        // prefix length (0..32) of a plain entry
+	cplDepthMask  = 0x3f
+	cplExtended   = 1 << 31 // tbl24 entry points to a group
+	cplTbl24Len   = 1 << 24
+	cplGroupLen   = 256
+)
+
+// Group tags: low 32 bits cplTagLive|owner /24 while the group is reachable
+// from tbl24[owner], 0 while free; high 32 bits a generation counter bumped on
+// every allocation and every free.
+const cplTagLive = 1 << 31
+
+// cplEntry builds a plain entry.
+func cplEntry(v uint32, bits int) uint32 { return uint32(bits)<<cplDepthShift | v }
+
+// cplDepth is the prefix length recorded in a plain entry.
+func cplDepth(e uint32) int { return int(e>>cplDepthShift) & cplDepthMask }
+
+// Compiled is the DIR-24-8 lookup structure. Create it with NewCompiled or
+// BuildCompiled; the zero value is not usable.
+type Compiled struct {
+	// groups is the current second-level table (see compiledGroups).
+	groups atomic.Pointer[compiledGroups]
+
+	mu sync.Mutex
+	// free holds group indices released by collapses, reused LIFO. Guarded by mu.
+	free []uint32
+	// used is the number of group slots ever handed out (indices below it are
+	// live or free; above it never reached by any reader). Guarded by mu.
+	used uint32
+
+	// tbl24 is part of the object (one load less per lookup than a
+	// pointer to it) and last, so the garbage collector's scan of the
+	// object ends before it. Entries: atomic loads by readers, atomic
+	// stores by the writer (under mu).
+	tbl24 [cplTbl24Len]uint32
+}
+
+// compiledGroups is the second-level table: group g owns entries
+// [g*256, g*256+256) and tags[g]. Entries are plain entries (never extended).
+// The writer stores entries and tags atomically; a grown copy is published
+// with one atomic store, after which the old copy is never written again.
+type compiledGroups struct {
+	entries []uint32
+	tags    []uint64
+}
+
+// NewCompiled returns an empty structure (every lookup answers 0).
+func NewCompiled() *Compiled { return newCompiled(cplInitialGroups) }
+
+// cplInitialGroups is the initial second-level capacity: the full Internet
+// table needs ~450 groups.
+const cplInitialGroups = 64
+
+func newCompiled(groupCap int) *Compiled {
+	c := new(Compiled)
+	adviseHugePages(c.tbl24[:])
+	c.groups.Store(newCompiledGroups(groupCap))
+	return c
+}
+
+func newCompiledGroups(n int) *compiledGroups {
+	return &compiledGroups{entries: make([]uint32, n*cplGroupLen), tags: make([]uint64, n)}
+}
+
+// Lookup returns the value of the longest prefix containing addr (the IPv4
+// address as a big-endian uint32), 0 if none. Lock-free, no allocation.
+//
+// Inlinable (cost exactly at the budget of 80: keep this shape, the named
+// result and the `<` test; TestCompiledLookupInlines checks).
+func (c *Compiled) Lookup(addr uint32) (v uint32) {
+	v = atomic.LoadUint32(&c.tbl24[addr>>8])
+	if v < cplExtended {
+		return v & cplValueMask
+	}
+	return c.lookupGroup(addr)
+}
+
+// LookupAddr is Lookup for a netip.Addr; addresses that are not IPv4 answer 0.
+func (c *Compiled) LookupAddr(addr netip.Addr) uint32 {
+	if !addr.Is4() {
+		return 0
+	}
+	b := addr.As4()
+	return c.Lookup(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
+}
+
+// lookupGroup answers for addr when its tbl24 entry is (or was, a moment
+// ago) extended. It reloads the entry itself: keeping Lookup's call small
+// keeps Lookup inlinable, and the line is in L1 by now.
+//
+// The group may be freed and handed to another /24 between the load of the
+// tbl24 entry and the read of the group (a stale entry). The group's tag
+// names its owner /24 and changes generation on every free and allocation;
+// reading the tag before and after the entry, both equal and naming our /24,
+// proves the group belonged to our /24 for the whole read, so the entry is a
+// value our address had at that moment. Otherwise we start over from the
+// first level. This seqlock check is the grace period: a freed group can be
+// reused at once. (The 32-bit generation would have to wrap, 2^32
+// allocations and frees of one group, between a reader's two tag loads to
+// fool it.)
+//
+// The table pointer is loaded after the tbl24 entry: the writer publishes a
+// grown table before storing any entry that names a group in it, so the group
+// is in the table we load.
+func (c *Compiled) lookupGroup(addr uint32) uint32 {
+	for {
+		e := atomic.LoadUint32(&c.tbl24[addr>>8])
+		if e < cplExtended {
+			return e & cplValueMask
+		}
+		if v, ok := c.groups.Load().read(e, addr); ok {
+			return v
+		}
+	}
+}
+
+// read returns addr's value from the group that the extended entry e names,
+// and whether that group belonged to addr's /24 for the whole read (see
+// lookupGroup). t must have been loaded after e.
+func (t *compiledGroups) read(e, addr uint32) (uint32, bool) {
+	g := uint(e & cplValueMask)
+	tag := &t.tags[g]
+	t1 := atomic.LoadUint64(tag)
+	v := atomic.LoadUint32(&t.entries[g*cplGroupLen+uint(addr&0xff)])
+	t2 := atomic.LoadUint64(tag)
+	return v & cplValueMask, t1 == t2 && uint32(t1) == cplTagLive|addr>>8
+}
+
+// LookupBatch looks up every address of dst and writes the values to
+// out[:len(dst)] (out must be at least as long as dst). It loads the
+// first-level entries of the whole batch before resolving any second-level
+// group, so the cache misses of a packet vector overlap instead of queueing
+// behind each other (the VPP/DPDK vector idea). Lock-free, no allocation.
+func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
+	out = out[:len(dst)]
+	t24 := &c.tbl24
+	var ext uint32
+	for i, a := range dst {
+		e := atomic.LoadUint32(&t24[a>>8])
+		ext |= e
+		out[i] = e
+	}
+	if ext < cplExtended {
+		for i, e := range out {
+			out[i] = e & cplValueMask
+		}
+		return
+	}
+	t := c.groups.Load() // after every first-level load: see lookupGroup
+	for i, e := range out {
+		if e < cplExtended {
+			out[i] = e & cplValueMask
+			continue
+		}
+		v, ok := t.read(e, dst[i])
+		if !ok {
+			v = c.lookupGroup(dst[i])
+		}
+		out[i] = v
+	}
+}
+
+// CompiledStats reports the memory of a Compiled.
+type CompiledStats struct {
+	Tbl24Bytes int // first level: fixed 64 MiB
+	GroupBytes int // second level incl. tags, allocated capacity
+	Groups     int // live groups (/24s holding prefixes longer than /24)
+	FreeGroups int // released groups waiting for reuse
+	GroupCap   int // group slots allocated
+}
+
+// Bytes is the total memory held.
+func (s CompiledStats) Bytes() int { return s.Tbl24Bytes + s.GroupBytes }
+
+// Stats reports memory usage.
+func (c *Compiled) Stats() CompiledStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.groups.Load()
+	return CompiledStats{
+		Tbl24Bytes: cplTbl24Len * 4,
+		GroupBytes: len(t.entries)*4 + len(t.tags)*8,
+		Groups:     int(c.used) - len(c.free),
+		FreeGroups: len(c.free),
+		GroupCap:   len(t.tags),
+	}
+}

@@ -1,0 +1,247 @@
+// Incremental updates of the compiled FIB: the FIB writer calls Set and
+// Delete after each change of the merged trie, in order.
+//
+// Flow: Set(p, v) writes entry (v, len p) over every entry of p's range whose
+// prefix length is <= len p (p itself or something shorter that p now
+// overrides); entries of longer prefixes stay. A prefix longer than /24 first
+// gives its /24 a group (filled with the /24's plain entry) if it has none.
+// Delete(p, parent...) writes the parent's entry over every entry of p's
+// range whose length is exactly len p (those are p's: two prefixes of one
+// length containing one address are the same prefix). Deleting a prefix
+// longer than /24 may leave its group with only entries of length <= 24,
+// which are then all equal: the group collapses back into one plain tbl24
+// entry and is freed. So a /24 change touches one entry (or one group), a /8
+// change at most 65,536 first-level entries.
+//
+// Locking: mu serialises writers; every entry and tag a reader can reach is
+// written with an atomic store, and an entry that names a group is stored
+// only after that group is complete (see compiled.go for the reader side).
+
+package fib
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+)
+
+// Errors of Set/Delete/BuildCompiled. The structure is unchanged when one is
+// returned.
+var (
+	ErrCompiledNotIPv4  = errors.New("compiled fib: prefix is not IPv4")
+	ErrCompiledValue    = fmt.Errorf("compiled fib: value out of range 0..%d", MaxCompiledValue)
+	ErrCompiledParent   = errors.New("compiled fib: parent does not strictly contain the prefix")
+	ErrCompiledTooLarge = errors.New("compiled fib: second-level table full")
+)
+
+// Set makes v the value of prefix p (insert or update). v is 0..MaxCompiledValue;
+// 0 means "no route" and is a legal value (a prefix whose route resolves to
+// nothing still hides shorter prefixes). p is masked to its length.
+func (c *Compiled) Set(p netip.Prefix, v uint32) error {
+	addr, bits, err := cplPrefix(p)
+	if err != nil {
+		return err
+	}
+	if v > MaxCompiledValue {
+		return ErrCompiledValue
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setLocked(addr, bits, cplEntry(v, bits))
+}
+
+// Delete removes prefix p. The caller names the longest remaining prefix
+// strictly containing p and its value (hasParent false: none, addresses of p
+// not covered by longer prefixes then answer 0). The merged trie knows it
+// (its LPM of p's parent bits); the structure itself keeps no prefix list.
+// Deleting a prefix that is not present changes nothing.
+func (c *Compiled) Delete(p netip.Prefix, parent netip.Prefix, parentVal uint32, hasParent bool) error {
+	addr, bits, err := cplPrefix(p)
+	if err != nil {
+		return err
+	}
+	repl := uint32(0) // no parent: "no route", length 0
+	if hasParent {
+		paddr, pbits, err := cplPrefix(parent)
+		if err != nil {
+			return err
+		}
+		if pbits >= bits || (pbits > 0 && (addr^paddr)>>(32-pbits) != 0) {
+			return ErrCompiledParent
+		}
+		if parentVal > MaxCompiledValue {
+			return ErrCompiledValue
+		}
+		repl = cplEntry(parentVal, pbits)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deleteLocked(addr, bits, repl)
+	return nil
+}
+
+// cplPrefix returns p's masked address as a uint32 and its length.
+func cplPrefix(p netip.Prefix) (uint32, int, error) {
+	if !p.IsValid() || !p.Addr().Is4() {
+		return 0, 0, ErrCompiledNotIPv4
+	}
+	b := p.Masked().Addr().As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), p.Bits(), nil
+}
+
+// setLocked writes ent (length bits) over p = addr/bits.
+func (c *Compiled) setLocked(addr uint32, bits int, ent uint32) error {
+	t24 := &c.tbl24
+	if bits <= 24 {
+		// Entries of prefixes longer than p, [lim, cplExtended), stay; one
+		// unsigned compare skips them (a /0 scans all 2^24 entries).
+		lim := uint32(bits+1) << cplDepthShift
+		first := addr >> 8
+		last := first + 1<<(24-bits) - 1
+		for i := first; i <= last && i < cplTbl24Len; i++ {
+			e := t24[i]
+			switch {
+			case e-lim < cplExtended-lim:
+			case e >= cplExtended:
+				c.groupSetLocked(e&cplValueMask, 0, cplGroupLen, bits, ent)
+			case e != ent:
+				atomic.StoreUint32(&t24[i], ent)
+			}
+		}
+		return nil
+	}
+	i := addr >> 8
+	lo := int(addr & 0xff)
+	n := 1 << (32 - bits)
+	e := t24[i]
+	if e&cplExtended != 0 {
+		c.groupSetLocked(e&cplValueMask, lo, n, bits, ent)
+		return nil
+	}
+	// The /24 gets a group: every address answers e except p's range.
+	g, t, err := c.allocGroupLocked()
+	if err != nil {
+		return err
+	}
+	grp := t.entries[uint(g)*cplGroupLen:][:cplGroupLen]
+	for j := range grp {
+		x := e
+		if j >= lo && j < lo+n {
+			x = ent
+		}
+		atomic.StoreUint32(&grp[j], x)
+	}
+	gen := atomic.LoadUint64(&t.tags[g])>>32 + 1
+	atomic.StoreUint64(&t.tags[g], gen<<32|cplTagLive|uint64(i))
+	atomic.StoreUint32(&t24[i], cplExtended|g)
+	return nil
+}
+
+// groupSetLocked writes ent (length bits) over entries [lo, lo+n) of group g
+// whose length is <= bits.
+func (c *Compiled) groupSetLocked(g uint32, lo, n, bits int, ent uint32) {
+	grp := c.groups.Load().entries[uint(g)*cplGroupLen:][:cplGroupLen]
+	for j := lo; j < lo+n && j < len(grp); j++ {
+		if e := grp[j]; cplDepth(e) <= bits && e != ent {
+			atomic.StoreUint32(&grp[j], ent)
+		}
+	}
+}
+
+// deleteLocked writes repl over the entries of addr/bits whose length is bits.
+func (c *Compiled) deleteLocked(addr uint32, bits int, repl uint32) {
+	t24 := &c.tbl24
+	if bits <= 24 {
+		// Only entries of length bits, [low, lim), and groups matter.
+		low, lim := uint32(bits)<<cplDepthShift, uint32(bits+1)<<cplDepthShift
+		first := addr >> 8
+		last := first + 1<<(24-bits) - 1
+		for i := first; i <= last && i < cplTbl24Len; i++ {
+			e := t24[i]
+			switch {
+			case e-low < lim-low:
+				if e != repl {
+					atomic.StoreUint32(&t24[i], repl)
+				}
+			case e >= cplExtended:
+				c.groupDeleteLocked(e&cplValueMask, 0, cplGroupLen, bits, repl)
+			}
+		}
+		return
+	}
+	i := addr >> 8
+	e := t24[i]
+	if e&cplExtended == 0 {
+		return // no group: no prefix longer than /24 here, so not p
+	}
+	g := e & cplValueMask
+	c.groupDeleteLocked(g, int(addr&0xff), 1<<(32-bits), bits, repl)
+	c.collapseLocked(i, g)
+}
+
+// groupDeleteLocked writes repl over entries [lo, lo+n) of group g whose
+// length is bits.
+func (c *Compiled) groupDeleteLocked(g uint32, lo, n, bits int, repl uint32) {
+	grp := c.groups.Load().entries[uint(g)*cplGroupLen:][:cplGroupLen]
+	for j := lo; j < lo+n && j < len(grp); j++ {
+		if e := grp[j]; cplDepth(e) == bits && e != repl {
+			atomic.StoreUint32(&grp[j], repl)
+		}
+	}
+}
+
+// collapseLocked turns tbl24[i] back into a plain entry and frees its group g
+// if no entry of the group comes from a prefix longer than /24 (then all come
+// from the one longest prefix <= /24 covering the /24, and are equal).
+func (c *Compiled) collapseLocked(i, g uint32) {
+	t := c.groups.Load()
+	grp := t.entries[uint(g)*cplGroupLen:][:cplGroupLen]
+	for _, e := range grp {
+		if cplDepth(e) > 24 {
+			return
+		}
+	}
+	atomic.StoreUint32(&c.tbl24[i], grp[0])
+	// From here no new reader reaches g; readers that loaded the old tbl24
+	// entry see the tag change and retry.
+	gen := atomic.LoadUint64(&t.tags[g])>>32 + 1
+	atomic.StoreUint64(&t.tags[g], gen<<32)
+	c.free = append(c.free, g)
+}
+
+// cplMaxGroups bounds the second level: one group per /24 at most.
+const cplMaxGroups = cplTbl24Len
+
+// allocGroupLocked hands out a group index and the table holding it: a freed
+// one (safe at once, see lookupGroup) or the next never-used slot, growing
+// the table if needed.
+func (c *Compiled) allocGroupLocked() (uint32, *compiledGroups, error) {
+	t := c.groups.Load()
+	if n := len(c.free); n > 0 {
+		g := c.free[n-1]
+		c.free = c.free[:n-1]
+		return g, t, nil
+	}
+	if int(c.used) == len(t.tags) {
+		if len(t.tags) >= cplMaxGroups {
+			return 0, nil, ErrCompiledTooLarge
+		}
+		t = c.growLocked(t)
+	}
+	g := c.used
+	c.used++
+	return g, t, nil
+}
+
+// growLocked publishes a copy of t with twice the groups. Readers that still
+// hold t read it as it was at the moment of the swap (the writer never
+// writes t again), which is a state their lookup may legally answer from.
+func (c *Compiled) growLocked(t *compiledGroups) *compiledGroups {
+	n := min(max(2*len(t.tags), cplInitialGroups), cplMaxGroups)
+	nt := newCompiledGroups(n)
+	copy(nt.entries, t.entries)
+	copy(nt.tags, t.tags)
+	c.groups.Store(nt)
+	return nt
+}

@@ -1,0 +1,305 @@
+// Alternative layouts measured against the chosen DIR-24-8 (32-bit entries,
+// first level on huge pages); docs/fib-compiled.md has the numbers:
+//
+//	go test -run '^$' -bench 'CompiledVariants' -benchtime 2s ./fib/
+//
+// Each is converted from a built Compiled (lookup only, no updates), so they
+// answer for the same routes and are checked against it on every probe:
+//   - dir24-8-4k: the same arrays, first level on 4 KiB pages (no THP);
+//   - dir24-8-16: 16-bit entries (32 MiB first level), values through a
+//     small table of distinct values (one more, L1-resident, load);
+//   - dir16-8-8: a 2^16 first level (256 KiB, fits L2), 256-entry groups for
+//     /17-/24 and again for /25-/32: two or three dependent loads.
+
+package fib
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// cplVariant is a lookup-only layout.
+type cplVariant interface {
+	lookup(addr uint32) uint32
+	lookupBatch(dst, out []uint32)
+	bytes() int
+}
+
+// cplDir248x4k is the chosen layout with the first level copied into a
+// fresh mapping without huge pages.
+type cplDir248x4k struct {
+	c   *Compiled
+	t24 *[cplTbl24Len]uint32
+	mem []byte
+}
+
+func newCplDir248x4k(c *Compiled) (*cplDir248x4k, error) {
+	mem, err := syscall.Mmap(-1, 0, cplTbl24Len*4, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Madvise(mem, syscall.MADV_NOHUGEPAGE); err != nil {
+		return nil, err
+	}
+	v := &cplDir248x4k{c: c, t24: (*[cplTbl24Len]uint32)(unsafe.Pointer(&mem[0])), mem: mem}
+	copy(v.t24[:], c.tbl24[:])
+	return v, nil
+}
+
+func (v *cplDir248x4k) close() { _ = syscall.Munmap(v.mem) }
+
+func (v *cplDir248x4k) lookup(a uint32) uint32 {
+	e := v.t24[a>>8]
+	if e < cplExtended {
+		return e & cplValueMask
+	}
+	return v.c.lookupGroup(a)
+}
+
+func (v *cplDir248x4k) lookupBatch(dst, out []uint32) {
+	out = out[:len(dst)]
+	for i, a := range dst {
+		out[i] = v.t24[a>>8]
+	}
+	for i, e := range out {
+		if e < cplExtended {
+			out[i] = e & cplValueMask
+		} else {
+			out[i] = v.c.lookupGroup(dst[i])
+		}
+	}
+}
+
+func (v *cplDir248x4k) bytes() int { return cplTbl24Len * 4 }
+
+// cplDir24816: 16-bit entries; bit 15 marks a group, otherwise the entry is
+// an index into vals.
+type cplDir24816 struct {
+	t24  *[cplTbl24Len]uint16
+	t8   []uint16
+	vals *[1 << 15]uint32
+}
+
+func newCplDir24816(c *Compiled) (*cplDir24816, error) {
+	v := &cplDir24816{t24: new([cplTbl24Len]uint16), vals: new([1 << 15]uint32)}
+	slot := map[uint32]uint16{}
+	slotOf := func(val uint32) (uint16, error) {
+		s, ok := slot[val]
+		if !ok {
+			if len(slot) == 1<<15 {
+				return 0, fmt.Errorf("more than 2^15 distinct values")
+			}
+			s = uint16(len(slot))
+			slot[val] = s
+			v.vals[s] = val
+		}
+		return s, nil
+	}
+	for i := uint32(0); i < cplTbl24Len; i++ {
+		e := c.tbl24[i]
+		if e < cplExtended {
+			s, err := slotOf(e & cplValueMask)
+			if err != nil {
+				return nil, err
+			}
+			v.t24[i] = s
+			continue
+		}
+		g := len(v.t8) / 256
+		if g >= 1<<15 {
+			return nil, fmt.Errorf("more than 2^15 groups")
+		}
+		for j := uint32(0); j < 256; j++ {
+			s, err := slotOf(c.cplResolved(i<<8|j) & cplValueMask)
+			if err != nil {
+				return nil, err
+			}
+			v.t8 = append(v.t8, s)
+		}
+		v.t24[i] = 0x8000 | uint16(g)
+	}
+	return v, nil
+}
+
+func (v *cplDir24816) lookup(a uint32) uint32 {
+	s := v.t24[a>>8]
+	if s >= 0x8000 {
+		s = v.t8[uint(s&0x7fff)<<8|uint(a&0xff)]
+	}
+	return v.vals[s&0x7fff]
+}
+
+func (v *cplDir24816) lookupBatch(dst, out []uint32) {
+	out = out[:len(dst)]
+	for i, a := range dst {
+		out[i] = uint32(v.t24[a>>8])
+	}
+	for i, s := range out {
+		if s >= 0x8000 {
+			s = uint32(v.t8[uint(s&0x7fff)<<8|uint(dst[i]&0xff)])
+		}
+		out[i] = v.vals[s&0x7fff]
+	}
+}
+
+func (v *cplDir24816) bytes() int { return cplTbl24Len*2 + len(v.t8)*2 + len(v.vals)*4 }
+
+// cplDir1688: 32-bit entries, bit 31 marks a group; levels 16, 8, 8.
+type cplDir1688 struct {
+	t16    *[1 << 16]uint32
+	l2, l3 []uint32
+}
+
+func newCplDir1688(c *Compiled) *cplDir1688 {
+	v := &cplDir1688{t16: new([1 << 16]uint32)}
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		block := c.tbl24[hi<<8:][:256]
+		uniform := block[0] < cplExtended
+		for _, e := range block {
+			if e >= cplExtended || e&cplValueMask != block[0]&cplValueMask {
+				uniform = false
+				break
+			}
+		}
+		if uniform {
+			v.t16[hi] = block[0] & cplValueMask
+			continue
+		}
+		g2 := uint32(len(v.l2) / 256)
+		for mid, e := range block {
+			if e < cplExtended {
+				v.l2 = append(v.l2, e&cplValueMask)
+				continue
+			}
+			g3 := uint32(len(v.l3) / 256)
+			for lo := uint32(0); lo < 256; lo++ {
+				v.l3 = append(v.l3, c.cplResolved(hi<<16|uint32(mid)<<8|lo)&cplValueMask)
+			}
+			v.l2 = append(v.l2, cplExtended|g3)
+		}
+		v.t16[hi] = cplExtended | g2
+	}
+	return v
+}
+
+func (v *cplDir1688) lookup(a uint32) uint32 {
+	e := v.t16[a>>16]
+	if e >= cplExtended {
+		e = v.l2[uint(e&cplValueMask)<<8|uint(a>>8&0xff)]
+		if e >= cplExtended {
+			e = v.l3[uint(e&cplValueMask)<<8|uint(a&0xff)]
+		}
+	}
+	return e
+}
+
+func (v *cplDir1688) lookupBatch(dst, out []uint32) {
+	out = out[:len(dst)]
+	for i, a := range dst {
+		out[i] = v.t16[a>>16]
+	}
+	for i, e := range out {
+		if e >= cplExtended {
+			out[i] = v.l2[uint(e&cplValueMask)<<8|uint(dst[i]>>8&0xff)]
+		}
+	}
+	for i, e := range out {
+		if e >= cplExtended {
+			out[i] = v.l3[uint(e&cplValueMask)<<8|uint(dst[i]&0xff)]
+		}
+	}
+}
+
+func (v *cplDir1688) bytes() int { return len(v.t16)*4 + len(v.l2)*4 + len(v.l3)*4 }
+
+// cplCompiledVariant adapts the real structure.
+type cplCompiledVariant struct{ c *Compiled }
+
+func (v cplCompiledVariant) lookup(a uint32) uint32        { return v.c.Lookup(a) }
+func (v cplCompiledVariant) lookupBatch(dst, out []uint32) { v.c.LookupBatch(dst, out) }
+func (v cplCompiledVariant) bytes() int                    { return v.c.Stats().Bytes() }
+
+func cplVariants(tb testing.TB, c *Compiled) ([]string, []cplVariant, func()) {
+	tb.Helper()
+	x4k, err := newCplDir248x4k(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	x16, err := newCplDir24816(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []string{"dir24-8-32", "dir24-8-4k", "dir24-8-16", "dir16-8-8"},
+		[]cplVariant{cplCompiledVariant{c}, x4k, x16, newCplDir1688(c)}, x4k.close
+}
+
+// TestCompiledVariants: the measured alternatives answer like the real one
+// on the full table (else their numbers would mean nothing).
+func TestCompiledVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full table: slow in -short")
+	}
+	routes := cplFullTable(t)
+	c, err := BuildCompiled(cplSeq(routes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, vs, done := cplVariants(t, c)
+	defer done()
+	probes := cplProbes(routes, 1<<18, 4)
+	for _, r := range routes {
+		if r.p.Bits() > 24 {
+			probes = append(probes, cplEdges(r.p)...)
+		}
+	}
+	out := make([]uint32, len(probes))
+	for k, v := range vs {
+		v.lookupBatch(probes, out)
+		for i, a := range probes {
+			want := c.Lookup(a)
+			if got := v.lookup(a); got != want || out[i] != want {
+				t.Fatalf("%s: %v: lookup %d, batch %d, want %d", names[k], cplAddr(a), got, out[i], want)
+			}
+		}
+		t.Logf("%s: %.1f MiB", names[k], float64(v.bytes())/(1<<20))
+	}
+}
+
+func BenchmarkCompiledVariants(b *testing.B) {
+	e := cplBenchSetup(b)
+	names, vs, done := cplVariants(b, e.c)
+	defer done()
+	mask := len(e.probes) - 1
+	for k, v := range vs {
+		b.Run("probe=random/impl="+names[k], func(b *testing.B) {
+			var x uint32
+			for i := range b.N {
+				x += v.lookup(e.probes[i&mask])
+			}
+			cplReport(b, x)
+		})
+		b.Run("probe=random/impl="+names[k]+"-batch", func(b *testing.B) {
+			out := make([]uint32, cplBatchSize)
+			var x uint32
+			off := 0
+			for n := 0; n < b.N; n += cplBatchSize {
+				if off+cplBatchSize > len(e.probes) {
+					off = 0
+				}
+				v.lookupBatch(e.probes[off:off+cplBatchSize], out)
+				x += out[0]
+				off += cplBatchSize
+			}
+			cplReport(b, x)
+		})
+		b.Run("probe=random-dep/impl="+names[k], func(b *testing.B) {
+			var x uint32
+			for i := range b.N {
+				x = v.lookup(e.probes[i&mask] ^ x&1)
+			}
+			cplReport(b, x)
+		})
+	}
+}
