@@ -74,6 +74,7 @@ type Compiled struct {
 	// live or free; above it never reached by any reader). Guarded by mu.
 	used uint32
 
+	_ [0]uint64 // tbl24 8-byte aligned: the writer stores entry pairs (cplStore2)
 	// tbl24 is part of the object (one load less per lookup than a
 	// pointer to it) and last, so the garbage collector's scan of the
 	// object ends before it. Entries: atomic loads by readers, atomic

@@ -181,6 +181,7 @@ func BenchmarkCompiledUpdate(b *testing.B) {
 		b.Run(fmt.Sprintf("len=%d", bits), func(b *testing.B) {
 			absent, present := cplUpdateTargets(e, bits)
 			var add, del, repl []time.Duration
+			b.ResetTimer()
 			for i := range b.N {
 				if len(absent) > 0 {
 					p := absent[i%len(absent)]

@@ -168,8 +168,24 @@ func cplProbes(routes []cplRoute, n int, seed uint64) []uint32 {
 	return probes
 }
 
+// cplRoutedProbes returns n addresses, each random inside a random prefix of
+// routes.
+func cplRoutedProbes(routes []cplRoute, n int, seed uint64) []uint32 {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	probes := make([]uint32, n)
+	for i := range probes {
+		first, last := cplRange(routes[rng.IntN(len(routes))].p)
+		probes[i] = first + uint32(rng.Uint64N(uint64(last-first)+1))
+	}
+	return probes
+}
+
 // cplResolved is the (value, length) a structure holds for addr, read
 // directly from its arrays (not through Lookup), for exhaustive comparisons.
+// The exhaustive helpers run only while no writer runs; go:norace keeps them
+// from taking minutes under -race (they are not what -race is for).
+//
+//go:norace
 func (c *Compiled) cplResolved(addr uint32) uint32 {
 	e := c.tbl24[addr>>8]
 	if e >= cplExtended {
@@ -182,6 +198,8 @@ func (c *Compiled) cplResolved(addr uint32) uint32 {
 // 2^24 at a time, and all 256 addresses of every /24 where either has a
 // group. Values and prefix lengths must agree (group indices may differ).
 // Returns the first difference.
+//
+//go:norace
 func cplDiff(a, b *Compiled) error {
 	for i := uint32(0); i < cplTbl24Len; i++ {
 		ea, eb := a.tbl24[i], b.tbl24[i]
@@ -208,6 +226,8 @@ func cplDiff(a, b *Compiled) error {
 // group tagged with its /24, which holds at least one entry longer than /24
 // (else it should have collapsed); free groups are not live; group entries
 // are plain; the counts add up.
+//
+//go:norace
 func cplCheckInvariants(c *Compiled) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -27,28 +27,43 @@ type cplVariant interface {
 	bytes() int
 }
 
+// cplMmap returns n zeroed T in a fresh anonymous mapping, with or without
+// transparent huge pages, so every variant gets the same kind of memory.
+func cplMmap[T any](n int, huge bool) ([]T, func(), error) {
+	var zero T
+	size := n * int(unsafe.Sizeof(zero))
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, nil, err
+	}
+	advice := syscall.MADV_NOHUGEPAGE
+	if huge {
+		advice = syscall.MADV_HUGEPAGE
+	}
+	if err := syscall.Madvise(mem, advice); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, nil, err
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&mem[0])), n), func() { _ = syscall.Munmap(mem) }, nil
+}
+
 // cplDir248x4k is the chosen layout with the first level copied into a
 // fresh mapping without huge pages.
 type cplDir248x4k struct {
-	c   *Compiled
-	t24 *[cplTbl24Len]uint32
-	mem []byte
+	c     *Compiled
+	t24   *[cplTbl24Len]uint32
+	close func()
 }
 
 func newCplDir248x4k(c *Compiled) (*cplDir248x4k, error) {
-	mem, err := syscall.Mmap(-1, 0, cplTbl24Len*4, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	t24, done, err := cplMmap[uint32](cplTbl24Len, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Madvise(mem, syscall.MADV_NOHUGEPAGE); err != nil {
-		return nil, err
-	}
-	v := &cplDir248x4k{c: c, t24: (*[cplTbl24Len]uint32)(unsafe.Pointer(&mem[0])), mem: mem}
+	v := &cplDir248x4k{c: c, t24: (*[cplTbl24Len]uint32)(t24), close: done}
 	copy(v.t24[:], c.tbl24[:])
 	return v, nil
 }
-
-func (v *cplDir248x4k) close() { _ = syscall.Munmap(v.mem) }
 
 func (v *cplDir248x4k) lookup(a uint32) uint32 {
 	e := v.t24[a>>8]
@@ -77,13 +92,18 @@ func (v *cplDir248x4k) bytes() int { return cplTbl24Len * 4 }
 // cplDir24816: 16-bit entries; bit 15 marks a group, otherwise the entry is
 // an index into vals.
 type cplDir24816 struct {
-	t24  *[cplTbl24Len]uint16
-	t8   []uint16
-	vals *[1 << 15]uint32
+	t24   *[cplTbl24Len]uint16
+	t8    []uint16
+	vals  *[1 << 15]uint32
+	close func()
 }
 
 func newCplDir24816(c *Compiled) (*cplDir24816, error) {
-	v := &cplDir24816{t24: new([cplTbl24Len]uint16), vals: new([1 << 15]uint32)}
+	t24, done, err := cplMmap[uint16](cplTbl24Len, true)
+	if err != nil {
+		return nil, err
+	}
+	v := &cplDir24816{t24: (*[cplTbl24Len]uint16)(t24), vals: new([1 << 15]uint32), close: done}
 	slot := map[uint32]uint16{}
 	slotOf := func(val uint32) (uint16, error) {
 		s, ok := slot[val]
@@ -150,20 +170,25 @@ func (v *cplDir24816) bytes() int { return cplTbl24Len*2 + len(v.t8)*2 + len(v.v
 type cplDir1688 struct {
 	t16    *[1 << 16]uint32
 	l2, l3 []uint32
+	close  func()
 }
 
-func newCplDir1688(c *Compiled) *cplDir1688 {
-	v := &cplDir1688{t16: new([1 << 16]uint32)}
+func newCplDir1688(c *Compiled) (*cplDir1688, error) {
+	// Count the groups first so level 2 can live in one advised mapping.
+	nl2 := 0
+	for hi := uint32(0); hi < 1<<16; hi++ {
+		if !cplUniform(c.tbl24[hi<<8:][:256]) {
+			nl2++
+		}
+	}
+	l2, done, err := cplMmap[uint32](nl2*256, true)
+	if err != nil {
+		return nil, err
+	}
+	v := &cplDir1688{t16: new([1 << 16]uint32), l2: l2[:0], close: done}
 	for hi := uint32(0); hi < 1<<16; hi++ {
 		block := c.tbl24[hi<<8:][:256]
-		uniform := block[0] < cplExtended
-		for _, e := range block {
-			if e >= cplExtended || e&cplValueMask != block[0]&cplValueMask {
-				uniform = false
-				break
-			}
-		}
-		if uniform {
+		if cplUniform(block) {
 			v.t16[hi] = block[0] & cplValueMask
 			continue
 		}
@@ -181,7 +206,17 @@ func newCplDir1688(c *Compiled) *cplDir1688 {
 		}
 		v.t16[hi] = cplExtended | g2
 	}
-	return v
+	return v, nil
+}
+
+// cplUniform: a /16 whose 256 /24 entries are plain and answer the same.
+func cplUniform(block []uint32) bool {
+	for _, e := range block {
+		if e >= cplExtended || e&cplValueMask != block[0]&cplValueMask {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *cplDir1688) lookup(a uint32) uint32 {
@@ -231,8 +266,13 @@ func cplVariants(tb testing.TB, c *Compiled) ([]string, []cplVariant, func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	x1688, err := newCplDir1688(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	return []string{"dir24-8-32", "dir24-8-4k", "dir24-8-16", "dir16-8-8"},
-		[]cplVariant{cplCompiledVariant{c}, x4k, x16, newCplDir1688(c)}, x4k.close
+		[]cplVariant{cplCompiledVariant{c}, x4k, x16, x1688},
+		func() { x4k.close(); x16.close(); x1688.close() }
 }
 
 // TestCompiledVariants: the measured alternatives answer like the real one
@@ -271,35 +311,40 @@ func BenchmarkCompiledVariants(b *testing.B) {
 	e := cplBenchSetup(b)
 	names, vs, done := cplVariants(b, e.c)
 	defer done()
+	// "routed": only addresses inside table prefixes, as real traffic is.
+	probeSets := map[string][]uint32{"random": e.probes, "routed": cplRoutedProbes(e.routes, len(e.probes), 3)}
 	mask := len(e.probes) - 1
-	for k, v := range vs {
-		b.Run("probe=random/impl="+names[k], func(b *testing.B) {
-			var x uint32
-			for i := range b.N {
-				x += v.lookup(e.probes[i&mask])
-			}
-			cplReport(b, x)
-		})
-		b.Run("probe=random/impl="+names[k]+"-batch", func(b *testing.B) {
-			out := make([]uint32, cplBatchSize)
-			var x uint32
-			off := 0
-			for n := 0; n < b.N; n += cplBatchSize {
-				if off+cplBatchSize > len(e.probes) {
-					off = 0
+	for _, probe := range []string{"random", "routed"} {
+		probes := probeSets[probe]
+		for k, v := range vs {
+			b.Run("probe="+probe+"/impl="+names[k], func(b *testing.B) {
+				var x uint32
+				for i := range b.N {
+					x += v.lookup(probes[i&mask])
 				}
-				v.lookupBatch(e.probes[off:off+cplBatchSize], out)
-				x += out[0]
-				off += cplBatchSize
-			}
-			cplReport(b, x)
-		})
-		b.Run("probe=random-dep/impl="+names[k], func(b *testing.B) {
-			var x uint32
-			for i := range b.N {
-				x = v.lookup(e.probes[i&mask] ^ x&1)
-			}
-			cplReport(b, x)
-		})
+				cplReport(b, x)
+			})
+			b.Run("probe="+probe+"/impl="+names[k]+"-batch", func(b *testing.B) {
+				out := make([]uint32, cplBatchSize)
+				var x uint32
+				off := 0
+				for n := 0; n < b.N; n += cplBatchSize {
+					if off+cplBatchSize > len(probes) {
+						off = 0
+					}
+					v.lookupBatch(probes[off:off+cplBatchSize], out)
+					x += out[0]
+					off += cplBatchSize
+				}
+				cplReport(b, x)
+			})
+			b.Run("probe="+probe+"-dep/impl="+names[k], func(b *testing.B) {
+				var x uint32
+				for i := range b.N {
+					x = v.lookup(probes[i&mask] ^ x&1)
+				}
+				cplReport(b, x)
+			})
+		}
 	}
 }
