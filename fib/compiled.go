@@ -149,6 +149,11 @@ func (c *Compiled) LookupAddr(addr netip.Addr) uint32 {
 // The table pointer is loaded after the tbl24 entry: the writer publishes a
 // grown table before storing any entry that names a group in it, so the group
 // is in the table we load.
+//
+// The loop ends as soon as the writer is not changing this /24's group at
+// that instant; a structure that broke its invariants (an extended entry
+// naming a group tagged for another /24 for good) would spin here, which
+// cplCheckInvariants in the tests rules out.
 func (c *Compiled) lookupGroup(addr uint32) uint32 {
 	for {
 		e := atomic.LoadUint32(&c.tbl24[addr>>8])
@@ -174,10 +179,12 @@ func (t *compiledGroups) read(e, addr uint32) (uint32, bool) {
 }
 
 // LookupBatch looks up every address of dst and writes the values to
-// out[:len(dst)] (out must be at least as long as dst). It loads the
-// first-level entries of the whole batch before resolving any second-level
-// group, so the cache misses of a packet vector overlap instead of queueing
-// behind each other (the VPP/DPDK vector idea). Lock-free, no allocation.
+// out[:len(dst)]; out must have room for len(dst) values and must not
+// overlap dst. It loads the first-level entries of the whole batch before
+// resolving any second-level group, so the cache misses of a packet vector
+// overlap instead of queueing behind each other (the VPP/DPDK vector idea).
+// Lock-free, no allocation. Each answer is what Lookup would have returned
+// at some moment during the call.
 func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
 	out = out[:len(dst)]
 	t24 := &c.tbl24
