@@ -54,9 +54,9 @@ func (c *Compiled) Set(p netip.Prefix, v uint32) error {
 
 // Delete removes prefix p. The caller names the longest remaining prefix
 // strictly containing p and its value (hasParent false: none, addresses of p
-// not covered by longer prefixes then answer 0). The merged trie knows it
-// (its LPM of p's parent bits); the structure itself keeps no prefix list.
-// Deleting a prefix that is not present changes nothing.
+// not covered by longer prefixes then answer 0). The merged trie knows it:
+// its LookupPrefixLPM(p) once p is deleted. The structure itself keeps no
+// prefix list. Deleting a prefix that is not present changes nothing.
 func (c *Compiled) Delete(p netip.Prefix, parent netip.Prefix, parentVal uint32, hasParent bool) error {
 	addr, bits, err := cplPrefix(p)
 	if err != nil {
