@@ -6,6 +6,7 @@ package fib
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os/exec"
@@ -362,6 +363,76 @@ func TestCompiledRandom(t *testing.T) {
 		}
 		if err := cplCheckInvariants(c); err != nil {
 			t.Fatalf("round %d: empty: %v", round, err)
+		}
+	}
+}
+
+// TestCompiledTransactionParents: the FIB publishes a transaction as its
+// list of merged-trie changes plus a Parent function over the *new* version
+// (fib.Commit), so a delete early in a transaction gets the parent of the
+// final state, not of the state right after that delete. Replaying a random
+// multi-change transaction that way must still end exactly at the final
+// state on every address.
+func TestCompiledTransactionParents(t *testing.T) {
+	txns, maxOps := 300, 12
+	if testing.Short() || cplRaceEnabled {
+		txns = 60
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	c := NewCompiled()
+	m := cplModel{}
+	for n := range txns {
+		type change struct {
+			p   netip.Prefix
+			v   uint32
+			del bool
+		}
+		var log []change
+		for range 1 + rng.IntN(maxOps) {
+			p := cplRandPrefix(rng)
+			if _, ok := m[p]; ok && rng.IntN(2) == 0 {
+				delete(m, p)
+				log = append(log, change{p: p, del: true})
+				continue
+			}
+			v := cplRandValue(rng)
+			m[p] = v
+			log = append(log, change{p: p, v: v})
+		}
+		for _, ch := range log {
+			var err error
+			if ch.del {
+				pp, pv, ok := m.parent(ch.p) // the final state's parent
+				err = c.Delete(ch.p, pp, pv, ok)
+			} else {
+				err = c.Set(ch.p, ch.v)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var addrs []uint32
+		for _, ch := range log {
+			addrs = append(addrs, cplEdges(ch.p)...)
+		}
+		cplCheckAddrs(t, c, m, addrs, fmt.Sprintf("transaction %d", n))
+		if n%20 == 19 {
+			built, err := BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+				for p, v := range m {
+					if !yield(p, v) {
+						return
+					}
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cplDiff(c, built); err != nil {
+				t.Fatalf("transaction %d: replay vs build: %v", n, err)
+			}
+			if err := cplCheckInvariants(c); err != nil {
+				t.Fatalf("transaction %d: %v", n, err)
+			}
 		}
 	}
 }
