@@ -180,30 +180,44 @@ func cplRoutedProbes(routes []cplRoute, n int, seed uint64) []uint32 {
 	return probes
 }
 
-// cplResolved is the (value, length) a structure holds for addr, read
-// directly from its arrays (not through Lookup), for exhaustive comparisons.
-// The exhaustive helpers run only while no writer runs; go:norace keeps them
-// from taking minutes under -race (they are not what -race is for).
+// cplResolved is the entry (plain, or 0 for default) a structure holds for
+// addr, read directly from its arrays (not through Lookup), for exhaustive
+// comparisons. The exhaustive helpers run only while no writer runs;
+// go:norace keeps them from taking minutes under -race (they are not what
+// -race is for).
 //
 //go:norace
 func (c *Compiled) cplResolved(addr uint32) uint32 {
 	e := c.tbl24[addr>>8]
-	if e >= cplExtended {
+	if cplIsGroup(e) {
 		e = c.groups.Load().entries[uint(e&cplValueMask)*cplGroupLen+uint(addr&0xff)]
 	}
 	return e
 }
 
-// cplDiff compares two structures on every address: first-level entries
-// 2^24 at a time, and all 256 addresses of every /24 where either has a
-// group. Values and prefix lengths must agree (group indices may differ).
-// Returns the first difference.
+// cplValueAt is the value the arrays give addr, default included.
+//
+//go:norace
+func (c *Compiled) cplValueAt(addr uint32) uint32 {
+	if e := c.cplResolved(addr); e != 0 {
+		return e & cplValueMask
+	}
+	return uint32(c.def.Load()) & cplValueMask
+}
+
+// cplDiff compares two structures on every address: the default, the
+// first-level entries 2^24 at a time, and all 256 addresses of every /24
+// where either has a group. Values and prefix lengths must agree (group
+// indices may differ). Returns the first difference.
 //
 //go:norace
 func cplDiff(a, b *Compiled) error {
+	if da, db := uint32(a.def.Load()), uint32(b.def.Load()); da != db {
+		return fmt.Errorf("default %d vs %d", da, db)
+	}
 	for i := uint32(0); i < cplTbl24Len; i++ {
 		ea, eb := a.tbl24[i], b.tbl24[i]
-		if ea < cplExtended && eb < cplExtended {
+		if !cplIsGroup(ea) && !cplIsGroup(eb) {
 			if ea != eb {
 				return fmt.Errorf("%v/24: (value %d, /%d) vs (value %d, /%d)",
 					cplAddr(i<<8), ea&cplValueMask, cplDepth(ea), eb&cplValueMask, cplDepth(eb))
@@ -222,10 +236,10 @@ func cplDiff(a, b *Compiled) error {
 }
 
 // cplCheckInvariants checks the structure's own rules: plain first-level
-// entries come from prefixes of at most /24; an extended entry names a live
-// group tagged with its /24, which holds at least one entry longer than /24
-// (else it should have collapsed); free groups are not live; group entries
-// are plain; the counts add up.
+// entries come from prefixes of /1../24; an extended entry names a live
+// group (never index 0) tagged with its /24, which holds at least one entry
+// longer than /24 (else it should have collapsed); group entries are plain
+// or default; free groups are not live; the counts add up.
 //
 //go:norace
 func cplCheckInvariants(c *Compiled) error {
@@ -235,15 +249,18 @@ func cplCheckInvariants(c *Compiled) error {
 	owned := map[uint32]uint32{}
 	for i := uint32(0); i < cplTbl24Len; i++ {
 		e := c.tbl24[i]
-		if e < cplExtended {
-			if cplDepth(e) > 24 {
-				return fmt.Errorf("tbl24[%v] plain with length /%d", cplAddr(i<<8), cplDepth(e))
+		if e >= cplPlain {
+			if d := cplDepth(e); d < 1 || d > 24 {
+				return fmt.Errorf("tbl24[%v] plain with length /%d", cplAddr(i<<8), d)
 			}
 			continue
 		}
+		if e == 0 {
+			continue
+		}
 		g := e & cplValueMask
-		if g >= c.used {
-			return fmt.Errorf("tbl24[%v] names group %d, only %d used", cplAddr(i<<8), g, c.used)
+		if g == 0 || g >= c.used || e > cplValueMask {
+			return fmt.Errorf("tbl24[%v] = %#x: bad group (%d used)", cplAddr(i<<8), e, c.used)
 		}
 		if prev, dup := owned[g]; dup {
 			return fmt.Errorf("group %d owned by %v and %v", g, cplAddr(prev<<8), cplAddr(i<<8))
@@ -254,7 +271,7 @@ func cplCheckInvariants(c *Compiled) error {
 		}
 		long := false
 		for _, x := range t.entries[uint(g)*cplGroupLen:][:cplGroupLen] {
-			if x >= cplExtended || cplDepth(x) > 32 {
+			if x != 0 && (x < cplPlain || cplDepth(x) < 1 || cplDepth(x) > 32) {
 				return fmt.Errorf("group %d holds bad entry %#x", g, x)
 			}
 			long = long || cplDepth(x) > 24
@@ -264,14 +281,14 @@ func cplCheckInvariants(c *Compiled) error {
 		}
 	}
 	for _, g := range c.free {
-		if _, live := owned[g]; live {
-			return fmt.Errorf("group %d is both free and live", g)
+		if _, live := owned[g]; live || g == 0 {
+			return fmt.Errorf("group %d is both free and live (or index 0)", g)
 		}
 		if uint32(t.tags[g]) != 0 {
 			return fmt.Errorf("free group %d has tag %#x", g, t.tags[g])
 		}
 	}
-	if len(owned)+len(c.free) != int(c.used) {
+	if 1+len(owned)+len(c.free) != int(c.used) {
 		return fmt.Errorf("%d live + %d free groups, %d used", len(owned), len(c.free), c.used)
 	}
 	return nil

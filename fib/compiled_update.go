@@ -11,7 +11,8 @@
 // longer than /24 may leave its group with only entries of length <= 24,
 // which are then all equal: the group collapses back into one plain tbl24
 // entry and is freed. So a /24 change touches one entry (or one group), a /8
-// change at most 65,536 first-level entries.
+// change at most 65,536 first-level entries, and a /0 change only the
+// default word (entries standing for "no prefix but the /0" are 0).
 //
 // Locking: mu serialises writers; every entry and tag a reader can reach is
 // written with an atomic store, and an entry that names a group is stored
@@ -49,7 +50,17 @@ func (c *Compiled) Set(p netip.Prefix, v uint32) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if bits == 0 {
+		c.setDefaultLocked(v)
+		return nil
+	}
 	return c.setLocked(addr, bits, cplEntry(v, bits))
+}
+
+// setDefaultLocked makes v the /0's value: one store, whatever the table.
+func (c *Compiled) setDefaultLocked(v uint32) {
+	gen := c.def.Load()>>32 + 1
+	c.def.Store(gen<<32 | uint64(v))
 }
 
 // Delete removes prefix p. The caller names the longest remaining prefix
@@ -62,7 +73,7 @@ func (c *Compiled) Delete(p netip.Prefix, parent netip.Prefix, parentVal uint32,
 	if err != nil {
 		return err
 	}
-	repl := uint32(0) // no parent: "no route", length 0
+	repl := uint32(0) // no parent, or the /0: default
 	if hasParent {
 		paddr, pbits, err := cplPrefix(parent)
 		if err != nil {
@@ -74,13 +85,22 @@ func (c *Compiled) Delete(p netip.Prefix, parent netip.Prefix, parentVal uint32,
 		if parentVal > MaxCompiledValue {
 			return ErrCompiledValue
 		}
-		repl = cplEntry(parentVal, pbits)
+		if pbits > 0 {
+			repl = cplEntry(parentVal, pbits)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if bits == 0 {
+		c.setDefaultLocked(0)
+		return nil
+	}
 	c.deleteLocked(addr, bits, repl)
 	return nil
 }
+
+// cplIsGroup tells an extended entry (a group index) from plain and default.
+func cplIsGroup(e uint32) bool { return e-1 < cplPlain-1 }
 
 // cplPrefix returns p's masked address as a uint32 and its length.
 func cplPrefix(p netip.Prefix) (uint32, int, error) {
@@ -91,13 +111,13 @@ func cplPrefix(p netip.Prefix) (uint32, int, error) {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), p.Bits(), nil
 }
 
-// setLocked writes ent (length bits) over p = addr/bits.
+// setLocked writes ent (length bits >= 1) over p = addr/bits.
 func (c *Compiled) setLocked(addr uint32, bits int, ent uint32) error {
 	t24 := &c.tbl24
 	if bits <= 24 {
-		// Entries of prefixes longer than p, [lim, cplExtended), stay; one
-		// unsigned compare skips them (a /0 scans all 2^24 entries).
-		lim := uint32(bits+1) << cplDepthShift
+		// Plain entries of prefixes longer than p, [lim, 2^32), stay; one
+		// unsigned compare skips them.
+		lim := cplPlain | uint32(bits+1)<<cplDepthShift
 		first := addr >> 8
 		if bits == 24 {
 			if e := t24[first]; c.setEntryLocked(e, bits, ent, lim) != e {
@@ -109,7 +129,7 @@ func (c *Compiled) setLocked(addr uint32, bits int, ent uint32) error {
 		last := first + 1<<(24-bits) - 1
 		for i := first; i < last && i+1 < cplTbl24Len; i += 2 {
 			e0, e1 := t24[i], t24[i+1]
-			if e0-lim < cplExtended-lim && e1-lim < cplExtended-lim {
+			if e0 >= lim && e1 >= lim {
 				continue
 			}
 			n0, n1 := c.setEntryLocked(e0, bits, ent, lim), c.setEntryLocked(e1, bits, ent, lim)
@@ -123,11 +143,12 @@ func (c *Compiled) setLocked(addr uint32, bits int, ent uint32) error {
 	lo := int(addr & 0xff)
 	n := 1 << (32 - bits)
 	e := t24[i]
-	if e >= cplExtended {
+	if cplIsGroup(e) {
 		c.groupSetLocked(e&cplValueMask, lo, n, bits, ent)
 		return nil
 	}
-	// The /24 gets a group: every address answers e except p's range.
+	// The /24 gets a group: every address answers e (plain or default)
+	// except p's range.
 	g, t, err := c.allocGroupLocked()
 	if err != nil {
 		return err
@@ -145,18 +166,18 @@ func (c *Compiled) setLocked(addr uint32, bits int, ent uint32) error {
 	}
 	gen := atomic.LoadUint64(&t.tags[g])>>32 + 1
 	atomic.StoreUint64(&t.tags[g], gen<<32|cplTagLive|uint64(i))
-	atomic.StoreUint32(&t24[i], cplExtended|g)
+	atomic.StoreUint32(&t24[i], g)
 	return nil
 }
 
 // setEntryLocked returns what first-level entry e becomes when ent (length
-// bits) is set over it: ent if e is plain and no longer than bits, else e.
-// An extended e is updated inside its group and stays.
+// bits) is set over it: ent if e is default or plain and no longer than
+// bits, else e. An extended e is updated inside its group and stays.
 func (c *Compiled) setEntryLocked(e uint32, bits int, ent, lim uint32) uint32 {
 	switch {
-	case e-lim < cplExtended-lim:
+	case e >= lim:
 		return e
-	case e >= cplExtended:
+	case cplIsGroup(e):
 		c.groupSetLocked(e&cplValueMask, 0, cplGroupLen, bits, ent)
 		return e
 	}
@@ -174,12 +195,13 @@ func (c *Compiled) groupSetLocked(g uint32, lo, n, bits int, ent uint32) {
 	}
 }
 
-// deleteLocked writes repl over the entries of addr/bits whose length is bits.
+// deleteLocked writes repl over the entries of addr/bits (bits >= 1) whose
+// length is bits.
 func (c *Compiled) deleteLocked(addr uint32, bits int, repl uint32) {
 	t24 := &c.tbl24
 	if bits <= 24 {
-		// Only entries of length bits, [low, lim), and groups matter.
-		low, lim := uint32(bits)<<cplDepthShift, uint32(bits+1)<<cplDepthShift
+		// Only plain entries of length bits, [low, lim), and groups matter.
+		low, lim := cplPlain|uint32(bits)<<cplDepthShift, cplPlain|uint32(bits+1)<<cplDepthShift
 		first := addr >> 8
 		if bits == 24 {
 			if e := t24[first]; c.deleteEntryLocked(e, bits, repl, low, lim) != e {
@@ -190,7 +212,7 @@ func (c *Compiled) deleteLocked(addr uint32, bits int, repl uint32) {
 		last := first + 1<<(24-bits) - 1
 		for i := first; i < last && i+1 < cplTbl24Len; i += 2 {
 			e0, e1 := t24[i], t24[i+1]
-			if e0-low >= lim-low && e0 < cplExtended && e1-low >= lim-low && e1 < cplExtended {
+			if e0-low >= lim-low && !cplIsGroup(e0) && e1-low >= lim-low && !cplIsGroup(e1) {
 				continue
 			}
 			n0, n1 := c.deleteEntryLocked(e0, bits, repl, low, lim), c.deleteEntryLocked(e1, bits, repl, low, lim)
@@ -202,7 +224,7 @@ func (c *Compiled) deleteLocked(addr uint32, bits int, repl uint32) {
 	}
 	i := addr >> 8
 	e := t24[i]
-	if e < cplExtended {
+	if !cplIsGroup(e) {
 		return // no group: no prefix longer than /24 here, so not p
 	}
 	g := e & cplValueMask
@@ -217,7 +239,7 @@ func (c *Compiled) deleteEntryLocked(e uint32, bits int, repl, low, lim uint32) 
 	switch {
 	case e-low < lim-low:
 		return repl
-	case e >= cplExtended:
+	case cplIsGroup(e):
 		c.groupDeleteLocked(e&cplValueMask, 0, cplGroupLen, bits, repl)
 	}
 	return e
@@ -234,9 +256,10 @@ func (c *Compiled) groupDeleteLocked(g uint32, lo, n, bits int, repl uint32) {
 	}
 }
 
-// collapseLocked turns tbl24[i] back into a plain entry and frees its group g
-// if no entry of the group comes from a prefix longer than /24 (then all come
-// from the one longest prefix <= /24 covering the /24, and are equal).
+// collapseLocked turns tbl24[i] back into a plain (or default) entry and
+// frees its group g if no entry of the group comes from a prefix longer than
+// /24 (then all come from the one longest prefix <= /24 covering the /24, or
+// all are default, and are equal).
 func (c *Compiled) collapseLocked(i, g uint32) {
 	t := c.groups.Load()
 	grp := t.entries[uint(g)*cplGroupLen:][:cplGroupLen]
@@ -272,7 +295,8 @@ var cplLittleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// cplMaxGroups bounds the second level: one group per /24 at most.
+// cplMaxGroups bounds the second level: one group per /24 at most, plus the
+// unused index 0.
 const cplMaxGroups = cplTbl24Len
 
 // allocGroupLocked hands out a group index and the table holding it: a freed

@@ -67,10 +67,10 @@ func newCplDir248x4k(c *Compiled) (*cplDir248x4k, error) {
 
 func (v *cplDir248x4k) lookup(a uint32) uint32 {
 	e := v.t24[a>>8]
-	if e < cplExtended {
+	if e >= cplPlain {
 		return e & cplValueMask
 	}
-	return v.c.lookupGroup(a)
+	return v.c.lookupSlow(a)
 }
 
 func (v *cplDir248x4k) lookupBatch(dst, out []uint32) {
@@ -79,10 +79,10 @@ func (v *cplDir248x4k) lookupBatch(dst, out []uint32) {
 		out[i] = v.t24[a>>8]
 	}
 	for i, e := range out {
-		if e < cplExtended {
+		if e >= cplPlain {
 			out[i] = e & cplValueMask
 		} else {
-			out[i] = v.c.lookupGroup(dst[i])
+			out[i] = v.c.lookupSlow(dst[i])
 		}
 	}
 }
@@ -118,9 +118,8 @@ func newCplDir24816(c *Compiled) (*cplDir24816, error) {
 		return s, nil
 	}
 	for i := uint32(0); i < cplTbl24Len; i++ {
-		e := c.tbl24[i]
-		if e < cplExtended {
-			s, err := slotOf(e & cplValueMask)
+		if !cplIsGroup(c.tbl24[i]) {
+			s, err := slotOf(c.cplValueAt(i << 8))
 			if err != nil {
 				return nil, err
 			}
@@ -132,7 +131,7 @@ func newCplDir24816(c *Compiled) (*cplDir24816, error) {
 			return nil, fmt.Errorf("more than 2^15 groups")
 		}
 		for j := uint32(0); j < 256; j++ {
-			s, err := slotOf(c.cplResolved(i<<8|j) & cplValueMask)
+			s, err := slotOf(c.cplValueAt(i<<8 | j))
 			if err != nil {
 				return nil, err
 			}
@@ -177,7 +176,7 @@ func newCplDir1688(c *Compiled) (*cplDir1688, error) {
 	// Count the groups first so level 2 can live in one advised mapping.
 	nl2 := 0
 	for hi := uint32(0); hi < 1<<16; hi++ {
-		if !cplUniform(c.tbl24[hi<<8:][:256]) {
+		if _, ok := cplUniform(c, hi); !ok {
 			nl2++
 		}
 	}
@@ -187,43 +186,48 @@ func newCplDir1688(c *Compiled) (*cplDir1688, error) {
 	}
 	v := &cplDir1688{t16: new([1 << 16]uint32), l2: l2[:0], close: done}
 	for hi := uint32(0); hi < 1<<16; hi++ {
-		block := c.tbl24[hi<<8:][:256]
-		if cplUniform(block) {
-			v.t16[hi] = block[0] & cplValueMask
+		if val, ok := cplUniform(c, hi); ok {
+			v.t16[hi] = val
 			continue
 		}
 		g2 := uint32(len(v.l2) / 256)
-		for mid, e := range block {
-			if e < cplExtended {
-				v.l2 = append(v.l2, e&cplValueMask)
+		for mid := uint32(0); mid < 256; mid++ {
+			if !cplIsGroup(c.tbl24[hi<<8|mid]) {
+				v.l2 = append(v.l2, c.cplValueAt(hi<<16|mid<<8))
 				continue
 			}
 			g3 := uint32(len(v.l3) / 256)
 			for lo := uint32(0); lo < 256; lo++ {
-				v.l3 = append(v.l3, c.cplResolved(hi<<16|uint32(mid)<<8|lo)&cplValueMask)
+				v.l3 = append(v.l3, c.cplValueAt(hi<<16|mid<<8|lo))
 			}
-			v.l2 = append(v.l2, cplExtended|g3)
+			v.l2 = append(v.l2, cplVarGroup|g3)
 		}
-		v.t16[hi] = cplExtended | g2
+		v.t16[hi] = cplVarGroup | g2
 	}
 	return v, nil
 }
 
-// cplUniform: a /16 whose 256 /24 entries are plain and answer the same.
-func cplUniform(block []uint32) bool {
-	for _, e := range block {
-		if e >= cplExtended || e&cplValueMask != block[0]&cplValueMask {
-			return false
+// cplUniform: a /16 (index hi) whose 256 /24 entries have no group and
+// answer the same; with that answer.
+func cplUniform(c *Compiled, hi uint32) (uint32, bool) {
+	first := c.cplValueAt(hi << 16)
+	for mid := uint32(0); mid < 256; mid++ {
+		if cplIsGroup(c.tbl24[hi<<8|mid]) || c.cplValueAt(hi<<16|mid<<8) != first {
+			return 0, false
 		}
 	}
-	return true
+	return first, true
 }
+
+// cplVarGroup marks a group index in the variants' own entries (which hold
+// plain values otherwise).
+const cplVarGroup = 1 << 31
 
 func (v *cplDir1688) lookup(a uint32) uint32 {
 	e := v.t16[a>>16]
-	if e >= cplExtended {
+	if e >= cplVarGroup {
 		e = v.l2[uint(e&cplValueMask)<<8|uint(a>>8&0xff)]
-		if e >= cplExtended {
+		if e >= cplVarGroup {
 			e = v.l3[uint(e&cplValueMask)<<8|uint(a&0xff)]
 		}
 	}
@@ -236,12 +240,12 @@ func (v *cplDir1688) lookupBatch(dst, out []uint32) {
 		out[i] = v.t16[a>>16]
 	}
 	for i, e := range out {
-		if e >= cplExtended {
+		if e >= cplVarGroup {
 			out[i] = v.l2[uint(e&cplValueMask)<<8|uint(dst[i]>>8&0xff)]
 		}
 	}
 	for i, e := range out {
-		if e >= cplExtended {
+		if e >= cplVarGroup {
 			out[i] = v.l3[uint(e&cplValueMask)<<8|uint(dst[i]&0xff)]
 		}
 	}
