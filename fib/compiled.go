@@ -203,56 +203,44 @@ func (t *compiledGroups) read(e, addr uint32) (uint32, bool) {
 // LookupBatch looks up every address of dst and writes the values to
 // out[:len(dst)]; out must have room for len(dst) values and must not
 // overlap dst. It loads the first-level entries of the whole batch before
-// resolving any group or default, so the cache misses of a packet vector
-// overlap instead of queueing behind each other (the VPP/DPDK vector idea).
+// resolving any of them, so the cache misses of a packet vector overlap
+// instead of queueing behind each other (the VPP/DPDK vector idea); the
+// second pass runs over the batch in L1 without unpredictable branches.
 // Lock-free, no allocation. Each answer is what Lookup would have returned
 // at some moment during the call.
 func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
 	out = out[:len(dst)]
 	t24 := &c.tbl24
-	all := ^uint32(0)
-	for i, a := range dst {
-		e := atomic.LoadUint32(&t24[a>>8])
-		all &= e
-		out[i] = e
-	}
-	if all >= cplPlain { // every entry plain: the common case
-		for i, e := range out {
-			out[i] = e & cplValueMask
-		}
-		return
-	}
-	// Groups and defaults, between two loads of def (as in lookupSlow, for
-	// the whole pass). Default entries are reloaded inside that window.
+	// The default protocol of lookupSlow, once for the whole batch: every
+	// entry is loaded between d1 and the final load of def.
 	d1 := c.def.Load()
+	for i, a := range dst {
+		out[i] = atomic.LoadUint32(&t24[a>>8])
+	}
+	dval := uint32(d1) & cplValueMask
 	t := c.groups.Load() // after every first-level load: see lookupSlow
-	usedDefault := false
 	for i, e := range out {
-		if e == 0 {
-			e = atomic.LoadUint32(&t24[dst[i]>>8])
-			if e != 0 && e < cplPlain {
-				// Got a group since pass 1: t may predate it (rare).
-				out[i] = c.lookupSlow(dst[i])
-				continue
-			}
-		}
-		if e != 0 && e < cplPlain {
+		if cplIsGroup(e) { // rare: /24s holding prefixes longer than /24
 			v, ok := t.read(e, dst[i])
-			if !ok {
-				out[i] = c.lookupSlow(dst[i])
-				continue
+			switch {
+			case !ok:
+				v = c.lookupSlow(dst[i])
+			case v == 0:
+				v = dval
+			default:
+				v &= cplValueMask
 			}
-			e = v
-		}
-		if e >= cplPlain {
-			out[i] = e & cplValueMask
+			out[i] = v
 			continue
 		}
-		out[i] = uint32(d1) & cplValueMask
-		usedDefault = true
+		v := e & cplValueMask
+		if e == 0 {
+			v = dval
+		}
+		out[i] = v
 	}
-	if usedDefault && c.def.Load() != d1 {
-		// The default changed during the pass (rare): answer again, one by one.
+	if c.def.Load() != d1 {
+		// The default changed during the batch (rare): answer again.
 		for i, a := range dst {
 			out[i] = c.Lookup(a)
 		}
