@@ -5,9 +5,14 @@ package bench
 //   bart-fast-raw, bart-table-raw  the bare library on the same prefixes: the floor
 //   split                          a local trie, then a main trie (the kernel before the merge)
 //   merged                         netfwd's FIB: one trie, one pointer
+//   compiled, compiled-batch       the compiled DIR-24-8 structure that follows
+//                                  the merged trie (issue 3): one lookup, and a
+//                                  vector of 256 at a time; both include the
+//                                  index -> *Nexthop mapping
 // with probes "hot" (one address, as bart's own benchmark) and "random"
 // (1M shuffled addresses inside the table's prefixes: cache-cold), plus the
-// time to load the table from a config file and the memory per route.
+// time to load the table from a config file, the memory per route, and the
+// compiled structure's update latency (median, p99), build time and memory.
 
 import (
 	"bytes"
@@ -219,6 +224,11 @@ func runFIB(o Options) ([]Record, error) {
 	f = nil
 
 	order := []string{"bart-fast-raw", "bart-table-raw", "split", "merged"}
+	crecs, err := compiledRecords(o, s, routes)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, crecs...)
 	for _, kind := range []fib.TrieKind{fib.TrieFast, fib.TrieTable} {
 		f, err := s.BuildFIB(kind)
 		if err != nil {

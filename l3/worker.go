@@ -47,6 +47,7 @@ type Worker struct {
 	pending []pendingIP
 	dsts    []uint32
 	nhs     []*nexthop.Nexthop
+	idx     []uint32
 
 	nw     *NeighWorker
 	acts   NeighActions
@@ -236,9 +237,10 @@ func (w *Worker) routePending(t *ifaceTable) {
 	}
 	if cap(w.nhs) < n {
 		w.nhs = make([]*nexthop.Nexthop, n, 2*n)
+		w.idx = make([]uint32, n, 2*n)
 	}
 	nhs := w.nhs[:n]
-	w.e.lookupBatch(w.dsts, nhs)
+	w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
 	for i := range w.pending {
 		p := &w.pending[i]
 		w.tx.SetOrigin(int(p.origin))
