@@ -29,6 +29,7 @@ const (
 
 type counters struct {
 	in           uint64 // frames that reached the router (routed ports, host frames)
+	fibLookups   uint64 // FIB lookups of the forwarding path and of router output
 	queued       uint64 // packets parked waiting for ARP (sent or dropped later)
 	released     uint64 // parked packets sent after ARP resolved
 	outputErrors uint64 // packets the router generated that could not be sent
@@ -42,7 +43,7 @@ type counters struct {
 }
 
 type publishedCounters struct {
-	in, queued, released, outputErrors               atomic.Uint64
+	in, queued, released, outputErrors, fibLookups   atomic.Uint64
 	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
 	drops                                            [dropReasonCount]atomic.Uint64
 	icmpSent                                         [numICMPKinds]atomic.Uint64
@@ -56,6 +57,7 @@ func (p *publishedCounters) add(c *counters) {
 		}
 	}
 	addIf(&p.in, c.in)
+	addIf(&p.fibLookups, c.fibLookups)
 	addIf(&p.queued, c.queued)
 	addIf(&p.released, c.released)
 	addIf(&p.outputErrors, c.outputErrors)
@@ -79,7 +81,7 @@ func (p *publishedCounters) add(c *counters) {
 // neigh_failed/neigh_queue) or a drop. OutputErrors counts packets the router
 // generated (ICMP) that could not be routed.
 type Stats struct {
-	In, Queued, Released, OutputErrors                   uint64
+	In, Queued, Released, OutputErrors, FIBLookups       uint64
 	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
 	Drops                                                map[string]uint64 // by DropReason name
 	ICMPSent                                             map[string]uint64 // by kind
@@ -89,6 +91,7 @@ func sumCounters(blocks []*publishedCounters) Stats {
 	s := Stats{Drops: map[string]uint64{}, ICMPSent: map[string]uint64{}}
 	for _, b := range blocks {
 		s.In += b.in.Load()
+		s.FIBLookups += b.fibLookups.Load()
 		s.Queued += b.queued.Load()
 		s.Released += b.released.Load()
 		s.OutputErrors += b.outputErrors.Load()

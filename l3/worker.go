@@ -241,6 +241,7 @@ func (w *Worker) routePending(t *ifaceTable) {
 	}
 	nhs := w.nhs[:n]
 	w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
+	w.c.fibLookups += uint64(n)
 	for i := range w.pending {
 		p := &w.pending[i]
 		w.tx.SetOrigin(int(p.origin))
@@ -377,6 +378,7 @@ func (w *Worker) localOutput(frame []byte) {
 	defer restore(saved)
 	h := IPv4(frame[etherHeaderLen:])
 	nh := w.e.lookup(h.Dst())
+	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {
 		w.c.outputErrors++
 		return

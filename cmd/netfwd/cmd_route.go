@@ -13,12 +13,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/ctl"
 )
 
 func init() {
@@ -83,7 +82,7 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 	defer w.Flush()
 	var buf []byte
 	answer := func(s string) {
-		buf = appendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
+		buf = ctl.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
 		w.Write(buf)
 	}
 	if len(addrs) > 0 {
@@ -111,93 +110,6 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 			}
 		}
 	}
-}
-
-// appendRouteGet formats one answer: the design notes' JSON object, or an
-// `ip route get` style line.
-func appendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
-	a, err := netip.ParseAddr(s)
-	if err != nil || !a.Is4() {
-		if asJSON {
-			b = append(b, `{"dst":`...)
-			b = strconv.AppendQuote(b, s)
-			return append(b, `,"error":"invalid IPv4 address"}`+"\n"...)
-		}
-		return append(b, fmt.Sprintf("%s: invalid IPv4 address\n", s)...)
-	}
-	nh := f.Lookup(a) // the datapath's answer
-	res, ok := f.LookupRoute(a)
-	if ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw {
-		// The merged trie and the per-table tries disagree: a bug, never
-		// papered over.
-		msg := fmt.Sprintf("internal error: fast path %v, slow path %v", nh, res.Route)
-		if asJSON {
-			b = append(b, `{"dst":`...)
-			b = strconv.AppendQuote(b, s)
-			b = append(b, `,"error":`...)
-			b = strconv.AppendQuote(b, msg)
-			return append(b, "}\n"...)
-		}
-		return append(b, s+": "+msg+"\n"...)
-	}
-	if !ok {
-		if asJSON {
-			return append(b, `{"dst":"`+a.String()+`","error":"network unreachable"}`+"\n"...)
-		}
-		return append(b, a.String()+": network unreachable\n"...)
-	}
-	r := res.Route
-	typ := r.Type.String()
-	if res.NH != nil && r.Type == fib.Unicast && res.NH.Kind.String() != "unicast" {
-		typ = res.NH.Kind.String() // a route through a blackhole nexthop object
-	}
-	var gw, dev string
-	if res.NH != nil {
-		if res.NH.UsesGateway() {
-			gw = res.NH.Gateway.String()
-		}
-		dev = res.NH.Dev
-	}
-	src := ""
-	if res.Prefsrc.IsValid() {
-		src = res.Prefsrc.String()
-	}
-	if asJSON {
-		b = append(b, `{"dst":"`+a.String()+`","type":"`+typ+`","table":"`+fib.TableName(r.Table)+`","prefix":"`+r.Prefix.String()+`"`...)
-		if gw != "" {
-			b = append(b, `,"gateway":"`+gw+`"`...)
-		}
-		if dev != "" {
-			b = append(b, `,"dev":`...)
-			b = strconv.AppendQuote(b, dev)
-		}
-		if src != "" {
-			b = append(b, `,"prefsrc":"`+src+`"`...)
-		}
-		b = append(b, `,"metric":`...)
-		b = strconv.AppendUint(b, uint64(r.Metric), 10)
-		return append(b, "}\n"...)
-	}
-	if typ != "unicast" {
-		b = append(b, typ+" "...)
-	}
-	b = append(b, a.String()...)
-	if gw != "" {
-		b = append(b, " via "+gw...)
-	}
-	if dev != "" {
-		b = append(b, " dev "+dev...)
-	}
-	if r.Table != fib.TableMain {
-		b = append(b, " table "+fib.TableName(r.Table)...)
-	}
-	if src != "" {
-		b = append(b, " src "+src...)
-	}
-	if r.Metric != 0 {
-		b = append(b, " metric "+strconv.FormatUint(uint64(r.Metric), 10)...)
-	}
-	return append(b, '\n')
 }
 
 func routeShow(f *fib.FIB, words []string, asJSON bool, stdout, stderr io.Writer) int {

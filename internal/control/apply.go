@@ -1,16 +1,25 @@
 // Package control applies configuration to a running engine: the daemon's
 // config file (and its reloads), the control socket and replay all go
 // through Apply, which checks a whole batch of commands against the bridge,
-// the FIB and the router and then applies all of it or none of it.
+// the FIB, the router and the neighbour table and then applies all of it or
+// none of it.
 //
 // Flow: commands are sorted to their subsystems in file order: link and
 // bridge lines become bridge operations (validated together by
 // l2.Domain.Prepare), address/route/nexthop/link-state lines run in one FIB
-// transaction, VLAN interfaces and interface settings are checked here.
-// Every error names its FILE:LINE. With no error: the bridge change commits,
-// the router's interfaces are rebuilt, then the FIB transaction publishes.
+// transaction, VLAN interfaces and interface settings are checked here, and
+// neighbour lines are checked against the table and the interfaces the
+// batch leaves (neigh.go). Every error names its FILE:LINE. With no error:
+// the bridge change commits, the router's interfaces are rebuilt, the FIB
+// transaction publishes, and the router's ordered actions run (neighbour
+// changes, flushes of interfaces that went down, were removed or changed
+// their MAC).
 //
-// Locking: Controller.mu serialises Apply calls (one writer).
+// Interface state is the admin state of the configuration combined with the
+// carrier state the daemon reports (SetCarrier, carrier.go): an interface is
+// up for the router when neither says down.
+//
+// Locking: Controller.mu serialises Apply and SetCarrier (one writer).
 package control
 
 import (
@@ -24,6 +33,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/nexthop"
 )
 
 // Controller holds what the engine's configuration consists of beyond the
@@ -31,41 +41,88 @@ import (
 type Controller struct {
 	e *l3.Engine
 
-	mu       sync.Mutex
-	vlans    []l3.VLANIfaceSpec          // guarded by mu
-	settings map[string]l3.IfaceSettings // guarded by mu
+	mu          sync.Mutex
+	vlans       []l3.VLANIfaceSpec          // guarded by mu
+	settings    map[string]l3.IfaceSettings // admin settings of the configuration; guarded by mu
+	carrierDown map[string]bool             // interfaces without carrier (daemon); guarded by mu
+	carrierSeen map[string]bool             // interfaces whose carrier the daemon reports; guarded by mu
+	// autoHostVLAN: per bridge, the VIDs whose host membership was added
+	// because a VLAN interface was created on them (it goes with the
+	// interface); guarded by mu.
+	autoHostVLAN map[string]map[uint16]bool
+	// explicitHostVLAN: per bridge, the VIDs the configuration made the
+	// bridge a member of (`bridge vlan add dev BR ... self`); guarded by mu.
+	explicitHostVLAN map[string]map[uint16]bool
+	maxLearned       map[string]uint32 // bridge fdb_max_learned as configured; guarded by mu
 }
 
 // New returns a controller for an engine.
 func New(e *l3.Engine) *Controller {
-	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}}
+	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{}, carrierSeen: map[string]bool{},
+		autoHostVLAN: map[string]map[uint16]bool{}, explicitHostVLAN: map[string]map[uint16]bool{},
+		maxLearned: map[string]uint32{}}
 }
 
 // Engine returns the controlled engine.
 func (c *Controller) Engine() *l3.Engine { return c.e }
 
+// Step is one command of an Apply batch.
+type Step struct {
+	config.Command
+	// Lenient marks an inverse produced by a reload diff: when what it
+	// would undo is absent (route, address, nexthop, neighbour, bridge
+	// membership already gone), it is skipped instead of failing.
+	Lenient bool
+}
+
+// Steps wraps commands as strict steps.
+func Steps(cmds []config.Command) []Step {
+	s := make([]Step, len(cmds))
+	for i := range cmds {
+		s[i] = Step{Command: cmds[i]}
+	}
+	return s
+}
+
 // pending is one Apply's work, sorted by subsystem.
 type pending struct {
-	l2ops    []l2.Op
-	l2pos    []config.Pos // position of each l2 op
-	vlans    []l3.VLANIfaceSpec
-	settings map[string]l3.IfaceSettings
-	errs     []*config.Error
-	names    map[string]config.Pos // devices named, for implicit ports
+	l2ops     []l2.Op
+	l2pos     []config.Pos // position of each l2 op
+	l2lenient []bool
+	vlans     []l3.VLANIfaceSpec
+	settings  map[string]l3.IfaceSettings
+	errs      []*config.Error
+	names     map[string]config.Pos // devices named, for implicit ports
+	actions   []routerAction        // ordered router work after the commit
+	maxLearn  map[string]uint32
 }
 
 func (p *pending) fail(pos config.Pos, err error) {
 	p.errs = append(p.errs, &config.Error{Pos: pos, Err: err})
 }
 
+// routerAction is work for the router after the commit, in command order:
+// a neighbour change (neigh != nil) or a flush of a device that went down.
+type routerAction struct {
+	neigh    *neighOp
+	flushDev string
+}
+
 // Apply applies commands entirely or not at all. Query commands (show, get)
 // are refused: they are for the control socket's own handling.
-func (c *Controller) Apply(cmds []config.Command) error {
+func (c *Controller) Apply(cmds []config.Command) error { return c.ApplySteps(Steps(cmds)) }
+
+// ApplySteps is Apply with per-step leniency (reload inverses).
+func (c *Controller) ApplySteps(steps []Step) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p := &pending{vlans: append([]l3.VLANIfaceSpec(nil), c.vlans...), settings: map[string]l3.IfaceSettings{}, names: map[string]config.Pos{}}
+	p := &pending{vlans: append([]l3.VLANIfaceSpec(nil), c.vlans...), settings: map[string]l3.IfaceSettings{},
+		names: map[string]config.Pos{}, maxLearn: map[string]uint32{}}
 	for k, v := range c.settings {
 		p.settings[k] = v
+	}
+	for k, v := range c.maxLearned {
+		p.maxLearn[k] = v
 	}
 	bridges := map[string]bool{}
 	for _, b := range c.e.Domain().Bridges() {
@@ -75,85 +132,198 @@ func (c *Controller) Apply(cmds []config.Command) error {
 	for _, v := range p.vlans {
 		vlanNames[v.Name] = true
 	}
-	tx := c.e.FIB().Begin(len(cmds))
-	for i := range cmds {
-		cmd := &cmds[i]
+	startBridges := map[string]bool{}
+	for n := range bridges {
+		startBridges[n] = true
+	}
+	tx := c.e.FIB().Begin(len(steps))
+	for i := range steps {
+		st := &steps[i]
+		cmd := &st.Command
 		switch {
 		case cmd.Link != nil:
-			c.link(p, cmd, bridges, vlanNames, tx)
+			c.link(p, st, bridges, vlanNames, tx)
 		case cmd.Bridge != nil:
 			if cmd.Bridge.Op == nil {
 				p.fail(cmd.Pos, errors.New("bridge show is a query, not configuration"))
 				continue
 			}
-			p.l2ops = append(p.l2ops, cmd.Bridge.Op)
-			p.l2pos = append(p.l2pos, cmd.Pos)
+			p.addL2(cmd.Bridge.Op, cmd.Pos, st.Lenient)
 		case cmd.Neigh != nil:
-			p.fail(cmd.Pos, errors.New("neigh lines are not supported yet"))
+			op, err := parseNeigh(cmd.Neigh.Args)
+			if err != nil {
+				p.fail(cmd.Pos, err)
+				continue
+			}
+			op.pos, op.lenient = cmd.Pos, st.Lenient
+			p.actions = append(p.actions, routerAction{neigh: &op})
 		default:
-			if cmd.Addr != nil {
-				p.names[cmd.Addr.Dev] = cmd.Pos
+			if !st.Lenient { // an inverse never declares a port
+				if cmd.Addr != nil {
+					p.names[cmd.Addr.Dev] = cmd.Pos
+				}
+				if cmd.Route != nil && cmd.Route.Spec.Dev != "" {
+					p.names[cmd.Route.Spec.Dev] = cmd.Pos
+				}
+				if cmd.Nexthop != nil && cmd.Nexthop.Spec.Single.Dev != "" {
+					p.names[cmd.Nexthop.Spec.Single.Dev] = cmd.Pos
+				}
 			}
-			if cmd.Route != nil && cmd.Route.Spec.Dev != "" {
-				p.names[cmd.Route.Spec.Dev] = cmd.Pos
-			}
-			if cmd.Nexthop != nil && cmd.Nexthop.Spec.Single.Dev != "" {
-				p.names[cmd.Nexthop.Spec.Single.Dev] = cmd.Pos
-			}
-			if err := config.ApplyFIBCommand(tx, cmd); err != nil {
+			if err := config.ApplyFIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
 				p.fail(cmd.Pos, err)
 			}
+		}
+	}
+	// An interface without carrier stays down for the FIB whatever the
+	// configuration says.
+	for name := range c.carrierDown {
+		if err := tx.SetLinkUp(name, false); err != nil {
+			p.fail(config.Pos{File: "carrier", Line: 0}, fmt.Errorf("%s: %w", name, err))
 		}
 	}
 	// Devices named but never created are ports (real interfaces under the
 	// daemon): declare them first so the bridge ops can use them.
 	var ports []l2.Op
 	var portPos []config.Pos
+	var portLenient []bool
 	names := make([]string, 0, len(p.names))
 	for n := range p.names {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	var late []l2.Op // ports named after their bridge of the same name was deleted
+	var latePos []config.Pos
 	for _, n := range names {
-		if !bridges[n] && !vlanNames[n] {
+		switch {
+		case bridges[n] || vlanNames[n]:
+		case startBridges[n]:
+			late = append(late, l2.PortAdd{Name: n})
+			latePos = append(latePos, p.names[n])
+		default:
 			ports = append(ports, l2.PortAdd{Name: n})
 			portPos = append(portPos, p.names[n])
+			portLenient = append(portLenient, false)
 		}
 	}
-	ops := append(ports, p.l2ops...)
-	pos := append(portPos, p.l2pos...)
-	change, opErrs := c.e.Domain().Prepare(ops)
-	for _, oe := range opErrs {
-		p.fail(pos[oe.Index], oe.Err)
+	ops := append(append(ports, p.l2ops...), late...)
+	pos := append(append(portPos, p.l2pos...), latePos...)
+	lenient := append(portLenient, p.l2lenient...)
+	for range late {
+		lenient = append(lenient, false)
 	}
+	change := c.prepareL2(p, &ops, &pos, &lenient)
+	c.checkNeigh(p, ops, bridges, vlanNames) // every error of a batch is reported at once
 	if len(p.errs) > 0 {
 		tx.Abort()
 		if change != nil {
 			change.Abort()
 		}
-		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Pos.Line < p.errs[j].Pos.Line })
-		errs := make([]error, len(p.errs))
-		for i, e := range p.errs {
-			errs[i] = e
-		}
-		return errors.Join(errs...)
+		return p.joinErrs()
 	}
+	before := ifaceMap(c.e.Router().Ifaces())
 	if err := change.Commit(); err != nil {
 		tx.Abort()
 		return err
 	}
-	if err := c.e.Router().SyncIfaces(p.vlans, p.settings); err != nil {
+	// The host membership a new VLAN interface adds (in SyncIfaces) is
+	// remembered, so it can go with the interface.
+	c.dropAutoHostVLANs(p.vlans, ops)
+	newAuto := c.autoHostVLANsBefore(p.vlans)
+	if err := c.e.Router().SyncIfaces(p.vlans, c.effective(p.settings)); err != nil {
 		tx.Abort()
 		return err
 	}
 	tx.Commit()
-	c.vlans, c.settings = p.vlans, p.settings
-	return nil
+	c.vlans, c.settings, c.maxLearned = p.vlans, p.settings, p.maxLearn
+	for _, v := range newAuto {
+		if c.autoHostVLAN[v.Bridge] == nil {
+			c.autoHostVLAN[v.Bridge] = map[uint16]bool{}
+		}
+		c.autoHostVLAN[v.Bridge][v.VID] = true
+	}
+	return c.runActions(p, before)
+}
+
+func (p *pending) addL2(op l2.Op, pos config.Pos, lenient bool) {
+	p.l2ops = append(p.l2ops, op)
+	p.l2pos = append(p.l2pos, pos)
+	p.l2lenient = append(p.l2lenient, lenient)
+}
+
+func (p *pending) joinErrs() error {
+	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Pos.Line < p.errs[j].Pos.Line })
+	errs := make([]error, len(p.errs))
+	for i, e := range p.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// prepareL2 validates the bridge ops; failing lenient ops are dropped and
+// the rest validated again (an inverse of something already gone).
+func (c *Controller) prepareL2(p *pending, ops *[]l2.Op, pos *[]config.Pos, lenient *[]bool) *l2.Change {
+	for {
+		change, opErrs := c.e.Domain().Prepare(*ops)
+		if len(opErrs) == 0 {
+			return change
+		}
+		drop := map[int]bool{}
+		for _, oe := range opErrs {
+			if (*lenient)[oe.Index] {
+				drop[oe.Index] = true
+			}
+		}
+		if len(drop) == 0 {
+			for _, oe := range opErrs {
+				p.fail((*pos)[oe.Index], oe.Err)
+			}
+			return nil
+		}
+		var o []l2.Op
+		var ps []config.Pos
+		var ls []bool
+		for i := range *ops {
+			if !drop[i] {
+				o, ps, ls = append(o, (*ops)[i]), append(ps, (*pos)[i]), append(ls, (*lenient)[i])
+			}
+		}
+		*ops, *pos, *lenient = o, ps, ls
+	}
+}
+
+// missing reports an error that says "what you wanted to delete is not
+// there".
+func missing(err error) bool {
+	return errors.Is(err, fib.ErrNoRoute) || errors.Is(err, fib.ErrAddrNotFound) ||
+		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, l3.ErrNeighNotFound)
+}
+
+// effective combines the admin settings with the carrier state.
+func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]l3.IfaceSettings {
+	out := make(map[string]l3.IfaceSettings, len(settings)+len(c.carrierSeen))
+	for k, v := range settings {
+		out[k] = v
+	}
+	// Every interface with a reported carrier gets an entry, so SyncIfaces
+	// sets its state either way (it keeps the state of names it is not
+	// given).
+	for name := range c.carrierSeen {
+		s := out[name]
+		s.Down = s.Down || c.carrierDown[name]
+		out[name] = s
+	}
+	return out
+}
+
+// adminUp is the configured state of a device, combined with its carrier.
+func (c *Controller) up(settings map[string]l3.IfaceSettings, name string) bool {
+	return !settings[name].Down && !c.carrierDown[name]
 }
 
 // link sorts one link line: bridges and masters to the bridge, VLAN
 // interfaces and settings to the router, up/down to the FIB too.
-func (c *Controller) link(p *pending, cmd *config.Command, bridges, vlanNames map[string]bool, tx *fib.Txn) {
+func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bool, tx *fib.Txn) {
+	cmd := &st.Command
 	l := cmd.Link
 	switch l.Op {
 	case "add":
@@ -169,8 +339,11 @@ func (c *Controller) link(p *pending, cmd *config.Command, bridges, vlanNames ma
 				return
 			}
 			bridges[l.Name] = true
-			p.l2ops = append(p.l2ops, l2.BridgeAdd{Name: l.Name, Attrs: attrs})
-			p.l2pos = append(p.l2pos, cmd.Pos)
+			p.maxLearn[l.Name] = 0
+			if attrs.FDBMaxLearned != nil {
+				p.maxLearn[l.Name] = *attrs.FDBMaxLearned
+			}
+			p.addL2(l2.BridgeAdd{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
 		case "vlan":
 			if !bridges[l.Parent] {
 				p.fail(cmd.Pos, fmt.Errorf("%s: link %s is not a bridge", l.Name, l.Parent))
@@ -196,35 +369,181 @@ func (c *Controller) link(p *pending, cmd *config.Command, bridges, vlanNames ma
 				}
 			}
 		case bridges[l.Name]:
+			for _, v := range p.vlans {
+				if v.Bridge == l.Name {
+					p.fail(cmd.Pos, fmt.Errorf("%s: VLAN interface %s still uses it", l.Name, v.Name))
+					return
+				}
+			}
 			delete(bridges, l.Name)
-			p.l2ops = append(p.l2ops, l2.BridgeDel{Name: l.Name})
-			p.l2pos = append(p.l2pos, cmd.Pos)
+			delete(p.maxLearn, l.Name)
+			p.addL2(l2.BridgeDel{Name: l.Name}, cmd.Pos, st.Lenient)
+		case st.Lenient:
 		default:
 			p.fail(cmd.Pos, fmt.Errorf("%s: cannot delete a port (only bridges and VLAN interfaces)", l.Name))
 		}
 	case "set":
-		if !bridges[l.Name] && !vlanNames[l.Name] {
+		if l.Kind == "bridge" { // bridge attributes (reload diffs)
+			if !bridges[l.Name] {
+				if !st.Lenient {
+					p.fail(cmd.Pos, fmt.Errorf("%s: no such bridge", l.Name))
+				}
+				return
+			}
+			attrs, err := config.BridgeAttrs(l.Options, nil)
+			if err != nil {
+				p.fail(cmd.Pos, err)
+				return
+			}
+			if attrs.FDBMaxLearned != nil {
+				p.maxLearn[l.Name] = *attrs.FDBMaxLearned
+			}
+			p.addL2(l2.BridgeSet{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
+			return
+		}
+		if !bridges[l.Name] && !vlanNames[l.Name] && !st.Lenient {
 			p.names[l.Name] = cmd.Pos
 		}
 		if l.Master != "" || l.NoMaster {
-			p.l2ops = append(p.l2ops, l2.SetMaster{Port: l.Name, Master: l.Master})
-			p.l2pos = append(p.l2pos, cmd.Pos)
+			p.addL2(l2.SetMaster{Port: l.Name, Master: l.Master}, cmd.Pos, st.Lenient)
 		}
 		s := p.settings[l.Name]
 		if l.Up || l.Down {
+			wasUp := c.up(p.settings, l.Name)
 			s.Down = l.Down
-			if err := tx.SetLinkUp(l.Name, l.Up); err != nil {
+			p.settings[l.Name] = s
+			nowUp := c.up(p.settings, l.Name)
+			if err := tx.SetLinkUp(l.Name, nowUp); err != nil {
 				p.fail(cmd.Pos, err)
+			}
+			if wasUp && !nowUp {
+				p.actions = append(p.actions, routerAction{flushDev: l.Name})
 			}
 		}
 		if l.MTU > 0 {
 			s.MTU = l.MTU
 		}
 		if len(l.Address) == 6 {
+			// The all-zero address restores the default (reload inverses).
 			s.MAC = l2.MAC(net.HardwareAddr(l.Address))
 		}
 		p.settings[l.Name] = s
 	default:
 		p.fail(cmd.Pos, fmt.Errorf("link %s is a query, not configuration", l.Op))
 	}
+}
+
+// autoHostVLANsBefore lists the new VLAN interfaces whose VID the bridge is
+// not yet a member of: SyncIfaces will add that membership for them.
+func (c *Controller) autoHostVLANsBefore(vlans []l3.VLANIfaceSpec) []l3.VLANIfaceSpec {
+	old := map[l3.VLANIfaceSpec]bool{}
+	for _, v := range c.vlans {
+		old[v] = true
+	}
+	var out []l3.VLANIfaceSpec
+	for _, v := range vlans {
+		if old[v] {
+			continue
+		}
+		b := c.e.Domain().Bridge(v.Bridge)
+		if b == nil {
+			continue // checked: cannot happen
+		}
+		if c.explicitHostVLAN[v.Bridge][v.VID] {
+			continue
+		}
+		// Without vlan_filtering HostMember says yes to every VID; the
+		// bridge's own pvid membership is there from its creation.
+		if member, _ := b.HostMember(v.VID); !member || !b.VLANFiltering() && v.VID != b.HostPVID() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// dropAutoHostVLANs removes the host membership of VLAN interfaces that went
+// away, when it came with them; an explicit `bridge vlan ... self` for the
+// VID makes the membership the configuration's own.
+func (c *Controller) dropAutoHostVLANs(vlans []l3.VLANIfaceSpec, ops []l2.Op) {
+	for _, op := range ops {
+		switch o := op.(type) {
+		case l2.VLANAdd:
+			if o.Self || c.e.Domain().Bridge(o.Dev) != nil {
+				if c.explicitHostVLAN[o.Dev] == nil {
+					c.explicitHostVLAN[o.Dev] = map[uint16]bool{}
+				}
+				forVIDs(o.VID, o.VIDEnd, func(v uint16) {
+					delete(c.autoHostVLAN[o.Dev], v)
+					c.explicitHostVLAN[o.Dev][v] = true
+				})
+			}
+		case l2.VLANDel:
+			if o.Self || c.e.Domain().Bridge(o.Dev) != nil {
+				forVIDs(o.VID, o.VIDEnd, func(v uint16) {
+					delete(c.autoHostVLAN[o.Dev], v)
+					delete(c.explicitHostVLAN[o.Dev], v)
+				})
+			}
+		case l2.BridgeDel:
+			delete(c.autoHostVLAN, o.Name)
+			delete(c.explicitHostVLAN, o.Name)
+		case l2.BridgeAdd:
+			delete(c.autoHostVLAN, o.Name)
+			delete(c.explicitHostVLAN, o.Name)
+		}
+	}
+	keep := map[l3.VLANIfaceSpec]bool{}
+	for _, v := range vlans {
+		keep[v] = true
+	}
+	for _, v := range c.vlans {
+		if keep[v] || !c.autoHostVLAN[v.Bridge][v.VID] {
+			continue
+		}
+		delete(c.autoHostVLAN[v.Bridge], v.VID)
+		if b := c.e.Domain().Bridge(v.Bridge); b != nil {
+			b.DelHostVLAN(v.VID)
+		}
+	}
+}
+
+func forVIDs(a, b uint16, fn func(uint16)) {
+	if b < a {
+		b = a
+	}
+	for v := a; v <= b; v++ {
+		fn(v)
+	}
+}
+
+func ifaceMap(ifs []*l3.Iface) map[string]*l3.Iface {
+	m := make(map[string]*l3.Iface, len(ifs))
+	for _, i := range ifs {
+		m[i.Name] = i
+	}
+	return m
+}
+
+// FDBMaxLearned returns a bridge's fdb_max_learned as configured (0:
+// unlimited) and whether the bridge exists.
+func (c *Controller) FDBMaxLearned(bridge string) (uint32, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.maxLearned[bridge]
+	return v, ok
+}
+
+// AdminDown reports whether the configuration sets a device down, and
+// CarrierDown whether the daemon reported it without carrier.
+func (c *Controller) AdminDown(dev string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.settings[dev].Down
+}
+
+// VLANIfaces returns the VLAN interfaces of the configuration.
+func (c *Controller) VLANIfaces() []l3.VLANIfaceSpec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]l3.VLANIfaceSpec(nil), c.vlans...)
 }

@@ -1,0 +1,83 @@
+package main
+
+// `netfwd ctl [-j] [--ctl SOCKET] [LINE...]`: one request to a running
+// daemon (lines from stdin when none are given). Config lines are one
+// transaction; queries are answered after it. Errors come back as
+// "ctl:N: reason" (exit 1); an unreachable daemon exits 2.
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/netfwd/netfwd/internal/ctl"
+)
+
+func init() {
+	register(command{
+		name:  "ctl",
+		usage: "[-j] [--ctl SOCKET] [LINE...]   (a line per argument, or lines on stdin)",
+		run:   runCtl,
+	})
+}
+
+func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("j", false, "JSON answers")
+	sock := fs.String("ctl", defaultCtl, "control socket path")
+	// Flags may follow the words (`netfwd ctl route show -j`): parse in rounds.
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	var lines []string
+	if len(words) > 0 {
+		// Each argument is a line; a single argument may hold several
+		// (newline-separated) lines, and words of one line may also be
+		// given as separate arguments when none contains a space.
+		joined := true
+		for _, w := range words {
+			if strings.ContainsAny(w, " \n\t") {
+				joined = false
+			}
+		}
+		if joined {
+			lines = []string{strings.Join(words, " ")}
+		} else {
+			for _, w := range words {
+				lines = append(lines, strings.Split(w, "\n")...)
+			}
+		}
+	} else {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		if err := sc.Err(); err != nil {
+			fmt.Fprintln(stderr, "netfwd ctl:", err)
+			return 2
+		}
+	}
+	out, err := ctl.Do(*sock, lines, *asJSON)
+	io.WriteString(stdout, out)
+	if err != nil {
+		if ctl.IsRequestError(err) {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "netfwd ctl: %s: %v\n", *sock, err)
+		return 2
+	}
+	return 0
+}

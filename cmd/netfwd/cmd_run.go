@@ -1,0 +1,87 @@
+package main
+
+// `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N]
+// [--fib trie|compiled] [--netns NAME]`: the daemon (internal/daemon).
+// SIGHUP reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0).
+// An invalid config (every error as FILE:LINE: reason), a missing interface
+// or a listener that cannot be opened exits 1 with nothing started.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/netfwd/netfwd/internal/daemon"
+)
+
+// Defaults of the command-line contract (design notes).
+const (
+	defaultMetrics = "127.0.0.1:9477"
+	defaultCtl     = "/run/netfwd.sock"
+)
+
+func init() {
+	register(command{
+		name:  "run",
+		usage: "--config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]",
+		run:   runDaemon,
+	})
+}
+
+// off maps the "disabled" spellings of a listener flag to "".
+func off(s string) string {
+	if s == "off" || s == "none" || s == "-" {
+		return ""
+	}
+	return s
+}
+
+func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := fs.String("config", "", "config file (ip -batch syntax)")
+	metricsAddr := fs.String("metrics", defaultMetrics, "listen address of /metrics and /debug/pprof/ (off: none)")
+	ctlPath := fs.String("ctl", defaultCtl, "control socket path (off: none)")
+	workers := fs.Int("workers", 0, "receive queues per port (0: GOMAXPROCS)")
+	fibKind := fs.String("fib", "trie", "FIB lookup structure: trie or compiled")
+	netns := fs.String("netns", "", "open the ports in this named network namespace")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cfg == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]")
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Ctl: off(*ctlPath),
+		Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				d.Reload() // logs its outcome; a refused file keeps the running config
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := d.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,366 @@
+package control
+
+// Neighbour lines: `neigh add|replace|change|del A [lladdr M] dev D
+// [nud permanent|reachable|stale|noarp]` (iproute2's default state is
+// permanent), and the router's ordered work after a commit.
+//
+// Flow: lines are parsed into neighOps in the command loop and queued as
+// router actions in command order, interleaved with the flushes of devices
+// the batch takes down. Before anything commits, checkNeigh replays that
+// sequence against a model: the table's current entries (read once per key),
+// the interfaces the batch leaves (bridges, VLAN interfaces, ports outside a
+// bridge) and the flushes the batch causes, so an `add` of an existing entry
+// or a `del` of a missing one fails the whole batch with the kernel's words.
+// After the commit runActions flushes removed interfaces and interfaces
+// whose MAC changed (neigh_changeaddr), then runs the actions in order.
+//
+// Admin link down flushes the device's non-permanent entries (as carrier
+// loss does in Linux; Linux's admin down also drops permanent ones: netfwd
+// keeps configured entries, as it keeps routes, see docs/daemon.md).
+//
+// Locking: called under Controller.mu; the table has its own lock.
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/l3"
+)
+
+// neighOp is one parsed neighbour line.
+type neighOp struct {
+	op      string // add, replace, change, delete
+	ip      netip.Addr
+	dev     string
+	lladdr  [6]byte
+	hasLL   bool
+	state   l3.NeighState
+	pos     config.Pos
+	lenient bool
+	skip    bool // a lenient inverse with nothing to undo
+}
+
+// errNoDevice is iproute2's wording for an unknown dev.
+func errNoDevice(dev string) error { return fmt.Errorf("cannot find device %q", dev) }
+
+func parseNeigh(args []string) (neighOp, error) {
+	o := neighOp{state: l3.NUDPermanent}
+	if len(args) == 0 {
+		return o, errors.New("neigh: missing command")
+	}
+	switch args[0] {
+	case "add", "a":
+		o.op = "add"
+	case "replace", "rep", "repl":
+		o.op = "replace"
+	case "change", "chg", "cha":
+		o.op = "change"
+	case "delete", "del":
+		o.op = "delete"
+	case "show", "list", "ls":
+		return o, errors.New("neigh show is a query, not configuration")
+	default:
+		return o, fmt.Errorf("neigh: unknown command %q (want add, replace, change or del)", args[0])
+	}
+	args = args[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		val := func() (string, error) {
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("%q needs a value", a)
+			}
+			i++
+			return args[i], nil
+		}
+		switch a {
+		case "lladdr":
+			v, err := val()
+			if err != nil {
+				return o, err
+			}
+			if o.lladdr, err = l3.ParseLLAddr(v); err != nil {
+				return o, err
+			}
+			o.hasLL = true
+		case "dev":
+			v, err := val()
+			if err != nil {
+				return o, err
+			}
+			o.dev = v
+		case "nud":
+			v, err := val()
+			if err != nil {
+				return o, err
+			}
+			switch v {
+			case "permanent", "reachable", "stale", "noarp":
+			default:
+				return o, fmt.Errorf("nud state %q not supported (want permanent, reachable, stale or noarp)", v)
+			}
+			o.state, _ = l3.ParseNeighState(v)
+		case "to":
+		default:
+			if o.ip.IsValid() {
+				return o, fmt.Errorf("unexpected %q", a)
+			}
+			ip, err := netip.ParseAddr(a)
+			if err != nil || !ip.Is4() {
+				return o, fmt.Errorf("invalid IPv4 address %q", a)
+			}
+			o.ip = ip
+		}
+	}
+	switch {
+	case !o.ip.IsValid():
+		return o, errors.New("missing neighbour address")
+	case o.dev == "":
+		return o, errors.New("device not specified")
+	case o.op == "delete" && o.hasLL:
+		return o, errors.New("neigh del takes no lladdr")
+	}
+	if v := l3.Addr4(o.ip); v>>24 == 0 || v>>28 == 0xe || v == 0xffffffff {
+		return o, fmt.Errorf("invalid neighbour address %s", o.ip)
+	}
+	return o, nil
+}
+
+// String renders the op as a config line.
+func (o neighOp) String() string {
+	s := "neigh " + o.op + " " + o.ip.String()
+	if o.hasLL {
+		s += " lladdr " + l3.FormatMAC(o.lladdr)
+	}
+	s += " dev " + o.dev
+	if o.op != "delete" {
+		s += " nud " + stateWord(o.state)
+	}
+	return s
+}
+
+func stateWord(s l3.NeighState) string {
+	switch s {
+	case l3.NUDReachable:
+		return "reachable"
+	case l3.NUDStale:
+		return "stale"
+	case l3.NUDNoARP:
+		return "noarp"
+	}
+	return "permanent"
+}
+
+// neighModel is checkNeigh's view of the table during the batch.
+type neighModel struct {
+	entries map[neighKey]neighEntry
+	// cleared: the device's entries are all gone (interface removed or MAC
+	// changed); flushed: its non-permanent ones are, from the live table's
+	// point of view (entries created in the batch are tracked in entries).
+	cleared, flushed map[string]bool
+}
+
+type neighKey struct {
+	dev string
+	ip  netip.Addr
+}
+
+type neighEntry struct{ exists, permanent bool }
+
+// checkNeigh validates the batch's neighbour lines in order (see the file
+// comment). ops is the validated bridge op list.
+func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[string]bool) {
+	if len(p.actions) == 0 {
+		return
+	}
+	r := c.e.Router()
+	now := c.e.Domain().Clock().Now()
+	// Interfaces after the batch: bridges, VLAN interfaces, unbridged ports.
+	master := map[string]string{}
+	for _, port := range c.e.Domain().Ports() {
+		master[port.Name] = ""
+		if b := port.Bridge(); b != nil {
+			master[port.Name] = b.Name
+		}
+	}
+	for _, op := range ops {
+		switch o := op.(type) {
+		case l2.PortAdd:
+			if _, ok := master[o.Name]; !ok {
+				master[o.Name] = ""
+			}
+		case l2.SetMaster:
+			master[o.Port] = o.Master
+		case l2.BridgeDel:
+			for n, m := range master {
+				if m == o.Name {
+					master[n] = ""
+				}
+			}
+		}
+	}
+	isIface := func(dev string) bool {
+		if bridges[dev] || vlanNames[dev] {
+			return true
+		}
+		m, ok := master[dev]
+		return ok && m == ""
+	}
+	before := ifaceMap(r.Ifaces())
+	m := neighModel{entries: map[neighKey]neighEntry{}, cleared: map[string]bool{}, flushed: map[string]bool{}}
+	for name, ifc := range before {
+		kindNow := ""
+		switch {
+		case bridges[name]:
+			kindNow = "bridge"
+		case vlanNames[name]:
+			kindNow = "vlan"
+		case isIface(name):
+			kindNow = "port"
+		}
+		if kindNow != ifc.Kind.String() || p.settings[name].MAC != c.settings[name].MAC {
+			m.cleared[name] = true
+		}
+	}
+	get := func(k neighKey) neighEntry {
+		if e, ok := m.entries[k]; ok {
+			return e
+		}
+		var e neighEntry
+		if !m.cleared[k.dev] {
+			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), l3.Addr4(k.ip), now); ok {
+				e = neighEntry{exists: true, permanent: info.State == l3.NUDPermanent}
+				if m.flushed[k.dev] && !e.permanent {
+					e = neighEntry{}
+				}
+			}
+		}
+		m.entries[k] = e
+		return e
+	}
+	for _, a := range p.actions {
+		if a.neigh == nil {
+			m.flushed[a.flushDev] = true
+			for k, e := range m.entries {
+				if k.dev == a.flushDev && !e.permanent {
+					m.entries[k] = neighEntry{}
+				}
+			}
+			continue
+		}
+		o := a.neigh
+		if !isIface(o.dev) {
+			if !o.lenient {
+				p.fail(o.pos, errNoDevice(o.dev))
+			}
+			o.skip = true
+			continue
+		}
+		k := neighKey{o.dev, o.ip}
+		e := get(k)
+		switch {
+		case o.op == "delete" && !e.exists:
+			if !o.lenient {
+				p.fail(o.pos, l3.ErrNeighNotFound)
+			}
+			o.skip = true
+		case o.op == "add" && e.exists:
+			p.fail(o.pos, l3.ErrNeighExists)
+		case o.op == "change" && !e.exists:
+			p.fail(o.pos, l3.ErrNeighNotFound)
+		case o.op != "delete" && !e.exists && !o.hasLL:
+			p.fail(o.pos, l3.ErrNeighNoLLAddr)
+		case o.op == "delete":
+			m.entries[k] = neighEntry{}
+		default:
+			m.entries[k] = neighEntry{exists: true, permanent: o.state == l3.NUDPermanent}
+		}
+	}
+}
+
+// runActions does the router's work after a commit: flushes for interfaces
+// that went away or changed their MAC, then the batch's neighbour changes
+// and link-down flushes in order. A neighbour the table refuses at this
+// point (table full of non-permanent entries) is reported; the rest of the
+// batch stays applied.
+func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
+	r := c.e.Router()
+	t := r.Neighbours()
+	now := c.e.Domain().Clock().Now()
+	var acts l3.NeighActions
+	after := ifaceMap(r.Ifaces())
+	for name, old := range before {
+		n := after[name]
+		switch {
+		case n == nil || n.Kind != old.Kind:
+			t.FlushDev(old.Index, false, now, &acts)
+		case n.MAC != old.MAC:
+			t.ChangeAddr(n.Index, now, &acts)
+		}
+	}
+	var errs []error
+	for _, a := range p.actions {
+		if a.neigh == nil {
+			if ifc := after[a.flushDev]; ifc != nil {
+				t.FlushDev(ifc.Index, true, now, &acts)
+			}
+			continue
+		}
+		o := a.neigh
+		if o.skip {
+			continue
+		}
+		ifc := after[o.dev]
+		if ifc == nil {
+			continue // checked: cannot happen
+		}
+		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
+			State: o.state, IfMAC: ifc.MAC}
+		var err error
+		switch o.op {
+		case "add":
+			err = t.Add(spec, now, &acts)
+		case "replace":
+			err = t.Replace(spec, now, &acts)
+		case "change":
+			err = t.Change(spec, now, &acts)
+		case "delete":
+			err = t.Delete(ifc.Index, spec.IP, now, &acts)
+		}
+		if err != nil && !(o.lenient && missing(err)) {
+			errs = append(errs, &config.Error{Pos: o.pos, Err: fmt.Errorf("%w (the rest of the batch is applied)", err)})
+		}
+	}
+	c.mirror(&acts, after)
+	return errors.Join(errs...)
+}
+
+// mirror keeps the bridges' neighbour-suppression tables in step with
+// admin changes (the datapath does the same for what it learns). Packets
+// released or failed by an admin change are dropped: the control plane has
+// no transmit path (they were waiting for ARP; their senders retransmit).
+func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) {
+	byIndex := map[uint32]*l3.Iface{}
+	for _, i := range ifaces {
+		byIndex[i.Index] = i
+	}
+	for _, ev := range acts.Events {
+		ifc := byIndex[ev.IfIndex]
+		if ifc == nil || ifc.Bridge == nil {
+			continue
+		}
+		ip := netip.AddrFrom4([4]byte{byte(ev.IP >> 24), byte(ev.IP >> 16), byte(ev.IP >> 8), byte(ev.IP)})
+		switch ev.Kind {
+		case l3.NeighResolved, l3.NeighLLAddrChanged:
+			ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+		default:
+			ifc.Bridge.DelNeighbor(ifc.VID, ip)
+		}
+	}
+	acts.Reset()
+}
+
+// permanentState is iproute2's default neighbour state.
+const permanentState = l3.NUDPermanent

@@ -1,0 +1,115 @@
+package control
+
+// Snapshot: the whole configured state of an engine as text (routes of all
+// tables, addresses, nexthops, link states, router interfaces, bridges with
+// their attributes, members, VLANs, FDB and mdb, neighbours). Reloads
+// compare the snapshot of "old file + diff" with "new file on a fresh
+// engine"; the differential tests do the same.
+//
+// Bridge MACs that nobody configured are random: they are printed as the
+// bridge's name so two engines compare equal. Router interface indexes
+// depend on the order names were first seen and are left out. Addresses are
+// listed per device in their order on the device.
+//
+// Locking: reads published state; takes Controller.mu for its own fields.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/l3"
+)
+
+// Snapshot renders the engine's configured state. ports, if non-nil,
+// limits the ports listed to those names (ports are never deleted, so an
+// engine that went through a reload keeps ports the new file no longer
+// names).
+func (c *Controller) Snapshot(ports map[string]bool) string {
+	var b strings.Builder
+	e := c.e
+	f := e.FIB()
+	for _, r := range f.Routes(fib.TableAll) {
+		fmt.Fprintf(&b, "route %s\n", r.Format(true))
+	}
+	addrs := f.Addresses()
+	sort.SliceStable(addrs, func(i, j int) bool { return addrs[i].Dev < addrs[j].Dev })
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "address %s dev %s secondary=%v\n", a.Prefix, a.Dev, a.Secondary)
+	}
+	for _, id := range f.NexthopIDs() {
+		if nh, ok := f.Nexthop(id); ok {
+			fmt.Fprintf(&b, "nexthop id %d %s\n", id, nh)
+		}
+	}
+	macs := map[string]string{}
+	for _, br := range e.Domain().Bridges() {
+		macs[br.MAC.String()] = "mac-of-" + br.Name
+	}
+	mac := func(m string) string {
+		if n, ok := macs[m]; ok {
+			return n
+		}
+		return m
+	}
+	skipPort := func(name string) bool { return ports != nil && !ports[name] && e.Domain().Bridge(name) == nil }
+	ifaces := e.Router().Ifaces()
+	sort.Slice(ifaces, func(i, j int) bool { return ifaces[i].Name < ifaces[j].Name })
+	for _, i := range ifaces {
+		if i.Kind == l3.IfacePort && skipPort(i.Name) {
+			continue
+		}
+		fmt.Fprintf(&b, "iface %s kind %s mac %s mtu %d up %v fiblink %v\n", i.Name, i.Kind, mac(i.MAC.String()), i.MTU, i.Up(), f.LinkUp(i.Name))
+	}
+	for _, br := range e.Domain().Bridges() {
+		ml, _ := c.FDBMaxLearned(br.Name)
+		fmt.Fprintf(&b, "bridge %s filtering %v ageing %v max_learned %d host_pvid %d\n",
+			br.Name, br.VLANFiltering(), br.AgeingTime(), ml, br.HostPVID())
+		var fdb, vl strings.Builder
+		br.WriteFDB(&fdb)
+		br.WriteVLANs(&vl, false)
+		for _, line := range strings.Split(strings.TrimSpace(fdb.String()), "\n") {
+			if line != "" {
+				for m, n := range macs {
+					line = strings.ReplaceAll(line, m, n)
+				}
+				fmt.Fprintf(&b, "fdb %s\n", line)
+			}
+		}
+		// Ports are listed in the order they joined the bridge: a reload
+		// that re-enslaves ports may change it (flooding order only).
+		header, body, _ := strings.Cut(strings.TrimSpace(vl.String()), "\n")
+		blocks := strings.Split(body, "\n\n")
+		sort.Strings(blocks)
+		b.WriteString("vlans\n" + header + "\n" + strings.Join(blocks, "\n\n") + "\n")
+		for _, m := range br.MDB() {
+			fmt.Fprintf(&b, "mdb %s port %s grp %s vid %d\n", br.Name, m.Port, m.Group, m.VID)
+		}
+	}
+	dports := e.Domain().Ports()
+	sort.Slice(dports, func(i, j int) bool { return dports[i].Name < dports[j].Name })
+	for _, p := range dports {
+		if skipPort(p.Name) {
+			continue
+		}
+		master := ""
+		if br := p.Bridge(); br != nil {
+			master = br.Name
+		}
+		fmt.Fprintf(&b, "port %s master %q state %v flags %v pvid %d\n", p.Name, master, p.State(), p.Flags(), p.PVID())
+	}
+	names := map[uint32]string{}
+	for _, i := range e.Router().Ifaces() {
+		names[i.Index] = i.Name
+	}
+	var neigh []string
+	for _, n := range e.Router().Neighbours().Dump(e.Domain().Clock().Now()) {
+		neigh = append(neigh, fmt.Sprintf("neigh %s dev %s lladdr %s %s", n.Addr(), names[n.IfIndex], l3.FormatMAC(n.LLAddr), n.State))
+	}
+	sort.Strings(neigh)
+	for _, n := range neigh {
+		b.WriteString(n + "\n")
+	}
+	return b.String()
+}

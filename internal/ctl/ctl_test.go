@@ -1,0 +1,135 @@
+package ctl
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/l3"
+)
+
+func serve(t *testing.T, reload func() error) (string, *control.Controller) {
+	t.Helper()
+	c := control.New(l3.NewEngine(l3.EngineOptions{}))
+	path := filepath.Join(t.TempDir(), "ctl.sock")
+	s, err := Listen(path, Handler{Ctl: c, Reload: reload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { s.Serve(); close(done) }()
+	t.Cleanup(func() {
+		s.Close()
+		<-done
+		if _, err := os.Stat(path); err == nil {
+			t.Error("socket file left behind")
+		}
+	})
+	return path, c
+}
+
+func TestCtlAppliesAndShows(t *testing.T) {
+	sock, _ := serve(t, nil)
+	st, err := os.Stat(sock)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v %v, want 0600", st.Mode(), err)
+	}
+	if _, err := Listen(sock, Handler{}); err == nil {
+		t.Fatal("a second daemon could take over a live socket")
+	}
+	lines := []string{
+		"address add 192.0.2.1/24 dev eth0",
+		"nexthop add id 1 via 192.0.2.9 dev eth0",
+		"route add 10.0.0.0/8 nhid 1",
+		"link add br0 address 02:bb:00:00:00:01 type bridge vlan_filtering 1",
+		"link set eth1 master br0",
+		"bridge vlan add dev eth1 vid 10",
+		"bridge fdb add 02:00:00:00:00:07 dev eth1 vlan 10 static",
+		"neigh add 192.0.2.9 lladdr 02:00:00:00:00:09 dev eth0",
+		"route show",
+	}
+	out, err := Do(sock, lines, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "10.0.0.0/8 nhid 1") {
+		t.Fatalf("route show: %q", out)
+	}
+	for q, want := range map[string]string{
+		"route get 10.1.2.3":   `"gateway":"192.0.2.9"`,
+		"route show table all": `"type":"local"`,
+		"fdb show":             `"mac":"02:00:00:00:00:07"`,
+		"vlan show":            `"vlan":10`,
+		"neigh show":           `"lladdr":"02:00:00:00:00:09"`,
+		"link show":            `"ifname":"eth1","flags"`,
+		"address show":         `"local":"192.0.2.1"`,
+		"nexthop show":         `"gateway":"192.0.2.9"`,
+		"stats":                `"forwarded":0`,
+	} {
+		out, err := Do(sock, []string{q}, true)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var v any
+		if json.Unmarshal([]byte(out), &v) != nil || !strings.Contains(out, want) {
+			t.Errorf("%s -j: %q, want valid JSON with %s", q, out, want)
+		}
+	}
+	for q, want := range map[string]string{
+		"bridge fdb show":  "02:00:00:00:00:07 dev eth1 vlan 10 master br0 static",
+		"bridge vlan show": "eth1",
+		"nexthop show":     "id 1 via 192.0.2.9 dev eth0",
+		"address show":     "inet 192.0.2.1/24 brd 192.0.2.255 scope global eth0",
+		"link show eth1":   "master br0",
+		"neigh show":       "192.0.2.9 dev eth0 lladdr 02:00:00:00:00:09 PERMANENT",
+	} {
+		out, err := Do(sock, []string{q}, false)
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("%s: %q %v, want %q", q, out, err, want)
+		}
+	}
+}
+
+func TestCtlAllOrNothing(t *testing.T) {
+	sock, c := serve(t, nil)
+	if _, err := Do(sock, []string{"address add 192.0.2.1/24 dev eth0"}, false); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Snapshot(nil)
+	out, err := Do(sock, []string{
+		"route add 10.0.0.0/8 via 192.0.2.9",
+		"route add 10.1.0.0/16 via 203.0.113.1",
+		"route frobnicate",
+		"route show",
+	}, false)
+	if err == nil || !IsRequestError(err) || out != "" {
+		t.Fatalf("want a refusal, got %q %v", out, err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "ctl:3:") {
+		t.Fatalf("errors: %s", msg)
+	}
+	// Syntax errors are reported before anything is applied; then the
+	// semantic ones, with their lines.
+	_, err = Do(sock, []string{"route add 10.0.0.0/8 via 192.0.2.9", "route add 10.1.0.0/16 via 203.0.113.1"}, false)
+	if err == nil || !strings.HasPrefix(err.Error(), "ctl:2: ") {
+		t.Fatalf("semantic error: %v", err)
+	}
+	if c.Snapshot(nil) != before {
+		t.Fatal("a refused request changed the state")
+	}
+	if _, err := Do(sock, []string{"reload"}, false); err == nil || !strings.Contains(err.Error(), "ctl:1: reload") {
+		t.Fatalf("reload without a file: %v", err)
+	}
+}
+
+func TestCtlReload(t *testing.T) {
+	calls := 0
+	sock, _ := serve(t, func() error { calls++; return nil })
+	if _, err := Do(sock, []string{"reload"}, false); err != nil || calls != 1 {
+		t.Fatal(err, calls)
+	}
+}

@@ -1,0 +1,231 @@
+// Package metrics exports the engine's counters to Prometheus. A custom
+// Collector reads them at scrape time: the datapath keeps plain per-worker
+// counters and publishes them per batch (l2, l3 and pktio do that), and
+// nothing Prometheus-related runs per packet.
+//
+// Metrics (all prefixed netfwd_):
+//
+//	port_{rx,tx}_{packets,bytes}_total{port}     frames handed to / queued by the engine per port (bridged and routed)
+//	port_{rx,tx}_drops_total{port}               frames dropped on the port (any reason) / copies not sent
+//	pktio_rx_packets_total{port}, pktio_tx_packets_total{port}   what the sockets moved
+//	pktio_ring_drops_total{port}                 frames the kernel could not put in a full RX ring
+//	pktio_ring_freezes_total{port}               times the ring filled up
+//	pktio_errors_total{port,kind}                truncated, rx_error, tx_refused, tx_bad_offload, tx_error
+//	pktio_offload_total{port,kind}               gso, checksum_completed, checksum_unfixed, vlan_restored
+//	l2_drops_total{reason}, l3_drops_total{reason}   drops by reason (stable names of l2.DropReason, l3.DropReason)
+//	forwarded_total, fragmented_total, local_delivered_total, arp_received_total
+//	fib_lookups_total                            FIB lookups (forwarding and router output)
+//	fib_routes{table,type}                       routes as configured
+//	fdb_entries{bridge,type}                     learned, local, static, dynamic (configured)
+//	fdb_{learned,moved,aged}_total, fdb_limit_hits_total, fdb_max_learned{bridge}
+//	flood_total{mode}                            inline, deferred; flood_queue_drops_total
+//	neigh_entries{state}, neigh_lookups_total{result}, neigh_queue_drops_total, arp_drops_total{reason}
+//	icmp_sent_total{type}, icmp_rate_limited_total
+//
+// Locking: Collect reads atomics and takes the short dump locks of the
+// tables it counts (FDB, neighbour table).
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/l3"
+)
+
+// PortIO is one opened port's socket counters.
+type PortIO struct {
+	Name  string
+	Stats pktio.Stats
+}
+
+// Source is what the collector reads.
+type Source struct {
+	Engine     *l3.Engine
+	Controller *control.Controller // for the configured FDB limits (may be nil)
+	// Ports returns the socket counters of the opened ports (may be nil).
+	Ports func() []PortIO
+}
+
+// fdbBreakdownMax bounds the FDBs whose entries are counted by type at
+// scrape time (the walk takes the FDB writer lock); larger ones report
+// learned and configured totals only.
+const fdbBreakdownMax = 1 << 16
+
+// Collector is a prometheus.Collector over a running engine.
+type Collector struct {
+	src   Source
+	descs map[string]*prometheus.Desc
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("netfwd_"+name, help, labels, nil)
+}
+
+// NewCollector returns a collector for src.
+func NewCollector(src Source) *Collector {
+	d := map[string]*prometheus.Desc{
+		"port_rx_packets":   desc("port_rx_packets_total", "Frames received on the port and handed to the engine.", "port"),
+		"port_rx_bytes":     desc("port_rx_bytes_total", "Bytes received on the port and handed to the engine.", "port"),
+		"port_tx_packets":   desc("port_tx_packets_total", "Frames the engine queued for the port.", "port"),
+		"port_tx_bytes":     desc("port_tx_bytes_total", "Bytes the engine queued for the port.", "port"),
+		"port_rx_drops":     desc("port_rx_drops_total", "Frames received on the port and dropped (any reason).", "port"),
+		"port_tx_drops":     desc("port_tx_drops_total", "Copies for the port dropped (transmit batch full or transmit error).", "port"),
+		"pktio_rx":          desc("pktio_rx_packets_total", "Frames the port's RX rings delivered.", "port"),
+		"pktio_tx":          desc("pktio_tx_packets_total", "Frames the kernel accepted for transmission on the port.", "port"),
+		"pktio_ring_drops":  desc("pktio_ring_drops_total", "Frames the kernel dropped because an RX ring was full.", "port"),
+		"pktio_freezes":     desc("pktio_ring_freezes_total", "Times an RX ring filled up.", "port"),
+		"pktio_errors":      desc("pktio_errors_total", "Packet I/O errors by kind.", "port", "kind"),
+		"pktio_offload":     desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
+		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
+		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
+		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
+		"fragmented":        desc("fragmented_total", "Packets the router fragmented."),
+		"local":             desc("local_delivered_total", "Packets addressed to the router."),
+		"arp_in":            desc("arp_received_total", "ARP frames the router received."),
+		"fib_lookups":       desc("fib_lookups_total", "FIB lookups."),
+		"fib_routes":        desc("fib_routes", "Routes as configured, by table and type.", "table", "type"),
+		"fdb_entries":       desc("fdb_entries", "FDB entries by type.", "bridge", "type"),
+		"fdb_learned":       desc("fdb_learned_total", "FDB entries learned."),
+		"fdb_moved":         desc("fdb_moved_total", "FDB entries moved to another port."),
+		"fdb_aged":          desc("fdb_aged_total", "FDB entries aged out."),
+		"fdb_limit_hits":    desc("fdb_limit_hits_total", "Sources not learned because a learning limit was reached."),
+		"fdb_max_learned":   desc("fdb_max_learned", "The bridge's learned-entry limit (0: none).", "bridge"),
+		"flood":             desc("flood_total", "Floods by mode.", "mode"),
+		"flood_queue_drops": desc("flood_queue_drops_total", "Large floods dropped because the deferral queue was full."),
+		"neigh_entries":     desc("neigh_entries", "Neighbour entries by state.", "state"),
+		"neigh_lookups":     desc("neigh_lookups_total", "Neighbour lookups of the forwarding path by result.", "result"),
+		"neigh_queue_drops": desc("neigh_queue_drops_total", "Packets dropped from full neighbour resolution queues."),
+		"arp_drops":         desc("arp_drops_total", "ARP frames dropped by reason.", "reason"),
+		"icmp_sent":         desc("icmp_sent_total", "ICMP messages the router sent, by type.", "type"),
+		"icmp_limited":      desc("icmp_rate_limited_total", "ICMP errors suppressed by the rate limit."),
+	}
+	return &Collector{src: src, descs: d}
+}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect reads the counters.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	e := c.src.Engine
+	counter := func(name string, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
+	}
+	ds := e.Domain().Stats()
+	for name, p := range ds.Ports {
+		counter("port_rx_packets", p.RxPackets, name)
+		counter("port_rx_bytes", p.RxBytes, name)
+		counter("port_tx_packets", p.TxPackets, name)
+		counter("port_tx_bytes", p.TxBytes, name)
+		counter("port_rx_drops", p.RxDrops, name)
+		counter("port_tx_drops", p.TxDrops, name)
+	}
+	for _, r := range l2.DropReasons() {
+		counter("l2_drops", ds.Drop(r), r.String())
+	}
+	counter("flood", ds.FloodInline, "inline")
+	counter("flood", ds.FloodDeferred, "deferred")
+	counter("flood_queue_drops", ds.Drop(l2.DropFloodQueueFull))
+	counter("fdb_learned", ds.FDBLearned)
+	counter("fdb_moved", ds.FDBMoved)
+	counter("fdb_aged", ds.FDBAged)
+	counter("fdb_limit_hits", ds.FDBLimitHit)
+	for _, b := range e.Domain().Bridges() {
+		f := b.FDB()
+		if f.Len() <= fdbBreakdownMax {
+			n := map[string]int{"learned": 0, "local": 0, "static": 0, "dynamic": 0}
+			for _, en := range f.Entries() {
+				switch {
+				case en.Learned:
+					n["learned"]++
+				case en.Local:
+					n["local"]++
+				case en.Static:
+					n["static"]++
+				default:
+					n["dynamic"]++
+				}
+			}
+			for t, v := range n {
+				gauge("fdb_entries", float64(v), b.Name, t)
+			}
+		} else {
+			gauge("fdb_entries", float64(f.Learned()), b.Name, "learned")
+			gauge("fdb_entries", float64(f.Len()-f.Learned()), b.Name, "configured")
+		}
+		if c.src.Controller != nil {
+			if v, ok := c.src.Controller.FDBMaxLearned(b.Name); ok {
+				gauge("fdb_max_learned", float64(v), b.Name)
+			}
+		}
+	}
+
+	s := e.Stats()
+	for r, v := range s.Drops {
+		counter("l3_drops", v, r)
+	}
+	counter("forwarded", s.Forwarded)
+	counter("fragmented", s.Fragmented)
+	counter("local", s.Local)
+	counter("arp_in", s.ARPIn)
+	counter("fib_lookups", s.FIBLookups)
+	for t, v := range s.ICMPSent {
+		counter("icmp_sent", v, t)
+	}
+	counter("icmp_limited", s.ICMPRateLimited)
+	for table, types := range e.FIB().RouteCounts() {
+		for typ, n := range types {
+			gauge("fib_routes", float64(n), tableName(table), typ.String())
+		}
+	}
+
+	ns := e.Router().Neighbours().Stats()
+	for st, n := range ns.ByState {
+		gauge("neigh_entries", float64(n), st)
+	}
+	counter("neigh_lookups", ns.Hits, "hit")
+	counter("neigh_lookups", ns.Misses, "miss")
+	counter("neigh_queue_drops", ns.QueueDrops)
+	for r, v := range ns.ARPDrops {
+		counter("arp_drops", v, r)
+	}
+
+	if c.src.Ports != nil {
+		for _, p := range c.src.Ports() {
+			st := p.Stats
+			counter("pktio_rx", st.Rx.Packets, p.Name)
+			counter("pktio_tx", st.Tx.Packets, p.Name)
+			counter("pktio_ring_drops", st.Rx.RingDrops, p.Name)
+			counter("pktio_freezes", st.Rx.RingFreezes, p.Name)
+			counter("pktio_errors", st.Rx.Truncated, p.Name, "truncated")
+			counter("pktio_errors", st.Rx.Errors, p.Name, "rx_error")
+			counter("pktio_errors", st.Tx.Refused, p.Name, "tx_refused")
+			counter("pktio_errors", st.Tx.BadOffload, p.Name, "tx_bad_offload")
+			counter("pktio_errors", st.Tx.Errors, p.Name, "tx_error")
+			counter("pktio_offload", st.Rx.GSO, p.Name, "gso")
+			counter("pktio_offload", st.Rx.ChecksumCompleted, p.Name, "checksum_completed")
+			counter("pktio_offload", st.Rx.ChecksumUnfixed, p.Name, "checksum_unfixed")
+			counter("pktio_offload", st.Rx.VLANRestored, p.Name, "vlan_restored")
+		}
+	}
+}
+
+func tableName(id uint32) string {
+	if n := fib.TableName(id); n != "" {
+		return n
+	}
+	return strconv.FormatUint(uint64(id), 10)
+}

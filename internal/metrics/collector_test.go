@@ -1,0 +1,99 @@
+package metrics
+
+import (
+	"encoding/binary"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/l3"
+)
+
+var line = regexp.MustCompile(`(?m)^(netfwd_[a-z0-9_]+)(\{[^}]*\})? (\S+)$`)
+
+func scrape(t *testing.T, src Source) map[string]float64 {
+	t.Helper()
+	srv := httptest.NewServer(Handler(NewCollector(src)))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := map[string]float64{}
+	for _, g := range line.FindAllStringSubmatch(string(b), -1) {
+		v, _ := strconv.ParseFloat(g[3], 64)
+		m[g[1]+g[2]] = v
+	}
+	return m
+}
+
+// arpRequest builds a broadcast ARP request from sender for target.
+func arpRequest(sender l2.MAC, spa, tpa [4]byte) []byte {
+	f := make([]byte, 60)
+	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(f[6:12], sender[:])
+	binary.BigEndian.PutUint16(f[12:], 0x0806)
+	binary.BigEndian.PutUint16(f[14:], 1)
+	binary.BigEndian.PutUint16(f[16:], 0x0800)
+	f[18], f[19] = 6, 4
+	binary.BigEndian.PutUint16(f[20:], 1)
+	copy(f[22:28], sender[:])
+	copy(f[28:32], spa[:])
+	copy(f[38:42], tpa[:])
+	return f
+}
+
+func TestCollectorMovesWithTraffic(t *testing.T) {
+	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+	c := control.New(e)
+	cmds, errs := config.Parse("m.conf", strings.NewReader(`address add 192.0.2.1/24 dev eth0
+route add 10.0.0.0/8 via 192.0.2.9
+route add blackhole 10.66.0.0/16
+link add br0 address 02:bb:00:00:00:01 type bridge fdb_max_learned 100
+link set eth1 master br0
+link set eth2 master br0
+`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := c.Apply(cmds); err != nil {
+		t.Fatal(err)
+	}
+	src := Source{Engine: e, Controller: c}
+	before := scrape(t, src)
+	if before[`netfwd_fib_routes{table="main",type="unicast"}`] != 2 || before[`netfwd_fib_routes{table="main",type="blackhole"}`] != 1 {
+		t.Fatalf("route counts: %v", before)
+	}
+	if before[`netfwd_fdb_max_learned{bridge="br0"}`] != 100 {
+		t.Fatalf("fdb limit: %v", before[`netfwd_fdb_max_learned{bridge="br0"}`])
+	}
+	w := e.NewWorker()
+	sent := 0
+	send := func(p *l2.Port, frames [][]byte) { sent += len(frames) }
+	eth0 := e.Domain().Port("eth0")
+	w.Receive(eth0, [][]byte{arpRequest(l2.MAC{2, 0, 0, 0, 0, 9}, [4]byte{192, 0, 2, 9}, [4]byte{192, 0, 2, 1})})
+	w.Flush(send)
+	eth1 := e.Domain().Port("eth1")
+	bridged := arpRequest(l2.MAC{2, 0, 0, 0, 1, 1}, [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2})
+	w.Receive(eth1, [][]byte{bridged})
+	w.Flush(send)
+	after := scrape(t, src)
+	for _, k := range []string{`netfwd_port_rx_packets_total{port="eth0"}`, `netfwd_port_tx_packets_total{port="eth0"}`,
+		`netfwd_arp_received_total`, `netfwd_port_rx_packets_total{port="eth1"}`, `netfwd_flood_total{mode="inline"}`,
+		`netfwd_fdb_learned_total`, `netfwd_fdb_entries{bridge="br0",type="learned"}`, `netfwd_neigh_entries{state="STALE"}`} {
+		if after[k] <= before[k] {
+			t.Errorf("%s did not move: %v -> %v", k, before[k], after[k])
+		}
+	}
+	if sent != 2 {
+		t.Errorf("sent %d frames, want the ARP reply and one flood copy", sent)
+	}
+}
