@@ -82,7 +82,16 @@ func (s *FIBSetup) Config() []byte {
 
 // BuildFIB loads the setup into a FIB through a transaction.
 func (s *FIBSetup) BuildFIB(kind fib.TrieKind) (*fib.FIB, error) {
-	f := fib.New(fib.Options{Trie: kind})
+	return s.build(fib.Options{Trie: kind})
+}
+
+// BuildCompiledFIB loads the setup into a FIB in compiled mode.
+func (s *FIBSetup) BuildCompiledFIB() (*fib.FIB, error) {
+	return s.build(fib.Options{Compiled: true})
+}
+
+func (s *FIBSetup) build(opts fib.Options) (*fib.FIB, error) {
+	f := fib.New(opts)
 	tx := f.Begin(len(s.Main))
 	for i, a := range s.Addrs {
 		if err := tx.AddAddress(fmt.Sprintf("eth%d", i), a); err != nil {

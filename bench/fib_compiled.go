@@ -16,26 +16,6 @@ import (
 
 const compiledBatch = 256
 
-// BuildCompiledFIB loads the setup into a FIB in compiled mode.
-func (s *FIBSetup) BuildCompiledFIB() (*fib.FIB, error) {
-	f := fib.New(fib.Options{Compiled: true})
-	tx := f.Begin(len(s.Main))
-	for i, a := range s.Addrs {
-		if err := tx.AddAddress(fmt.Sprintf("eth%d", i), a); err != nil {
-			tx.Abort()
-			return nil, err
-		}
-	}
-	for _, p := range s.Main {
-		if err := tx.AddRoute(fib.RouteSpec{Prefix: p, Gateway: s.Gw, Dev: "eth0", Proto: fib.ProtoBGP, Metric: 20, MetricSet: true}); err != nil {
-			tx.Abort()
-			return nil, err
-		}
-	}
-	tx.Commit()
-	return f, nil
-}
-
 // compiledBatchCase looks probes up 256 at a time; n counts addresses.
 func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
 	dsts := make([]uint32, len(probes))
@@ -152,14 +132,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 			}
 			dels = append(dels, time.Since(t0))
 		}
-		for op, d := range map[string][]time.Duration{"set": sets, "del": dels} {
-			slices.Sort(d)
-			med, p99 := d[len(d)/2], d[len(d)*99/100]
-			recs = append(recs, Record{Suite: "fib", Impl: "compiled-update", Params: map[string]any{"prefix_len": bits, "op": op, "routes": routes},
-				NsOp: float64(med.Nanoseconds()), Mops: 1e3 / float64(med.Nanoseconds()),
-				Extra: map[string]any{"median_ns": med.Nanoseconds(), "p99_ns": p99.Nanoseconds(), "samples": len(d)}})
-			o.Log("compiled update /%d %s: median %v p99 %v", bits, op, med, p99)
-		}
+		recs = append(recs, latencyRecords(o, "compiled-update", bits, routes, map[string][]time.Duration{"set": sets, "del": dels})...)
 	}
 
 	// Route changes through the whole FIB (transaction, per-table and
@@ -200,14 +173,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 			tx.Commit()
 			dels = append(dels, time.Since(t0))
 		}
-		for op, d := range map[string][]time.Duration{"add": adds, "del": dels} {
-			slices.Sort(d)
-			med, p99 := d[len(d)/2], d[len(d)*99/100]
-			recs = append(recs, Record{Suite: "fib", Impl: "fib-update", Params: map[string]any{"prefix_len": bits, "op": op, "routes": routes},
-				NsOp: float64(med.Nanoseconds()), Mops: 1e3 / float64(med.Nanoseconds()),
-				Extra: map[string]any{"median_ns": med.Nanoseconds(), "p99_ns": p99.Nanoseconds(), "samples": len(d)}})
-			o.Log("update /%d %s: median %v p99 %v", bits, op, med, p99)
-		}
+		recs = append(recs, latencyRecords(o, "fib-update", bits, routes, map[string][]time.Duration{"add": adds, "del": dels})...)
 	}
 	return recs, nil
 }
@@ -221,4 +187,23 @@ func mergedParent(f *fib.FIB, p netip.Prefix) (netip.Prefix, uint32, bool) {
 		v = nh.Index
 	}
 	return q, v, ok
+}
+
+// latencyRecords turns update latency samples into records: ns_op is the
+// median, extra has the p99.
+func latencyRecords(o Options, impl string, bits, routes int, byOp map[string][]time.Duration) []Record {
+	var recs []Record
+	for _, op := range []string{"add", "set", "del"} {
+		d := byOp[op]
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		med, p99 := d[len(d)/2], d[len(d)*99/100]
+		recs = append(recs, Record{Suite: "fib", Impl: impl, Params: map[string]any{"prefix_len": bits, "op": op, "routes": routes},
+			NsOp: float64(med.Nanoseconds()), Mops: 1e3 / float64(med.Nanoseconds()),
+			Extra: map[string]any{"median_ns": med.Nanoseconds(), "p99_ns": p99.Nanoseconds(), "samples": len(d)}})
+		o.Log("%s /%d %s: median %v p99 %v", impl, bits, op, med, p99)
+	}
+	return recs
 }
