@@ -5,9 +5,14 @@ package bench
 //   bart-fast-raw, bart-table-raw  the bare library on the same prefixes: the floor
 //   split                          a local trie, then a main trie (the kernel before the merge)
 //   merged                         netfwd's FIB: one trie, one pointer
+//   compiled, compiled-batch       the compiled DIR-24-8 structure that follows
+//                                  the merged trie (issue 3): one lookup, and a
+//                                  vector of 256 at a time; both include the
+//                                  index -> *Nexthop mapping
 // with probes "hot" (one address, as bart's own benchmark) and "random"
 // (1M shuffled addresses inside the table's prefixes: cache-cold), plus the
-// time to load the table from a config file and the memory per route.
+// time to load the table from a config file, the memory per route, and the
+// compiled structure's update latency (median, p99), build time and memory.
 
 import (
 	"bytes"
@@ -77,7 +82,16 @@ func (s *FIBSetup) Config() []byte {
 
 // BuildFIB loads the setup into a FIB through a transaction.
 func (s *FIBSetup) BuildFIB(kind fib.TrieKind) (*fib.FIB, error) {
-	f := fib.New(fib.Options{Trie: kind})
+	return s.build(fib.Options{Trie: kind})
+}
+
+// BuildCompiledFIB loads the setup into a FIB in compiled mode.
+func (s *FIBSetup) BuildCompiledFIB() (*fib.FIB, error) {
+	return s.build(fib.Options{Compiled: true})
+}
+
+func (s *FIBSetup) build(opts fib.Options) (*fib.FIB, error) {
+	f := fib.New(opts)
 	tx := f.Begin(len(s.Main))
 	for i, a := range s.Addrs {
 		if err := tx.AddAddress(fmt.Sprintf("eth%d", i), a); err != nil {
@@ -219,6 +233,11 @@ func runFIB(o Options) ([]Record, error) {
 	f = nil
 
 	order := []string{"bart-fast-raw", "bart-table-raw", "split", "merged"}
+	crecs, err := compiledRecords(o, s, routes)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, crecs...)
 	for _, kind := range []fib.TrieKind{fib.TrieFast, fib.TrieTable} {
 		f, err := s.BuildFIB(kind)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/nexthop"
 )
 
 // go test -bench Lookup ./bench: the same cases as `netfwd bench fib`.
@@ -87,4 +88,71 @@ func TestFIBCasesAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The compiled FIB answers exactly as the trie on the full table, for single
+// and batch lookups, and after a burst of route changes.
+func TestCompiledMatchesTrieFullTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the full table twice")
+	}
+	s, err := NewFIBSetup(0, 1<<18)
+	if err != nil {
+		t.Skip(err)
+	}
+	trie, err := s.BuildFIB(fib.TrieFast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := s.BuildCompiledFIB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(stage string) {
+		dsts := make([]uint32, len(s.Random))
+		for i, a := range s.Random {
+			b := a.As4()
+			dsts[i] = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		}
+		out := make([]*nexthop.Nexthop, len(dsts))
+		comp.LookupBatch4(dsts, out, make([]uint32, len(dsts)))
+		bad := 0
+		for i, a := range s.Random {
+			want := trie.Lookup(a)
+			if got := comp.Lookup(a); nhKey(got) != nhKey(want) || nhKey(out[i]) != nhKey(want) {
+				bad++
+				if bad < 5 {
+					t.Errorf("%s: %s: compiled %v / batch %v, trie %v", stage, a, got, out[i], want)
+				}
+			}
+		}
+		if bad > 0 {
+			t.Fatalf("%s: %d mismatches of %d", stage, bad, len(s.Random))
+		}
+	}
+	check("loaded")
+	// Delete every 7th route and add a few covering ones, in both.
+	for _, f := range []*fib.FIB{trie, comp} {
+		tx := f.Begin(len(s.Main) / 7)
+		for i := 0; i < len(s.Main); i += 7 {
+			if err := tx.DelRoute(fib.RouteSpec{Prefix: s.Main[i]}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []string{"0.0.0.0/0", "1.0.0.0/8", "100.64.0.0/10"} {
+			if err := tx.AddRoute(fib.RouteSpec{Prefix: netip.MustParsePrefix(p), Type: fib.Blackhole, TypeSet: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tx.Commit()
+	}
+	check("changed")
+}
+
+// nhKey compares nexthops of two FIBs (different objects, same meaning).
+func nhKey(nh *nexthop.Nexthop) string {
+	if nh == nil {
+		return "none"
+	}
+	return nh.String()
 }

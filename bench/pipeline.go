@@ -41,8 +41,8 @@ type PipelineCase struct {
 	Out    int // frames handed to the sink
 }
 
-func newCase(conf string) (*l3.Engine, *control.Controller, error) {
-	e := l3.NewEngine(l3.EngineOptions{})
+func newCase(conf string, compiled bool) (*l3.Engine, *control.Controller, error) {
+	e := l3.NewEngine(l3.EngineOptions{Compiled: compiled})
 	c := control.New(e)
 	cmds, errs := config.Parse("pipeline.conf", strings.NewReader(conf))
 	if len(errs) > 0 {
@@ -81,14 +81,15 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// NewRoutedCase: the full table on the uplink eth0, frames from eth1.
-func NewRoutedCase(routes []netip.Prefix, dsts []netip.Addr) (*PipelineCase, error) {
+// NewRoutedCase: the full table on the uplink eth0, frames from eth1,
+// looked up through the compiled FIB or the trie.
+func NewRoutedCase(routes []netip.Prefix, dsts []netip.Addr, compiled bool) (*PipelineCase, error) {
 	var b strings.Builder
 	b.WriteString("address add 192.0.2.1/24 dev eth0\naddress add 198.51.100.1/24 dev eth1\n")
 	for _, p := range routes {
 		fmt.Fprintf(&b, "route add %s via 192.0.2.254 dev eth0\n", p)
 	}
-	e, _, err := newCase(b.String())
+	e, _, err := newCase(b.String(), compiled)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ bridge vlan add dev p1 vid 10 pvid untagged
 bridge fdb add 02:00:00:00:00:0a dev p0 vlan 10 static
 bridge fdb add 02:00:00:00:00:0b dev p1 vlan 10 static
 `
-	e, _, err := newCase(conf)
+	e, _, err := newCase(conf, false)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func NewBridgedFloodCase() (*PipelineCase, error) {
 		fmt.Fprintf(&b, "link set p%d master br0\nbridge vlan add dev p%d vid 20\n", i, i)
 	}
 	b.WriteString("bridge vlan add dev p0 vid 10\nbridge vlan add dev p1 vid 10\n")
-	e, _, err := newCase(b.String())
+	e, _, err := newCase(b.String(), false)
 	if err != nil {
 		return nil, err
 	}
@@ -186,31 +187,33 @@ func runPipeline(o Options) ([]Record, error) {
 		o.Log("%s %v: %.1f ns/packet, %.2f Mpps", impl, params, r.NsOp, r.Mops())
 	}
 
-	routed, err := NewRoutedCase(all, dsts)
-	if err != nil {
-		return nil, err
-	}
-	f := routed.E.FIB()
-	mask := len(dsts) - 1
-	lookup := Measure(o.Duration(), func(n int) {
-		for i := range n {
-			sinkNH = f.Lookup(dsts[i&mask])
+	for _, mode := range []string{"compiled", "trie"} {
+		routed, err := NewRoutedCase(all, dsts, mode == "compiled")
+		if err != nil {
+			return nil, err
 		}
-	})
-	body := routed.Body()
-	r := Measure(o.Duration(), body)
-	if routed.Out == 0 {
-		return nil, fmt.Errorf("routed case forwarded nothing: %+v", routed.E.Stats().Drops)
+		f := routed.E.FIB()
+		mask := len(dsts) - 1
+		lookup := Measure(o.Duration(), func(n int) {
+			for i := range n {
+				sinkNH = f.Lookup(dsts[i&mask])
+			}
+		})
+		r := Measure(o.Duration(), routed.Body())
+		if routed.Out == 0 {
+			return nil, fmt.Errorf("routed case forwarded nothing: %+v", routed.E.Stats().Drops)
+		}
+		params := map[string]any{"routes": len(all), "probe": "random", "frame": 64, "fib": mode}
+		rec("fib-lookup", params, lookup, nil)
+		rec("routed", params, r, map[string]any{"over_lookup_ns": r.NsOp - lookup.NsOp})
+		routed = nil
 	}
-	params := map[string]any{"routes": len(all), "probe": "random", "frame": 64}
-	rec("fib-lookup", params, lookup, nil)
-	rec("routed", params, r, map[string]any{"over_lookup_ns": r.NsOp - lookup.NsOp})
 
 	uni, err := NewBridgedUnicastCase()
 	if err != nil {
 		return nil, err
 	}
-	r = Measure(o.Duration(), uni.Body())
+	r := Measure(o.Duration(), uni.Body())
 	if uni.Out == 0 {
 		return nil, fmt.Errorf("bridged unicast forwarded nothing")
 	}

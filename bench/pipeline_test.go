@@ -13,7 +13,7 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Skip(err)
 	}
 	dsts := fulltable.RandomProbes(all, 1<<20, 7)
-	routed, err := NewRoutedCase(all, dsts)
+	routed, err := NewRoutedCase(all, dsts, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestPipelineSuiteQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 4 {
+	if len(recs) != 6 {
 		t.Fatalf("%d records", len(recs))
 	}
 	for _, r := range recs {

@@ -284,7 +284,8 @@ func TestDifferentialRandom(t *testing.T) {
 			if seed%2 == 1 {
 				kind = TrieTable
 			}
-			f := New(Options{Trie: kind})
+			// Every fourth seed looks up through the compiled structure.
+			f := New(Options{Trie: kind, Compiled: seed%4 == 2})
 			g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 7)), m: newModel()}
 			for step := range steps {
 				tx := f.Begin(1)
@@ -309,7 +310,7 @@ func TestDifferentialTransactions(t *testing.T) {
 	}
 	for seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			f := New(Options{})
+			f := New(Options{Compiled: seed%2 == 1})
 			g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 99)), m: newModel()}
 			for step := range 120 {
 				saved := g.m.clone()

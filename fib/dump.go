@@ -235,3 +235,10 @@ func flags(nh *nexthop.Nexthop) []string {
 func (f *FIB) Merged() func(yield func(netip.Prefix, *nexthop.Nexthop) bool) {
 	return f.cur.Load().merged.all()
 }
+
+// MergedParent returns the longest prefix of the published merged trie that
+// strictly contains p, with its value (for tools that maintain structures
+// derived from the merged trie).
+func (f *FIB) MergedParent(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) {
+	return mergedParent(f.cur.Load().merged, p)
+}

@@ -33,6 +33,9 @@ type Options struct {
 	// DevIndex maps device names to the owner's interface indices, stored
 	// in nexthops (nil: indices stay 0).
 	DevIndex func(string) uint32
+	// Compiled makes lookups go through a compiled DIR-24-8 structure kept
+	// in step with the merged trie (64 MiB; see compiled_follow.go).
+	Compiled bool
 }
 
 // FIB is the forwarding information base.
@@ -43,6 +46,8 @@ type FIB struct {
 	nhs  *nexthop.Registry // guarded by mu (ByIndex is lock-free)
 	kind TrieKind          // immutable
 	obs  []func(Commit)    // guarded by mu
+
+	compiled *compiledState // non-nil in compiled mode (immutable pointer)
 }
 
 // Commit describes a published transaction to observers (derived lookup
@@ -74,6 +79,9 @@ func New(opts Options) *FIB {
 	s := &state{tables: map[uint32]*routeTrie{}}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)
+	if opts.Compiled {
+		f.enableCompiled()
+	}
 	return f
 }
 
@@ -81,11 +89,21 @@ func New(opts Options) *FIB {
 // (network unreachable). The nexthop's Kind says whether to forward, deliver
 // locally or reject. Lock-free; one trie lookup.
 func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
+	if f.compiled != nil {
+		return f.lookupCompiled(dst)
+	}
 	return f.cur.Load().lookup(dst)
 }
 
-// Version returns the published version number (incremented per commit).
-func (f *FIB) Version() uint64 { return f.cur.Load().version }
+// Version returns the published version number (incremented per commit):
+// the version Lookup answers from. In compiled mode that is the version the
+// compiled structure holds in full; the next one may be partly visible.
+func (f *FIB) Version() uint64 {
+	if f.compiled != nil {
+		return f.compiled.version.Load()
+	}
+	return f.cur.Load().version
+}
 
 // TrieKind returns the bart kind of the merged trie.
 func (f *FIB) TrieKind() TrieKind { return f.kind }
@@ -119,4 +137,28 @@ func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool
 		}
 	}
 	return netip.Prefix{}, nil, false
+}
+
+// LookupBatch4 looks up a vector of IPv4 destinations (host byte order) on
+// one published state: out[i] is Lookup's answer for dsts[i]. One atomic
+// load per batch; the loop keeps independent lookups in flight.
+// idx is scratch of len(dsts) for compiled mode (nil in trie mode is fine).
+func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+	if f.compiled != nil {
+		f.lookupBatchCompiled(dsts, out[:len(dsts)], idx[:len(dsts)])
+		return
+	}
+	s := f.cur.Load()
+	out = out[:len(dsts)]
+	if s.fast != nil {
+		t := s.fast
+		for i, d := range dsts {
+			out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+		}
+		return
+	}
+	t := s.table
+	for i, d := range dsts {
+		out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+	}
 }

@@ -67,9 +67,9 @@ func (s *state) setMerged(m mtrie) {
 	s.merged = m
 	s.fast, s.table = nil, nil
 	switch t := m.(type) {
-	case fastTrie:
+	case trieOf[*bart.Fast[*nexthop.Nexthop]]:
 		s.fast = t.t
-	case tableTrie:
+	case trieOf[*bart.Table[*nexthop.Nexthop]]:
 		s.table = t.t
 	}
 }
@@ -90,61 +90,51 @@ type mtrie interface {
 
 func newMtrie(k TrieKind) mtrie {
 	if k == TrieTable {
-		return tableTrie{new(bart.Table[*nexthop.Nexthop])}
+		return trieOf[*bart.Table[*nexthop.Nexthop]]{new(bart.Table[*nexthop.Nexthop])}
 	}
-	return fastTrie{new(bart.Fast[*nexthop.Nexthop])}
+	return trieOf[*bart.Fast[*nexthop.Nexthop]]{new(bart.Fast[*nexthop.Nexthop])}
 }
 
-type fastTrie struct{ t *bart.Fast[*nexthop.Nexthop] }
+// bartTrie is the method set bart.Fast and bart.Table share (T is the
+// pointer type itself, which ...Persist and Clone return).
+type bartTrie[T any] interface {
+	Get(netip.Prefix) (*nexthop.Nexthop, bool)
+	Insert(netip.Prefix, *nexthop.Nexthop)
+	InsertPersist(netip.Prefix, *nexthop.Nexthop) T
+	Delete(netip.Prefix)
+	DeletePersist(netip.Prefix) T
+	Subnets(netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop]
+	Supernets(netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop]
+	AllSorted4() iter.Seq2[netip.Prefix, *nexthop.Nexthop]
+	Clone() T
+	Size4() int
+}
 
-func (f fastTrie) get(p netip.Prefix) (*nexthop.Nexthop, bool) { return f.t.Get(p) }
-func (f fastTrie) set(p netip.Prefix, nh *nexthop.Nexthop, persist bool) mtrie {
+// trieOf adapts either bart kind to mtrie (writer side only; the lookup
+// path calls the concrete type, see state.lookup).
+type trieOf[T bartTrie[T]] struct{ t T }
+
+func (f trieOf[T]) get(p netip.Prefix) (*nexthop.Nexthop, bool) { return f.t.Get(p) }
+func (f trieOf[T]) set(p netip.Prefix, nh *nexthop.Nexthop, persist bool) mtrie {
 	if persist {
-		return fastTrie{f.t.InsertPersist(p, nh)}
+		return trieOf[T]{f.t.InsertPersist(p, nh)}
 	}
 	f.t.Insert(p, nh)
 	return f
 }
-func (f fastTrie) del(p netip.Prefix, persist bool) mtrie {
+func (f trieOf[T]) del(p netip.Prefix, persist bool) mtrie {
 	if persist {
-		return fastTrie{f.t.DeletePersist(p)}
+		return trieOf[T]{f.t.DeletePersist(p)}
 	}
 	f.t.Delete(p)
 	return f
 }
-func (f fastTrie) subnets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
+func (f trieOf[T]) subnets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
 	return f.t.Subnets(p)
 }
-func (f fastTrie) supernets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
+func (f trieOf[T]) supernets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
 	return f.t.Supernets(p)
 }
-func (f fastTrie) all() iter.Seq2[netip.Prefix, *nexthop.Nexthop] { return f.t.AllSorted4() }
-func (f fastTrie) clone() mtrie                                   { return fastTrie{f.t.Clone()} }
-func (f fastTrie) size() int                                      { return f.t.Size4() }
-
-type tableTrie struct{ t *bart.Table[*nexthop.Nexthop] }
-
-func (f tableTrie) get(p netip.Prefix) (*nexthop.Nexthop, bool) { return f.t.Get(p) }
-func (f tableTrie) set(p netip.Prefix, nh *nexthop.Nexthop, persist bool) mtrie {
-	if persist {
-		return tableTrie{f.t.InsertPersist(p, nh)}
-	}
-	f.t.Insert(p, nh)
-	return f
-}
-func (f tableTrie) del(p netip.Prefix, persist bool) mtrie {
-	if persist {
-		return tableTrie{f.t.DeletePersist(p)}
-	}
-	f.t.Delete(p)
-	return f
-}
-func (f tableTrie) subnets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
-	return f.t.Subnets(p)
-}
-func (f tableTrie) supernets(p netip.Prefix) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
-	return f.t.Supernets(p)
-}
-func (f tableTrie) all() iter.Seq2[netip.Prefix, *nexthop.Nexthop] { return f.t.AllSorted4() }
-func (f tableTrie) clone() mtrie                                   { return tableTrie{f.t.Clone()} }
-func (f tableTrie) size() int                                      { return f.t.Size4() }
+func (f trieOf[T]) all() iter.Seq2[netip.Prefix, *nexthop.Nexthop] { return f.t.AllSorted4() }
+func (f trieOf[T]) clone() mtrie                                   { return trieOf[T]{f.t.Clone()} }
+func (f trieOf[T]) size() int                                      { return f.t.Size4() }

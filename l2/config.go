@@ -145,6 +145,11 @@ type view struct {
 	ports   map[string]*portModel
 	fdb     map[fdbModelKey]fdbModel
 	mdb     map[mdbModelKey]bool
+	// Entries the committed state still has but the batch will have flushed
+	// by the time it gets there: those of ports that left their bridge, and
+	// all of bridges that were deleted (even if created again).
+	releasedPorts  map[string]bool
+	deletedBridges map[string]bool
 }
 
 func (v *view) bridge(name string) *brModel {
@@ -194,6 +199,9 @@ func (v *view) fdbEntry(br string, key uint64) fdbModel {
 	if b == nil || !v.bridge(br).exists {
 		return fdbModel{}
 	}
+	if v.deletedBridges[br] {
+		return fdbModel{}
+	}
 	pv, flags, ok := b.fdb.lookup(key)
 	if !ok {
 		return fdbModel{}
@@ -201,6 +209,9 @@ func (v *view) fdbEntry(br string, key uint64) fdbModel {
 	m := fdbModel{present: true, learned: flags&fdbLearned != 0, dev: br}
 	if pv != nil {
 		m.dev = pv.port.Name
+		if v.releasedPorts[m.dev] {
+			return fdbModel{}
+		}
 	}
 	return m
 }
@@ -219,7 +230,8 @@ func (v *view) enslave(pm *portModel, br string) {
 
 func (d *Domain) validateLocked(ops []Op) []OpError {
 	v := &view{d: d, bridges: map[string]*brModel{}, ports: map[string]*portModel{},
-		fdb: map[fdbModelKey]fdbModel{}, mdb: map[mdbModelKey]bool{}}
+		fdb: map[fdbModelKey]fdbModel{}, mdb: map[mdbModelKey]bool{},
+		releasedPorts: map[string]bool{}, deletedBridges: map[string]bool{}}
 	var errs []OpError
 	for i, op := range ops {
 		if err := v.check(op); err != nil {
@@ -322,11 +334,13 @@ func (v *view) check(op Op) error {
 			return fmt.Errorf("cannot find bridge %q", o.Name)
 		}
 		m.exists = false
+		v.deletedBridges[o.Name] = true
 		for name := range v.d.byName {
 			v.port(name) // pull every live port into the view
 		}
-		for _, pm := range v.ports {
+		for name, pm := range v.ports {
 			if pm.master == o.Name {
+				v.releasedPorts[name] = true
 				pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
 			}
 		}
@@ -346,6 +360,9 @@ func (v *view) check(op Op) error {
 			return fmt.Errorf("%s is a bridge: bridges cannot be bridge ports", o.Port)
 		}
 		pm := v.port(o.Port)
+		if pm.master != "" && pm.master != o.Master {
+			v.releasedPorts[o.Port] = true // leaving its bridge flushes its entries
+		}
 		if o.Master == "" {
 			pm.exists = true
 			pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
@@ -483,7 +500,7 @@ func (v *view) check(op Op) error {
 		}
 		k := mdbModelKey{br, port, fdbKey(g, vid)}
 		cur, ok := v.mdb[k]
-		if !ok {
+		if !ok && !v.deletedBridges[br] && !v.releasedPorts[port] {
 			if b := v.d.bridges[br]; b != nil {
 				if mg := b.mdb[k.key]; mg != nil {
 					for _, p := range mg.ports {

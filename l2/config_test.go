@@ -388,3 +388,27 @@ func TestOpStrings(t *testing.T) {
 		}
 	}
 }
+
+// An entry flushed by an earlier op of the same batch (its port left the
+// bridge, or the bridge was deleted) can be added again in that batch.
+func TestPrepareSeesFlushesOfTheBatch(t *testing.T) {
+	d := NewDomain(DomainOptions{})
+	mac := MustParseMAC("02:00:00:00:00:33")
+	grp := MustParseMAC("01:00:5e:00:00:05")
+	if err := d.Apply(BridgeAdd{Name: "br0"}, SetMaster{Port: "p1", Master: "br0"},
+		FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}, MDBAdd{Bridge: "br0", Port: "p1", Group: grp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(SetMaster{Port: "p1"}, SetMaster{Port: "p1", Master: "br0"},
+		FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}, MDBAdd{Bridge: "br0", Port: "p1", Group: grp}); err != nil {
+		t.Fatalf("re-adding after nomaster: %v", err)
+	}
+	if err := d.Apply(BridgeDel{Name: "br0"}, BridgeAdd{Name: "br0"}, SetMaster{Port: "p1", Master: "br0"},
+		FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}, MDBAdd{Bridge: "br0", Port: "p1", Group: grp}); err != nil {
+		t.Fatalf("re-adding after a bridge delete: %v", err)
+	}
+	// Without a flush in between, a duplicate is still an error.
+	if err := d.Apply(FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}); err == nil {
+		t.Fatal("duplicate fdb add accepted")
+	}
+}

@@ -9,3 +9,11 @@ func (tx *Tx) CountRx(p *Port, n int) { tx.countRx(p, n) }
 
 // CountRxDrop counts a frame received on p and dropped by the router.
 func (tx *Tx) CountRxDrop(p *Port) { tx.touch(p.ID).rxDrops++ }
+
+// CountRxBatch counts n frames totalling bytes received on a port outside
+// any bridge, in one update.
+func (tx *Tx) CountRxBatch(p *Port, n, bytes int) {
+	pd := tx.touch(p.ID)
+	pd.rxPackets += uint64(n)
+	pd.rxBytes += uint64(bytes)
+}

@@ -22,6 +22,7 @@ import (
 type EngineOptions struct {
 	Clock     l2.Clock // nil: monotonic
 	Trie      fib.TrieKind
+	Compiled  bool // lookups through the compiled FIB (fib.Options.Compiled)
 	RateLimit RateLimitConfig
 	Neigh     NeighConfig
 	Tx        l2.TxOptions
@@ -41,7 +42,7 @@ type Engine struct {
 func NewEngine(opts EngineOptions) *Engine {
 	dom := l2.NewDomain(l2.DomainOptions{Clock: opts.Clock})
 	e := &Engine{dom: dom, opts: opts}
-	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
+	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, Compiled: opts.Compiled, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
 	return e
 }
 
@@ -71,9 +72,14 @@ func (e *Engine) Stats() Stats {
 	return sumCounters(blocks)
 }
 
-// lookup is the FIB lookup of the forwarding path.
+// lookup is the FIB lookup of locally generated packets.
 func (e *Engine) lookup(dst uint32) *nexthop.Nexthop {
 	return e.r.fib.Lookup(addrFrom(dst))
+}
+
+// lookupBatch is the FIB lookup of the forwarding path, a batch at a time.
+func (e *Engine) lookupBatch(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+	e.r.fib.LookupBatch4(dsts, out, idx)
 }
 
 // Addr4 converts a netip.Addr to the host-order form the datapath uses.

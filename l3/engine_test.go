@@ -25,6 +25,9 @@ address add 10.0.10.1/24 dev vlan10
 address add 10.0.20.1/24 dev vlan20
 address add 203.0.113.2/24 dev eth0
 route add default via 203.0.113.1 dev eth0
+address add 198.51.100.2/24 dev eth3
+route add default via 198.51.100.1 dev eth3 metric 200
+route add 192.0.2.0/24 nexthop via 203.0.113.1 nexthop via 198.51.100.1
 route add blackhole 10.66.0.0/16
 route add unreachable 10.67.0.0/16
 route add prohibit 10.68.0.0/16
@@ -53,7 +56,9 @@ func newRig(t *testing.T) *rig {
 		"uplink": l2.MustParseMAC("02:00:00:00:00:01"),
 		"h10":    l2.MustParseMAC("02:00:00:00:10:05"),
 		"h20":    l2.MustParseMAC("02:00:00:00:20:05"),
+		"backup": l2.MustParseMAC("02:00:00:00:00:02"),
 	}}
+	e.Router().SetNeighbor("eth3", mustAddr("198.51.100.1"), r.hw["backup"])
 	e.Router().SetNeighbor("eth0", mustAddr("203.0.113.1"), r.hw["uplink"])
 	e.Router().SetNeighbor("vlan10", mustAddr("10.0.10.5"), r.hw["h10"])
 	e.Router().SetNeighbor("vlan20", mustAddr("10.0.20.5"), r.hw["h20"])
@@ -93,6 +98,10 @@ func (p pkt) bytes(t *testing.T) []byte {
 		u := &layers.UDP{SrcPort: 33434, DstPort: 33435}
 		u.SetNetworkLayerForChecksum(ip)
 		ls = append(ls, u)
+	case layers.IPProtocolTCP:
+		tc := &layers.TCP{SrcPort: 40000, DstPort: 22, Seq: 1000, SYN: true, Window: 1000}
+		tc.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, tc)
 	}
 	ls = append(ls, gopacket.Payload(make([]byte, p.payload)))
 	buf := gopacket.NewSerializeBuffer()

@@ -167,3 +167,16 @@ type sliceSink struct{ out *[][]byte }
 
 func (s *sliceSink) Alloc(n int) []byte { return make([]byte, n) }
 func (s *sliceSink) Emit(f []byte)      { *s.out = append(*s.out, f) }
+
+func TestHeaderChecksumMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		h := make([]byte, 20)
+		for j := range h {
+			h[j] = byte(r.Uint32())
+		}
+		if headerChecksum(h) != Checksum(h, 0) {
+			t.Fatalf("% x: fast %04x, generic %04x", h, headerChecksum(h), Checksum(h, 0))
+		}
+	}
+}

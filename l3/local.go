@@ -101,8 +101,8 @@ func (w *Worker) tcpReset(h IPv4) {
 	}
 	buf := w.tx.Alloc(etherHeaderLen + 40)
 	ip := IPv4(buf[etherHeaderLen:])
-	writeIPv4Header(ip, 40, 0, ProtoTCP, h.Dst(), h.Src())
-	ip[6] = 0x40 // DF, as Linux's reset
+	writeIPv4Header(ip, 40, h.TOS(), ProtoTCP, h.Dst(), h.Src()) // Linux reflects the TOS
+	ip[6] = 0x40                                                 // DF, as Linux's reset
 	ip.SetChecksum(0)
 	ip.SetChecksum(Checksum(ip[:ipv4MinHeader], 0))
 	tcp := ip[ipv4MinHeader:]

@@ -24,28 +24,39 @@ func (a routerAddrs) IsLocalAddr(_ uint32, ip uint32) bool {
 	return a.r.fib.IsLocalAddress(addrFrom(ip))
 }
 
+type xmitResult uint8
+
+const (
+	xmitSent    xmitResult = iota
+	xmitQueued             // waiting for ARP
+	xmitDropped            // counted
+)
+
 // xmit resolves next on out and queues the frame (frame[14:] is the IPv4
 // packet; the Ethernet header is written into frame[:14]).
-func (w *Worker) xmit(out *Iface, next uint32, frame []byte) {
+func (w *Worker) xmit(out *Iface, next uint32, frame []byte) xmitResult {
 	if w.nw.Output(out.Index, next, frame[:etherHeaderLen]) {
 		w.send(out, frame)
-		return
+		return xmitSent
 	}
 	res := w.nw.Resolve(out.Index, next, out.MAC, frame[etherHeaderLen:], w.tx.Now(), &w.acts)
+	r := xmitSent
 	switch res.Verdict {
 	case NeighSend:
 		copy(frame[:etherHeaderLen], res.Header[:])
 		w.send(out, frame)
 	case NeighQueued:
+		r = xmitQueued
 	default:
 		w.drop(DropNeighQueue)
+		r = xmitDropped
 	}
 	w.handleActs()
+	return r
 }
 
 // arpInput hands an ARP frame to the table and sends the reply it builds.
 func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
-	w.c.arpIn++
 	frame := f
 	if l3 != etherHeaderLen { // strip a VLAN tag: the table reads untagged frames
 		if len(f) < l3 {
@@ -60,6 +71,8 @@ func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 	n, drop := w.nw.InputARP(&ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
 	if drop != ARPOK {
 		w.drop(DropARP)
+	} else {
+		w.c.arpIn++
 	}
 	if n > 0 {
 		restore, saved := w.generating()
@@ -108,6 +121,7 @@ func (w *Worker) handleActs() {
 		buf := w.tx.Alloc(len(f.Data))
 		copy(buf, f.Data)
 		w.send(out, buf)
+		w.c.released++
 	}
 	for _, f := range a.Unreachable {
 		h, r := CheckIPv4(f.Data)

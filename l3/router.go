@@ -24,6 +24,7 @@ import (
 // RouterOptions configure a Router.
 type RouterOptions struct {
 	Trie      fib.TrieKind
+	Compiled  bool
 	RateLimit RateLimitConfig
 	Neigh     NeighConfig
 }
@@ -51,7 +52,7 @@ func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
 		limiter: newICMPLimiter(opts.RateLimit, binary.LittleEndian.Uint64(seed[:])),
 		names:   map[string]uint32{},
 	}
-	r.fib = fib.New(fib.Options{Trie: opts.Trie, DevIndex: r.IfIndex})
+	r.fib = fib.New(fib.Options{Trie: opts.Trie, Compiled: opts.Compiled, DevIndex: r.IfIndex})
 	neigh, err := NewNeighTable(opts.Neigh, dom.Clock().Now())
 	if err != nil {
 		panic("l3: neighbour parameters: " + err.Error()) // only invalid explicit parameters

@@ -28,21 +28,26 @@ const (
 )
 
 type counters struct {
-	fibLookups  uint64 // FIB lookups of the forwarding path and of router output
-	forwarded   uint64
-	fragmented  uint64 // packets split into fragments
-	local       uint64 // delivered to the router
-	arpIn       uint64
-	drops       [dropReasonCount]uint64
-	icmpSent    [numICMPKinds]uint64
-	icmpLimited uint64
+	in           uint64 // frames that reached the router (routed ports, host frames)
+	fibLookups   uint64 // FIB lookups of the forwarding path and of router output
+	queued       uint64 // packets parked waiting for ARP (sent or dropped later)
+	released     uint64 // parked packets sent after ARP resolved
+	outputErrors uint64 // packets the router generated that could not be sent
+	forwarded    uint64
+	fragmented   uint64 // packets split into fragments
+	local        uint64 // delivered to the router
+	arpIn        uint64
+	drops        [dropReasonCount]uint64
+	icmpSent     [numICMPKinds]uint64
+	icmpLimited  uint64
 }
 
 type publishedCounters struct {
-	fibLookups, forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
-	drops                                                        [dropReasonCount]atomic.Uint64
-	icmpSent                                                     [numICMPKinds]atomic.Uint64
-	_                                                            [64]byte
+	in, queued, released, outputErrors, fibLookups   atomic.Uint64
+	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
+	drops                                            [dropReasonCount]atomic.Uint64
+	icmpSent                                         [numICMPKinds]atomic.Uint64
+	_                                                [64]byte
 }
 
 func (p *publishedCounters) add(c *counters) {
@@ -51,7 +56,11 @@ func (p *publishedCounters) add(c *counters) {
 			a.Add(v)
 		}
 	}
+	addIf(&p.in, c.in)
 	addIf(&p.fibLookups, c.fibLookups)
+	addIf(&p.queued, c.queued)
+	addIf(&p.released, c.released)
+	addIf(&p.outputErrors, c.outputErrors)
 	addIf(&p.forwarded, c.forwarded)
 	addIf(&p.fragmented, c.fragmented)
 	addIf(&p.local, c.local)
@@ -66,17 +75,26 @@ func (p *publishedCounters) add(c *counters) {
 	*c = counters{}
 }
 
-// Stats is a snapshot of the router's counters, summed over workers.
+// Stats is a snapshot of the router's counters, summed over workers. Every
+// frame that reaches the router (In) ends as exactly one of Forwarded, Local,
+// ARPIn, Queued (waiting for ARP: later Released, or dropped as
+// neigh_failed/neigh_queue) or a drop. OutputErrors counts packets the router
+// generated (ICMP) that could not be routed.
 type Stats struct {
-	FIBLookups, Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
-	Drops                                                            map[string]uint64 // by DropReason name
-	ICMPSent                                                         map[string]uint64 // by kind
+	In, Queued, Released, OutputErrors, FIBLookups       uint64
+	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
+	Drops                                                map[string]uint64 // by DropReason name
+	ICMPSent                                             map[string]uint64 // by kind
 }
 
 func sumCounters(blocks []*publishedCounters) Stats {
 	s := Stats{Drops: map[string]uint64{}, ICMPSent: map[string]uint64{}}
 	for _, b := range blocks {
+		s.In += b.in.Load()
 		s.FIBLookups += b.fibLookups.Load()
+		s.Queued += b.queued.Load()
+		s.Released += b.released.Load()
+		s.OutputErrors += b.outputErrors.Load()
 		s.Forwarded += b.forwarded.Load()
 		s.Fragmented += b.fragmented.Load()
 		s.Local += b.local.Load()

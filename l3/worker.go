@@ -42,6 +42,13 @@ type Worker struct {
 
 	gsoSizes []uint16 // of the batch being received (nil: no GSO frames)
 
+	// The batch's validated IPv4 packets and their destinations, looked up
+	// together (routePending).
+	pending []pendingIP
+	dsts    []uint32
+	nhs     []*nexthop.Nexthop
+	idx     []uint32
+
 	nw     *NeighWorker
 	acts   NeighActions
 	arpBuf [128]byte
@@ -76,13 +83,17 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 			w.tx.SetOrigin(h.Index)
 			w.hostFrame(t, h)
 		}
+		w.routePending(t)
 	} else {
 		ifc := t.routedPort(in.ID)
+		bytes := 0
 		for i, f := range frames {
 			w.tx.SetOrigin(i)
-			w.tx.CountRx(in, len(f))
+			bytes += len(f)
 			w.routedFrame(t, ifc, in, f)
 		}
+		w.tx.CountRxBatch(in, len(frames), bytes)
+		w.routePending(t)
 	}
 	w.tx.SetOrigin(-1)
 	w.gsoSizes = nil
@@ -128,6 +139,7 @@ func (w *Worker) generating() (restore func(int), saved int) {
 func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
 
 func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
+	w.c.in++
 	switch {
 	case ifc == nil:
 		w.drop(DropNoIface)
@@ -155,6 +167,7 @@ func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
 }
 
 func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
+	w.c.in++
 	ifc := t.hostIface(h.Bridge, h.VID, h.Untagged)
 	f := h.Frame
 	switch {
@@ -179,7 +192,19 @@ func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
 	}
 }
 
-// ipInput is ip_rcv + ip_route_input for one packet at f[l3:].
+// pendingIP is a validated IPv4 packet waiting for the batch's FIB lookup.
+type pendingIP struct {
+	in     *Iface
+	h      IPv4
+	f      []byte
+	l3     int
+	l2mc   bool
+	origin int32
+}
+
+// ipInput is ip_rcv for one packet at f[l3:]: validation and the checks
+// that need no route. A packet that passes waits in the batch's pending
+// vector; routePending looks the whole vector up at once.
 func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) {
 	h, reason := CheckIPv4(f[l3:])
 	if reason != DropNone {
@@ -199,31 +224,60 @@ func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) 
 		w.drop(DropMartianDest)
 		return
 	}
-	nh := w.e.lookup(dst)
-	w.c.fibLookups++
+	w.pending = append(w.pending, pendingIP{in: in, h: h, f: f, l3: l3, l2mc: l2mc, origin: int32(w.tx.Origin())})
+	w.dsts = append(w.dsts, dst)
+}
+
+// routePending looks up every pending packet of the batch in one vector
+// (one FIB snapshot, lookups overlapped) and routes each (ip_route_input).
+func (w *Worker) routePending(t *ifaceTable) {
+	n := len(w.pending)
+	if n == 0 {
+		return
+	}
+	if cap(w.nhs) < n {
+		w.nhs = make([]*nexthop.Nexthop, n, 2*n)
+		w.idx = make([]uint32, n, 2*n)
+	}
+	nhs := w.nhs[:n]
+	w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
+	w.c.fibLookups += uint64(n)
+	for i := range w.pending {
+		p := &w.pending[i]
+		w.tx.SetOrigin(int(p.origin))
+		w.route(t, p, nhs[i])
+		*p = pendingIP{}
+		nhs[i] = nil
+	}
+	w.pending = w.pending[:0]
+	w.dsts = w.dsts[:0]
+}
+
+func (w *Worker) route(t *ifaceTable, p *pendingIP, nh *nexthop.Nexthop) {
+	in, h := p.in, p.h
 	if nh == nil {
-		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, l2mc, icmpNetUnreachIdx)
+		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
 		w.drop(DropNoRoute)
 		return
 	}
 	switch nh.Kind {
 	case nexthop.Unicast:
-		if l2mc {
+		if p.l2mc {
 			w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
 			return
 		}
-		w.forward(t, in, h, f, l3, nh)
+		w.forward(t, in, h, p.f, p.l3, nh)
 	case nexthop.Local:
-		w.localInput(in, h, l2mc)
+		w.localInput(in, h, p.l2mc)
 	case nexthop.Broadcast:
 		w.drop(DropBroadcast) // echo to broadcast is ignored, as Linux does by default
 	case nexthop.Blackhole:
 		w.drop(DropBlackhole)
 	case nexthop.Unreachable:
-		w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, l2mc, icmpHostUnreachIdx)
+		w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, p.l2mc, icmpHostUnreachIdx)
 		w.drop(DropUnreachable)
 	case nexthop.Prohibit:
-		w.icmpError(in, h, ICMPDestUnreach, CodePktFiltered, 0, l2mc, icmpProhibitIdx)
+		w.icmpError(in, h, ICMPDestUnreach, CodePktFiltered, 0, p.l2mc, icmpProhibitIdx)
 		w.drop(DropProhibit)
 	}
 }
@@ -265,23 +319,29 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 			return
 		}
 		h.DecTTL()
-		w.fragment(out, next, h)
-		w.c.forwarded++
+		if w.fragment(out, next, h) {
+			w.c.forwarded++
+		}
 		return
 	}
 	h.DecTTL()
-	w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)])
-	w.c.forwarded++
+	switch w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)]) {
+	case xmitSent:
+		w.c.forwarded++
+	case xmitQueued:
+		w.c.queued++
+	}
 }
 
 // fragment emits h in fragments that fit out's MTU.
-func (w *Worker) fragment(out *Iface, next uint32, h IPv4) {
+func (w *Worker) fragment(out *Iface, next uint32, h IPv4) bool {
 	w.fragOut, w.fragNext = out, next
 	if Fragment(h, out.MTU, w) == 0 {
 		w.drop(DropFragNeeded)
-		return
+		return false
 	}
 	w.c.fragmented++
+	return true
 }
 
 // Alloc and Emit make the worker a FragSink: each fragment gets room for
@@ -320,19 +380,19 @@ func (w *Worker) localOutput(frame []byte) {
 	nh := w.e.lookup(h.Dst())
 	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {
-		w.drop(DropNoRoute)
+		w.c.outputErrors++
 		return
 	}
 	if nh.Group != nil {
 		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
-			w.drop(DropNoRoute)
+			w.c.outputErrors++
 			return
 		}
 	}
 	t := w.r.ifaces.Load()
 	out := t.get(nh.DevIndex)
 	if out == nil || !out.Up() {
-		w.drop(DropEgressDown)
+		w.c.outputErrors++
 		return
 	}
 	next := h.Dst()

@@ -23,7 +23,7 @@ import (
 func init() {
 	register(command{
 		name:  "route",
-		usage: "get [--config FILE] [-j] [ADDR...] | show [--config FILE] [table local|main|all] [-j]",
+		usage: "get [--config FILE] [--fib compiled|trie] [-j] [ADDR...] | show [--config FILE] [table local|main|all] [-j]",
 		run:   runRoute,
 	})
 }
@@ -39,6 +39,7 @@ func runRoute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfgFile := fs.String("config", "", "config file (ip -batch syntax) to load first")
 	asJSON := fs.Bool("j", false, "JSON output")
 	trie := fs.String("trie", "fast", "bart kind of the merged trie: fast or table")
+	fibKind := fs.String("fib", "compiled", "lookup structure: compiled (DIR-24-8 following the trie) or trie")
 	// Flags may come after positional words (ip style): parse in rounds.
 	var words []string
 	for {
@@ -58,6 +59,14 @@ func runRoute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		opts.Trie = fib.TrieTable
 	default:
 		fmt.Fprintf(stderr, "netfwd route: --trie must be fast or table\n")
+		return 2
+	}
+	switch *fibKind {
+	case "compiled":
+		opts.Compiled = true
+	case "trie":
+	default:
+		fmt.Fprintf(stderr, "netfwd route: --fib must be compiled or trie\n")
 		return 2
 	}
 	f := fib.New(opts)

@@ -48,7 +48,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics", defaultMetrics, "listen address of /metrics and /debug/pprof/ (off: none)")
 	ctlPath := fs.String("ctl", defaultCtl, "control socket path (off: none)")
 	workers := fs.Int("workers", 0, "receive queues per port (0: GOMAXPROCS)")
-	fibKind := fs.String("fib", "trie", "FIB lookup structure: trie or compiled")
+	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
 	if err := fs.Parse(args); err != nil {
 		return 2

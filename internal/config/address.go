@@ -18,18 +18,9 @@ type AddrCmd struct {
 }
 
 func parseAddr(args []string) (*AddrCmd, error) {
-	if len(args) == 0 {
-		return nil, errors.New("address: missing command")
-	}
-	op, err := verb(args[0], "add", "delete", "del", "show", "list")
+	op, err := command("address", args, "add", "delete", "del", "show", "list")
 	if err != nil {
 		return nil, err
-	}
-	switch op {
-	case "del":
-		op = "delete"
-	case "list":
-		op = "show"
 	}
 	c := &AddrCmd{Op: op}
 	args = args[1:]

@@ -15,6 +15,7 @@ package config
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -131,6 +132,22 @@ func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
 // min characters long.
 func matches(s, word string, min int) bool {
 	return len(s) >= min && len(s) <= len(word) && word[:len(s)] == s
+}
+
+// command reads the verb of an object's line (args[0]) with iproute2's
+// abbreviations and aliases: "del" is "delete", "list" is "show".
+func command(object string, args []string, allowed ...string) (string, error) {
+	if len(args) == 0 {
+		return "", errors.New(object + ": missing command")
+	}
+	op, err := verb(args[0], allowed...)
+	switch op {
+	case "del":
+		op = "delete"
+	case "list":
+		op = "show"
+	}
+	return op, err
 }
 
 // verb maps an iproute2 verb (abbreviations allowed) to its canonical name.

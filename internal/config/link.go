@@ -30,18 +30,9 @@ type LinkCmd struct {
 }
 
 func parseLink(args []string) (*LinkCmd, error) {
-	if len(args) == 0 {
-		return nil, errors.New("link: missing command")
-	}
-	op, err := verb(args[0], "add", "set", "delete", "del", "show", "list")
+	op, err := command("link", args, "add", "set", "delete", "del", "show", "list")
 	if err != nil {
 		return nil, err
-	}
-	switch op {
-	case "del":
-		op = "delete"
-	case "list":
-		op = "show"
 	}
 	c := &LinkCmd{Op: op, Options: map[string]string{}}
 	args = args[1:]

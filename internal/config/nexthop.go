@@ -19,18 +19,9 @@ type NexthopCmd struct {
 }
 
 func parseNexthop(args []string) (*NexthopCmd, error) {
-	if len(args) == 0 {
-		return nil, errors.New("nexthop: missing command")
-	}
-	op, err := verb(args[0], "add", "replace", "delete", "del", "show", "list")
+	op, err := command("nexthop", args, "add", "replace", "delete", "del", "show", "list")
 	if err != nil {
 		return nil, err
-	}
-	switch op {
-	case "del":
-		op = "delete"
-	case "list":
-		op = "show"
 	}
 	c := &NexthopCmd{Op: op}
 	s := &c.Spec

@@ -23,18 +23,9 @@ type RouteCmd struct {
 }
 
 func parseRoute(args []string) (*RouteCmd, error) {
-	if len(args) == 0 {
-		return nil, errors.New("route: missing command")
-	}
-	op, err := verb(args[0], "add", "append", "replace", "change", "delete", "del", "get", "show", "list")
+	op, err := command("route", args, "add", "append", "replace", "change", "delete", "del", "get", "show", "list")
 	if err != nil {
 		return nil, err
-	}
-	switch op {
-	case "del":
-		op = "delete"
-	case "list":
-		op = "show"
 	}
 	c := &RouteCmd{Op: op}
 	args = args[1:]

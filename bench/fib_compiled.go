@@ -1,0 +1,209 @@
+package bench
+
+// The compiled FIB's part of suite fib: lookups (single and batch), the
+// latency of route changes through the FIB with the compiled structure
+// following (median and p99 for /24 and /8), full build time and memory.
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/nexthop"
+)
+
+const compiledBatch = 256
+
+// compiledBatchCase looks probes up 256 at a time; n counts addresses.
+func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
+	dsts := make([]uint32, len(probes))
+	for i, a := range probes {
+		b := a.As4()
+		dsts[i] = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	}
+	for len(dsts) < compiledBatch { // the hot probe: one address, repeated
+		dsts = append(dsts, dsts[0])
+	}
+	out := make([]*nexthop.Nexthop, compiledBatch)
+	idx := make([]uint32, compiledBatch)
+	return func(n int) {
+		off := 0
+		for done := 0; done < n; done += compiledBatch {
+			if off+compiledBatch > len(dsts) {
+				off = 0
+			}
+			f.LookupBatch4(dsts[off:off+compiledBatch], out, idx)
+			off += compiledBatch
+		}
+		sinkNH = out[0]
+	}
+}
+
+func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
+	start := time.Now()
+	f, err := s.BuildCompiledFIB()
+	if err != nil {
+		return nil, err
+	}
+	o.Log("compiled FIB loaded in %v", time.Since(start))
+	var recs []Record
+	for _, probe := range []string{"hot", "random"} {
+		ps := s.Random
+		if probe == "hot" {
+			ps = []netip.Addr{s.Hot}
+		}
+		r := Measure(o.Duration(), lookupCase(f.Lookup, ps))
+		recs = append(recs, Record{Suite: "fib", Impl: "compiled", Params: map[string]any{"probe": probe, "routes": routes},
+			NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp})
+		o.Log("compiled %s: %.1f ns/op", probe, r.NsOp)
+		r = Measure(o.Duration(), compiledBatchCase(f, ps))
+		recs = append(recs, Record{Suite: "fib", Impl: "compiled-batch", Params: map[string]any{"probe": probe, "routes": routes, "batch": compiledBatch},
+			NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp})
+		o.Log("compiled-batch %s: %.1f ns/op", probe, r.NsOp)
+	}
+
+	// Build time of the compiled structure alone, from the merged trie.
+	var build time.Duration
+	for range 3 {
+		t0 := time.Now()
+		if _, err := fib.BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+			for p, nh := range f.Merged() {
+				v := uint32(0)
+				if nh != nil {
+					v = nh.Index
+				}
+				if !yield(p, v) {
+					return
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
+		if d := time.Since(t0); build == 0 || d < build {
+			build = d
+		}
+	}
+	st, _ := f.CompiledStats()
+	recs = append(recs, Record{Suite: "fib", Impl: "compiled-build", Params: map[string]any{"routes": routes},
+		NsOp: float64(build.Nanoseconds()) / float64(routes), Mops: float64(routes) / build.Seconds() / 1e6,
+		Extra: map[string]any{"seconds": build.Seconds(), "memory_mib": float64(st.Bytes()) / (1 << 20), "bytes_per_route": float64(st.Bytes()) / float64(routes)}})
+	o.Log("compiled build %v, %.1f MiB", build, float64(st.Bytes())/(1<<20))
+
+	// The compiled structure alone: Set and Delete of a /24 and a /8 on a
+	// structure built from the full table (what a route change costs it).
+	c, err := fib.BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+		for p, nh := range f.Merged() {
+			v := uint32(0)
+			if nh != nil {
+				v = nh.Index
+			}
+			if !yield(p, v) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, bits := range []int{24, 8} {
+		reps := 20000
+		if bits == 8 {
+			reps = 200
+		}
+		var sets, dels []time.Duration
+		for i := range reps {
+			var p netip.Prefix
+			if bits == 24 {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
+			} else {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
+			}
+			parent, pnh, has := mergedParent(f, p)
+			t0 := time.Now()
+			if err := c.Set(p, 1); err != nil {
+				return nil, err
+			}
+			sets = append(sets, time.Since(t0))
+			t0 = time.Now()
+			if err := c.Delete(p, parent, pnh, has); err != nil {
+				return nil, err
+			}
+			dels = append(dels, time.Since(t0))
+		}
+		recs = append(recs, latencyRecords(o, "compiled-update", bits, routes, map[string][]time.Duration{"set": sets, "del": dels})...)
+	}
+
+	// Route changes through the whole FIB (transaction, per-table and
+	// merged tries, compiled structure): add then delete a route of each
+	// length, many times.
+	n := 2000
+	if o.Quick {
+		n = 300
+	}
+	for _, bits := range []int{24, 8} {
+		reps := n
+		if bits == 8 {
+			reps = n / 10
+		}
+		var adds, dels []time.Duration
+		for i := range reps {
+			var p netip.Prefix
+			if bits == 24 {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
+			} else {
+				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
+			}
+			spec := fib.RouteSpec{Prefix: p, Gateway: s.Gw, Dev: "eth0", Metric: 7, MetricSet: true}
+			t0 := time.Now()
+			tx := f.Begin(1)
+			if err := tx.AddRoute(spec); err != nil {
+				tx.Abort()
+				return nil, fmt.Errorf("update %s: %w", p, err)
+			}
+			tx.Commit()
+			adds = append(adds, time.Since(t0))
+			t0 = time.Now()
+			tx = f.Begin(1)
+			if err := tx.DelRoute(spec); err != nil {
+				tx.Abort()
+				return nil, err
+			}
+			tx.Commit()
+			dels = append(dels, time.Since(t0))
+		}
+		recs = append(recs, latencyRecords(o, "fib-update", bits, routes, map[string][]time.Duration{"add": adds, "del": dels})...)
+	}
+	return recs, nil
+}
+
+// mergedParent finds the longest merged-trie prefix strictly containing p
+// and its nexthop index.
+func mergedParent(f *fib.FIB, p netip.Prefix) (netip.Prefix, uint32, bool) {
+	q, nh, ok := f.MergedParent(p)
+	v := uint32(0)
+	if nh != nil {
+		v = nh.Index
+	}
+	return q, v, ok
+}
+
+// latencyRecords turns update latency samples into records: ns_op is the
+// median, extra has the p99.
+func latencyRecords(o Options, impl string, bits, routes int, byOp map[string][]time.Duration) []Record {
+	var recs []Record
+	for _, op := range []string{"add", "set", "del"} {
+		d := byOp[op]
+		if len(d) == 0 {
+			continue
+		}
+		slices.Sort(d)
+		med, p99 := d[len(d)/2], d[len(d)*99/100]
+		recs = append(recs, Record{Suite: "fib", Impl: impl, Params: map[string]any{"prefix_len": bits, "op": op, "routes": routes},
+			NsOp: float64(med.Nanoseconds()), Mops: 1e3 / float64(med.Nanoseconds()),
+			Extra: map[string]any{"median_ns": med.Nanoseconds(), "p99_ns": p99.Nanoseconds(), "samples": len(d)}})
+		o.Log("%s /%d %s: median %v p99 %v", impl, bits, op, med, p99)
+	}
+	return recs
+}

@@ -1,0 +1,311 @@
+// Benchmarks of the compiled FIB on the full Internet table (901,899 IPv4
+// prefixes), with bart's raw lookups on the same routes and probes as the
+// baseline of the same run:
+//
+//	go test -run '^$' -bench 'Compiled' -benchtime 2s ./fib/
+//
+// Probes: "hot" is one address over and over (bart's own benchmark style);
+// "random" walks 2M shuffled addresses (half inside random table prefixes,
+// half uniformly random), so every lookup is cache-cold; "random-dep" is the
+// same walk where each address depends on the previous answer, which
+// serialises the lookups and shows latency instead of throughput.
+
+package fib
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gaissmai/bart"
+)
+
+// cplBatchSize is a VPP frame; DPDK bursts are 32.
+const cplBatchSize = 256
+
+type cplBenchEnv struct {
+	routes []cplRoute
+	c      *Compiled
+	fast   *bart.Fast[uint32]
+	table  *bart.Table[uint32]
+	probes []uint32     // len a power of two
+	addrs  []netip.Addr // the same probes for bart
+	hot    uint32
+}
+
+var (
+	cplBenchOnce sync.Once
+	cplBenchE    *cplBenchEnv
+)
+
+func cplBenchSetup(b *testing.B) *cplBenchEnv {
+	b.Helper()
+	routes := cplFullTable(b)
+	cplBenchOnce.Do(func() {
+		e := &cplBenchEnv{routes: routes, fast: new(bart.Fast[uint32]), table: new(bart.Table[uint32])}
+		var err error
+		if e.c, err = BuildCompiled(cplSeq(routes)); err != nil {
+			panic(err)
+		}
+		for _, r := range routes {
+			e.fast.Insert(r.p, r.v)
+			e.table.Insert(r.p, r.v)
+		}
+		e.probes = cplProbes(routes, 1<<21, 2)
+		e.addrs = make([]netip.Addr, len(e.probes))
+		for i, a := range e.probes {
+			e.addrs[i] = cplAddr(a)
+		}
+		// The hot address: inside a /24 of the table, as a busy flow's
+		// destination would be.
+		for _, r := range routes[len(routes)/2:] {
+			if r.p.Bits() == 24 {
+				e.hot = cplU32(r.p.Addr()) | 77
+				break
+			}
+		}
+		cplBenchE = e
+	})
+	return cplBenchE
+}
+
+func BenchmarkCompiledLookup(b *testing.B) {
+	e := cplBenchSetup(b)
+	mask := len(e.probes) - 1
+	hotAddr := cplAddr(e.hot)
+	for _, probe := range []string{"hot", "random", "random-dep"} {
+		b.Run("probe="+probe+"/impl=compiled", func(b *testing.B) {
+			var x uint32
+			switch probe {
+			case "hot":
+				for range b.N {
+					x += e.c.Lookup(e.hot)
+				}
+			case "random":
+				for i := range b.N {
+					x += e.c.Lookup(e.probes[i&mask])
+				}
+			case "random-dep":
+				for i := range b.N {
+					x = e.c.Lookup(e.probes[i&mask] ^ x&1)
+				}
+			}
+			cplReport(b, x)
+		})
+		if probe == "random-dep" {
+			b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
+				var x uint32
+				for i := range b.N {
+					x, _ = e.fast.Lookup(cplAddr(e.probes[i&mask] ^ x&1))
+				}
+				cplReport(b, x)
+			})
+			continue
+		}
+		for _, bs := range []int{cplBatchSize, 32} {
+			name := "compiled-batch"
+			if bs != cplBatchSize {
+				name = fmt.Sprintf("compiled-batch%d", bs)
+			}
+			b.Run("probe="+probe+"/impl="+name, func(b *testing.B) {
+				src := e.probes
+				if probe == "hot" {
+					src = make([]uint32, bs)
+					for i := range src {
+						src[i] = e.hot
+					}
+				}
+				out := make([]uint32, bs)
+				var x uint32
+				off := 0
+				for n := 0; n < b.N; n += bs {
+					if off+bs > len(src) {
+						off = 0
+					}
+					e.c.LookupBatch(src[off:off+bs], out)
+					x += out[0]
+					off += bs
+				}
+				cplReport(b, x)
+			})
+		}
+		b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
+			var x uint32
+			for i := range b.N {
+				a := hotAddr
+				if probe == "random" {
+					a = e.addrs[i&mask]
+				}
+				v, _ := e.fast.Lookup(a)
+				x += v
+			}
+			cplReport(b, x)
+		})
+		b.Run("probe="+probe+"/impl=bart-table-raw", func(b *testing.B) {
+			var x uint32
+			for i := range b.N {
+				a := hotAddr
+				if probe == "random" {
+					a = e.addrs[i&mask]
+				}
+				v, _ := e.table.Lookup(a)
+				x += v
+			}
+			cplReport(b, x)
+		})
+	}
+}
+
+var cplSink uint32
+
+func cplReport(b *testing.B, x uint32) {
+	cplSink += x
+	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
+		b.ReportMetric(1e3/ns, "Mlps")
+	}
+}
+
+// BenchmarkCompiledUpdate times single route changes on the full table, each
+// one on its own, and reports median and p99 per kind of change: add a
+// prefix the table lacks, delete it again, replace the value of a present
+// prefix. Parents for deletes come from bart outside the timed section (the
+// FIB writer gets them from its trie).
+func BenchmarkCompiledUpdate(b *testing.B) {
+	e := cplBenchSetup(b)
+	for _, bits := range []int{32, 24, 16, 8, 0} {
+		b.Run(fmt.Sprintf("len=%d", bits), func(b *testing.B) {
+			absent, present := cplUpdateTargets(e, bits)
+			var add, del, repl []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				if len(absent) > 0 {
+					p := absent[i%len(absent)]
+					pp, pv, ok := e.fast.LookupPrefixLPM(p)
+					t0 := time.Now()
+					_ = e.c.Set(p, 4001)
+					t1 := time.Now()
+					_ = e.c.Delete(p, pp, pv, ok)
+					t2 := time.Now()
+					add, del = append(add, t1.Sub(t0)), append(del, t2.Sub(t1))
+				}
+				if len(present) > 0 {
+					r := present[i%len(present)]
+					t0 := time.Now()
+					_ = e.c.Set(r.p, r.v+1)
+					t1 := time.Now()
+					_ = e.c.Set(r.p, r.v) // restore
+					repl = append(repl, t1.Sub(t0))
+				}
+			}
+			cplReportLatency(b, "add", add)
+			cplReportLatency(b, "del", del)
+			cplReportLatency(b, "replace", repl)
+		})
+	}
+}
+
+// cplUpdateTargets picks prefixes of one length: absent from the table (to
+// add and delete) and present (to change).
+func cplUpdateTargets(e *cplBenchEnv, bits int) ([]netip.Prefix, []cplRoute) {
+	rng := rand.New(rand.NewPCG(uint64(bits), 5))
+	var absent []netip.Prefix
+	for tries := 0; len(absent) < 4096 && tries < 1<<16; tries++ {
+		p := netip.PrefixFrom(cplAddr(rng.Uint32()), bits).Masked()
+		if _, ok := e.fast.Get(p); !ok && !slices.Contains(absent, p) {
+			absent = append(absent, p)
+		}
+	}
+	var present []cplRoute
+	for _, r := range e.routes {
+		if r.p.Bits() == bits {
+			present = append(present, r)
+		}
+	}
+	rng.Shuffle(len(present), func(i, j int) { present[i], present[j] = present[j], present[i] })
+	return absent, present[:min(len(present), 4096)]
+}
+
+func cplReportLatency(b *testing.B, kind string, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), kind+"-p50-ns")
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), kind+"-p99-ns")
+}
+
+// BenchmarkCompiledBuild: bulk build of the full table from a slice, with
+// bart's inserts of the same routes for scale; reports the memory held.
+func BenchmarkCompiledBuild(b *testing.B) {
+	routes := cplFullTable(b)
+	b.Run("impl=compiled", func(b *testing.B) {
+		var c *Compiled
+		for range b.N {
+			var err error
+			if c, err = BuildCompiled(cplSeq(routes)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s := c.Stats()
+		b.ReportMetric(float64(s.Bytes())/(1<<20), "MiB")
+		b.ReportMetric(float64(s.Groups), "groups")
+	})
+	b.Run("impl=bart-fast", func(b *testing.B) {
+		for range b.N {
+			f := new(bart.Fast[uint32])
+			for _, r := range routes {
+				f.Insert(r.p, r.v)
+			}
+		}
+	})
+}
+
+// BenchmarkCompiledMemory measures the heap a built table holds (Go's own
+// accounting, after GC), compiled and bart, as MiB and bytes per route.
+func BenchmarkCompiledMemory(b *testing.B) {
+	routes := cplFullTable(b)
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for _, impl := range []string{"compiled", "bart-fast", "bart-table"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			var held uint64
+			for range b.N {
+				before := heap()
+				var keep any
+				switch impl {
+				case "compiled":
+					c, err := BuildCompiled(cplSeq(routes))
+					if err != nil {
+						b.Fatal(err)
+					}
+					keep = c
+				case "bart-fast":
+					f := new(bart.Fast[uint32])
+					for _, r := range routes {
+						f.Insert(r.p, r.v)
+					}
+					keep = f
+				case "bart-table":
+					t := new(bart.Table[uint32])
+					for _, r := range routes {
+						t.Insert(r.p, r.v)
+					}
+					keep = t
+				}
+				held = heap() - before
+				runtime.KeepAlive(keep)
+			}
+			b.ReportMetric(float64(held)/(1<<20), "MiB")
+			b.ReportMetric(float64(held)/float64(len(routes)), "B/route")
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package fib
+
+// The compiled FIB follows the merged trie: in compiled mode the FIB keeps
+// a Compiled (DIR-24-8) structure in step with the merged trie's effective
+// values, and lookups go through it: one or two memory reads and a nexthop
+// index, mapped back to the *Nexthop by the registry's index table.
+//
+// Flow: an observer of every commit replays the merged trie's changes into
+// the structure (Set, or Delete with the parent from the new state); a
+// commit with too many changes, or any inconsistency, rebuilds it whole and
+// swaps it in with one atomic store.
+//
+// Locking: the observer runs under the FIB writer lock; readers load the
+// structure pointer once per lookup or batch.
+
+import (
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/netfwd/netfwd/nexthop"
+)
+
+// compiledState is the compiled mode's part of a FIB.
+type compiledState struct {
+	c        atomic.Pointer[Compiled]
+	rebuilds atomic.Uint64
+	// version is the FIB version whose changes the structure holds in full;
+	// while the next commit's changes are being stored, a lookup may already
+	// see some of them (each address sees its old or its new value).
+	version atomic.Uint64
+}
+
+func nhIndex(nh *nexthop.Nexthop) uint32 {
+	if nh == nil {
+		return 0
+	}
+	return nh.Index
+}
+
+func (f *FIB) enableCompiled() {
+	f.compiled = new(compiledState)
+	f.Observe(func(c Commit) {
+		cs := f.compiled
+		defer cs.version.Store(c.Version)
+		cur := cs.c.Load()
+		if !c.Rebuild && cur != nil {
+			ok := true
+			for _, ch := range c.Changes {
+				var err error
+				if ch.Deleted {
+					parent, pnh, has := c.Parent(ch.Prefix)
+					err = cur.Delete(ch.Prefix, parent, nhIndex(pnh), has)
+				} else {
+					err = cur.Set(ch.Prefix, nhIndex(ch.NH))
+				}
+				if err != nil {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return
+			}
+		}
+		next, err := BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+			for p, nh := range c.All {
+				if !yield(p, nhIndex(nh)) {
+					return
+				}
+			}
+		})
+		if err != nil {
+			panic("fib: compiled build of a valid trie failed: " + err.Error())
+		}
+		cs.c.Store(next)
+		cs.rebuilds.Add(1)
+	})
+}
+
+// Compiled reports whether lookups go through the compiled structure.
+func (f *FIB) Compiled() bool { return f.compiled != nil }
+
+// CompiledStats returns the compiled structure's statistics (zero in trie
+// mode) and how often it was rebuilt whole.
+func (f *FIB) CompiledStats() (CompiledStats, uint64) {
+	if f.compiled == nil {
+		return CompiledStats{}, 0
+	}
+	return f.compiled.c.Load().Stats(), f.compiled.rebuilds.Load()
+}
+
+// lookupCompiled is Lookup in compiled mode.
+func (f *FIB) lookupCompiled(dst netip.Addr) *nexthop.Nexthop {
+	return f.nhs.ByIndex(f.compiled.c.Load().LookupAddr(dst))
+}
+
+// lookupBatchCompiled is LookupBatch4 in compiled mode: the structure's
+// batch lookup, then the index to nexthop mapping.
+func (f *FIB) lookupBatchCompiled(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+	f.compiled.c.Load().LookupBatch(dsts, idx)
+	for i, v := range idx {
+		out[i] = f.nhs.ByIndex(v)
+	}
+}

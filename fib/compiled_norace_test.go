@@ -1,0 +1,7 @@
+//go:build !race
+
+// See compiled_race_test.go.
+
+package fib
+
+const cplRaceEnabled = false
