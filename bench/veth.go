@@ -40,6 +40,8 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -278,13 +280,23 @@ func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
 func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
 
 // soakRSS offers rate frames/s through netfwd for d and samples the
-// process's RSS and Go heap every second while it runs: the first sample
-// (after a second, with every ring mapped and touched) against the last
-// one is the growth over the soak.
+// process's RSS and live Go heap every second while it runs: the first
+// sample (after a second, with every ring mapped and touched) against the
+// last one is the growth over the soak. Each sample follows a forced GC:
+// the generator's pacing (pktio.Blaster.Run, a timer per batch of 256
+// frames) makes garbage that would otherwise pile up until the GC's next
+// target (twice the compiled FIB's 64 MiB table) and read as growth; what
+// is left after a GC is what netfwd (and the tools) keep.
+// NETFWD_SOAK_HEAPPROFILE=FILE writes an allocation profile of the soak
+// (every allocation sampled) for finding what allocates.
 func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (Record, error) {
 	opts.Log("soak: %v at %.0f pps through netfwd", d, rate)
+	if os.Getenv("NETFWD_SOAK_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 1
+		defer func() { runtime.MemProfileRate = 512 * 1024 }()
+	}
 	runtime.GC()
-	type sample struct{ rss, heap uint64 }
+	type sample struct{ rss, heap, allocs uint64 }
 	var samples []sample
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -297,7 +309,8 @@ func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (
 			case <-stop:
 				return
 			case <-t.C:
-				samples = append(samples, sample{rssBytes(), heapBytes()})
+				runtime.GC()
+				samples = append(samples, sample{rssBytes(), liveHeapBytes(), heapAllocs()})
 			}
 		}
 	}()
@@ -315,17 +328,26 @@ func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (
 	for _, s := range samples {
 		maxRSS = max(maxRSS, s.rss)
 	}
-	opts.Log("soak: %v; RSS %.1f -> %.1f MiB (max %.1f, %d samples), Go heap %.1f -> %.1f MiB", r,
-		mib(first.rss), mib(last.rss), mib(maxRSS), len(samples), mib(first.heap), mib(last.heap))
+	allocsPerFrame := float64(last.allocs-first.allocs) / max(1, r.DeliveredPPS*float64(len(samples)-1))
+	opts.Log("soak: %v; RSS %.1f -> %.1f MiB (max %.1f, %d samples), live Go heap %.2f -> %.2f MiB, %.4f allocs/frame in the process (generator included)", r,
+		mib(first.rss), mib(last.rss), mib(maxRSS), len(samples), mib(first.heap), mib(last.heap), allocsPerFrame)
+	if f := os.Getenv("NETFWD_SOAK_HEAPPROFILE"); f != "" {
+		runtime.GC()
+		if w, err := os.Create(f); err == nil {
+			pprof.Lookup("allocs").WriteTo(w, 0)
+			w.Close()
+		}
+	}
 	rec := vethRecord("netfwd-soak", map[string]any{"frame": 64, "rate": "50pct", "pps": int(rate), "duration": d.String()}, r, nil, 0,
 		map[string]any{
-			"rss_start_mib":  round2(mib(first.rss)),
-			"rss_end_mib":    round2(mib(last.rss)),
-			"rss_max_mib":    round2(mib(maxRSS)),
-			"rss_growth_mib": round2(mib(last.rss) - mib(first.rss)),
-			"heap_start_mib": round2(mib(first.heap)),
-			"heap_end_mib":   round2(mib(last.heap)),
-			"lost":           int64(r.Offered) - int64(r.Delivered),
+			"rss_start_mib":        round2(mib(first.rss)),
+			"rss_end_mib":          round2(mib(last.rss)),
+			"rss_max_mib":          round2(mib(maxRSS)),
+			"rss_growth_mib":       round2(mib(last.rss) - mib(first.rss)),
+			"heap_start_mib":       round2(mib(first.heap)),
+			"heap_end_mib":         round2(mib(last.heap)),
+			"process_allocs_frame": round4(allocsPerFrame),
+			"lost":                 int64(r.Offered) - int64(r.Delivered),
 		})
 	return rec, nil
 }
@@ -349,10 +371,19 @@ func rssBytes() uint64 {
 	return 0
 }
 
-func heapBytes() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+// liveHeapBytes is the Go heap the last GC found live (no GC forced).
+func liveHeapBytes() uint64 { return readMetric("/gc/heap/live:bytes") }
+
+// heapAllocs counts the heap allocations so far.
+func heapAllocs() uint64 { return readMetric("/gc/heap/allocs:objects") }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // tcpSpec is S --fa-- F --fb-- D with real hosts, routed ports in F.
