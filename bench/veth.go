@@ -119,8 +119,11 @@ link set %[3]s address %[4]s
 address add 10.81.2.1/24 dev %[3]s
 neigh add %[5]s lladdr %[6]s dev %[3]s nud permanent
 `, vb.FA, vethFAMAC, vb.FB, vethFBMAC, pktio.VethDstIP, pktio.FinalMAC)
-	n.Router, err = lab.StartRouterConfig(vb.F, conf, lab.RouterOptions{Workers: workers})
+	n.Router, err = lab.StartRouterConfig(vb.F, conf, lab.RouterOptions{Workers: workers, Metrics: "127.0.0.1:0"})
 	if err != nil {
+		return err
+	}
+	if err := n.Router.WaitUp([]string{vb.FA, vb.FB}, 5*time.Second); err != nil {
 		return err
 	}
 	vb.BlastMAC = vethFAMAC
@@ -134,6 +137,41 @@ func (n *NetfwdVeth) Close() error {
 		errs = append(errs, n.Router.Stop())
 	}
 	return errors.Join(append(errs, n.VB.Close())...)
+}
+
+// Losses reads netfwd's own loss counters from its metrics: frames its RX
+// rings could not take (the kernel dropped them: the forwarder fell
+// behind) and frames it did not transmit (batch full, refused, errors).
+// Against the run's loss they say where frames were lost: in netfwd, or
+// in the generator's or counter's rings.
+func (n *NetfwdVeth) Losses() (ring, tx float64, err error) {
+	m, err := lab.Scrape(nil, n.Router.MetricsURL())
+	if err != nil {
+		return 0, 0, err
+	}
+	ring = m.Sum("netfwd_pktio_ring_drops_total")
+	tx = m.Sum("netfwd_port_tx_drops_total") + m.Sum("netfwd_pktio_errors_total", "kind", "tx_error") +
+		m.Sum("netfwd_pktio_errors_total", "kind", "tx_refused")
+	return ring, tx, nil
+}
+
+// measureLosses runs one measurement through netfwd and adds netfwd's own
+// losses during it to extra.
+func (n *NetfwdVeth) measureLosses(run pktio.VethRun, measure func() (pktio.VethResult, error), extra map[string]any) (pktio.VethResult, error) {
+	ring0, tx0, err := n.Losses()
+	if err != nil {
+		return pktio.VethResult{}, err
+	}
+	r, err := measure()
+	if err != nil {
+		return r, err
+	}
+	ring1, tx1, err := n.Losses()
+	if err != nil {
+		return r, err
+	}
+	extra["netfwd_ring_drops"], extra["netfwd_tx_drops"] = int64(ring1-ring0), int64(tx1-tx0)
+	return r, nil
 }
 
 // measureAllocs runs one measurement and counts the process's heap
@@ -196,24 +234,30 @@ func runVeth(opts Options) (recs []Record, err error) {
 	// Loss at half of netfwd's saturation, both forwarders.
 	half := nm.DeliveredPPS / 2
 	halfParams := map[string]any{"frame": 64, "rate": "50pct", "pps": int(half)}
-	for _, c := range []struct {
-		impl string
-		vb   *pktio.VethBench
-	}{{"linux", linux}, {"netfwd", nf.VB}} {
-		r, a, err := measureAllocs(c.vb, pktio.VethRun{Duration: plan.lossDur, Rate: half})
+	for _, impl := range []string{"linux", "netfwd"} {
+		run := pktio.VethRun{Duration: plan.lossDur, Rate: half}
+		var r pktio.VethResult
+		var a float64
+		extra := map[string]any{}
+		if impl == "linux" {
+			r, _, err = measureAllocs(linux, run)
+		} else {
+			r, err = nf.measureLosses(run, func() (pktio.VethResult, error) {
+				res, allocs, err := measureAllocs(nf.VB, run)
+				a = allocs
+				return res, err
+			}, extra)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s at 50%%: %w", c.impl, err)
+			return nil, fmt.Errorf("%s at 50%%: %w", impl, err)
 		}
-		opts.Log("%s at %.0f pps (50%% of netfwd's saturation): %v", c.impl, half, r)
-		if c.impl == "linux" {
-			a = 0
-		}
-		recs = append(recs, vethRecord(c.impl, halfParams, r, nil, a,
-			map[string]any{"lost": int64(r.Offered) - int64(r.Delivered)}))
+		opts.Log("%s at %.0f pps (50%% of netfwd's saturation): %v %v", impl, half, r, extra)
+		extra["lost"] = int64(r.Offered) - int64(r.Delivered)
+		recs = append(recs, vethRecord(impl, halfParams, r, nil, a, extra))
 	}
 
 	// RSS over a soak at 50%.
-	soak, err := soakRSS(nf.VB, half, plan.soak, opts)
+	soak, err := soakRSS(nf, half, plan.soak, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +333,7 @@ func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
 // is left after a GC is what netfwd (and the tools) keep.
 // NETFWD_SOAK_HEAPPROFILE=FILE writes an allocation profile of the soak
 // (every allocation sampled) for finding what allocates.
-func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (Record, error) {
+func soakRSS(nf *NetfwdVeth, rate float64, d time.Duration, opts Options) (Record, error) {
 	opts.Log("soak: %v at %.0f pps through netfwd", d, rate)
 	if os.Getenv("NETFWD_SOAK_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 1
@@ -314,7 +358,9 @@ func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (
 			}
 		}
 	}()
-	r, err := vb.Measure(pktio.VethRun{Duration: d, Rate: rate})
+	losses := map[string]any{}
+	run := pktio.VethRun{Duration: d, Rate: rate}
+	r, err := nf.measureLosses(run, func() (pktio.VethResult, error) { return nf.VB.Measure(run) }, losses)
 	close(stop)
 	<-sampled
 	if err != nil {
@@ -329,8 +375,8 @@ func soakRSS(vb *pktio.VethBench, rate float64, d time.Duration, opts Options) (
 		maxRSS = max(maxRSS, s.rss)
 	}
 	allocsPerFrame := float64(last.allocs-first.allocs) / max(1, r.DeliveredPPS*float64(len(samples)-1))
-	opts.Log("soak: %v; RSS %.1f -> %.1f MiB (max %.1f, %d samples), live Go heap %.2f -> %.2f MiB, %.4f allocs/frame in the process (generator included)", r,
-		mib(first.rss), mib(last.rss), mib(maxRSS), len(samples), mib(first.heap), mib(last.heap), allocsPerFrame)
+	opts.Log("soak: %v %v; RSS %.1f -> %.1f MiB (max %.1f, %d samples), live Go heap %.2f -> %.2f MiB, %.4f allocs/frame in the process (generator included)", r,
+		losses, mib(first.rss), mib(last.rss), mib(maxRSS), len(samples), mib(first.heap), mib(last.heap), allocsPerFrame)
 	if f := os.Getenv("NETFWD_SOAK_HEAPPROFILE"); f != "" {
 		runtime.GC()
 		if w, err := os.Create(f); err == nil {
@@ -415,6 +461,10 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 	defer nn.Close()
 	r, err := lab.StartNetfwd(nn, lab.RouterOptions{Workers: plan.workers})
 	if err != nil {
+		return nil, err
+	}
+	if err := r.WaitUp(nn.Spec.RouterPorts(), 5*time.Second); err != nil {
+		r.Stop()
 		return nil, err
 	}
 	defer func() {

@@ -143,13 +143,34 @@ func (e *e2e) start() {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := e.ctlErr("link show"); err == nil {
-			return
+			break
 		} else if !e.alive() {
 			t.Fatalf("netfwd run exited (%v):\n%s", e.cmd.ProcessState, e.stderr)
 		} else if time.Now().After(deadline) {
 			t.Fatalf("netfwd run: control socket not answering after 20 s: %v\n%s", err, e.stderr)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Fresh veths may report carrier a moment after the daemon opened
+	// them; until then the router treats them as down.
+	ok, why := eventually(5*time.Second, func() (bool, string) {
+		var links []struct{ Ifname, Operstate string }
+		if err := json.Unmarshal([]byte(e.ctl("-j", "link show")), &links); err != nil {
+			return false, err.Error()
+		}
+		state := map[string]string{}
+		for _, l := range links {
+			state[l.Ifname] = l.Operstate
+		}
+		for _, p := range e.net.Spec.RouterPorts() {
+			if state[p] != "UP" {
+				return false, fmt.Sprintf("port %s is %q", p, state[p])
+			}
+		}
+		return true, ""
+	})
+	if !ok {
+		t.Fatalf("ports not up 5 s after start: %s", why)
 	}
 }
 

@@ -192,6 +192,9 @@ func (d *demo) startRouter() error {
 	}
 	d.r = r
 	d.rep.MetricsURL, d.rep.CtlPath = r.MetricsURL(), ctlPath
+	if err := r.WaitUp(d.n.Spec.RouterPorts(), 5*time.Second); err != nil {
+		d.printf("\nnote: %v\n", err)
+	}
 	d.printf("\nnetfwd lab: netfwd started in-process on ports %s (namespace %s)\n",
 		strings.Join(r.D.Ports(), ", "), d.n.Router)
 	d.printf("  config %s\n", r.ConfigFile)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/netfwd/netfwd/internal/ctl"
 	"github.com/netfwd/netfwd/internal/daemon"
@@ -100,6 +101,29 @@ func (r *Router) MetricsURL() string {
 		return "http://" + a + "/metrics"
 	}
 	return ""
+}
+
+// WaitUp waits until netfwd sees every port in ports up (carrier and admin
+// state): a veth made just before the daemon opened it may report its
+// carrier a moment later, and until then the router treats it as down.
+func (r *Router) WaitUp(ports []string, timeout time.Duration) error {
+	c := r.D.Controller()
+	deadline := time.Now().Add(timeout)
+	for {
+		var down []string
+		for _, p := range ports {
+			if c.CarrierDown(p) || c.AdminDown(p) {
+				down = append(down, p)
+			}
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lab: ports still down after %v: %v", timeout, down)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Ctl sends lines to the daemon's control socket, as `netfwd ctl` does.
