@@ -384,16 +384,15 @@ func soakRSS(nf *NetfwdVeth, rate float64, d time.Duration, opts Options) (Recor
 			w.Close()
 		}
 	}
-	rec := vethRecord("netfwd-soak", map[string]any{"frame": 64, "rate": "50pct", "pps": int(rate), "duration": d.String()}, r, nil, 0,
+	rec := vethRecord("netfwd-soak", map[string]any{"frame": 64, "rate": "50pct", "pps": int(rate), "duration": d.String()}, r, nil, allocsPerFrame,
 		map[string]any{
-			"rss_start_mib":        round2(mib(first.rss)),
-			"rss_end_mib":          round2(mib(last.rss)),
-			"rss_max_mib":          round2(mib(maxRSS)),
-			"rss_growth_mib":       round2(mib(last.rss) - mib(first.rss)),
-			"heap_start_mib":       round2(mib(first.heap)),
-			"heap_end_mib":         round2(mib(last.heap)),
-			"process_allocs_frame": round4(allocsPerFrame),
-			"lost":                 int64(r.Offered) - int64(r.Delivered),
+			"rss_start_mib":  round2(mib(first.rss)),
+			"rss_end_mib":    round2(mib(last.rss)),
+			"rss_max_mib":    round2(mib(maxRSS)),
+			"rss_growth_mib": round2(mib(last.rss) - mib(first.rss)),
+			"heap_start_mib": round2(mib(first.heap)),
+			"heap_end_mib":   round2(mib(last.heap)),
+			"lost":           int64(r.Offered) - int64(r.Delivered),
 		})
 	return rec, nil
 }
