@@ -151,16 +151,6 @@ func (m *Metrics) Sum(name string, labels ...string) float64 {
 	return v
 }
 
-// Has reports whether a metric with those labels exists at all.
-func (m *Metrics) Has(name string, labels ...string) bool {
-	for _, s := range m.Samples {
-		if s.Name == name && s.match(labels) {
-			return true
-		}
-	}
-	return false
-}
-
 // Scrape fetches and parses a metrics URL with client (nil: a default
 // client with a 5 s timeout).
 func Scrape(client *http.Client, url string) (*Metrics, error) {

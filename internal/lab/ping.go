@@ -49,7 +49,8 @@ type PingOptions struct {
 	TTL      int           // IP TTL (default: the system's, 64)
 	Interval time.Duration // between requests (default 200ms)
 	Wait     time.Duration // for the last reply (default 1s)
-	// Tool forces "ping" or "go"; empty picks ping when installed.
+	// Tool is "go" for the Go pinger; "ping" or empty pick iputils ping
+	// when it is installed and the Go pinger otherwise.
 	Tool string
 }
 
@@ -62,19 +63,18 @@ type PingError struct {
 
 // PingResult is what a ping saw.
 type PingResult struct {
-	Tool             string // "ping" (iputils) or "go"
-	Sent, Received   int
-	Errors           []PingError
-	Output           string // ping's output (the Go pinger writes the same format)
-	ReplyFrom        netip.Addr
-	ReplyTTL         int // TTL of the last reply
-	RTT              time.Duration
-	MinRTT, MaxRTT   time.Duration
-	Dst              netip.Addr
-	Namespace        string
-	RequestedTTL     int
-	RequestedCount   int
-	ToolNotInstalled bool // Tool "ping" was wanted but missing, the Go pinger ran
+	Tool           string // "ping" (iputils) or "go"
+	Sent, Received int
+	Errors         []PingError
+	Output         string // ping's output (the Go pinger writes the same format)
+	ReplyFrom      netip.Addr
+	ReplyTTL       int // TTL of the last reply
+	RTT            time.Duration
+	MinRTT, MaxRTT time.Duration
+	Dst            netip.Addr
+	Namespace      string
+	RequestedTTL   int
+	RequestedCount int
 }
 
 // ErrorsFrom returns the errors of one kind sent by from.
@@ -106,13 +106,10 @@ func Ping(ns string, dst netip.Addr, o PingOptions) (PingResult, error) {
 		o.Wait = time.Second
 	}
 	tool := o.Tool
-	missing := false
 	if tool == "" || tool == "ping" {
+		tool = "go"
 		if HavePing() {
 			tool = "ping"
-		} else {
-			missing = tool == "ping"
-			tool = "go"
 		}
 	}
 	var r PingResult
@@ -122,7 +119,7 @@ func Ping(ns string, dst netip.Addr, o PingOptions) (PingResult, error) {
 	} else {
 		r, err = goPing(ns, dst, o)
 	}
-	r.Dst, r.Namespace, r.RequestedTTL, r.RequestedCount, r.ToolNotInstalled = dst, ns, o.TTL, o.Count, missing
+	r.Dst, r.Namespace, r.RequestedTTL, r.RequestedCount = dst, ns, o.TTL, o.Count
 	return r, err
 }
 

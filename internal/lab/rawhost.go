@@ -5,8 +5,8 @@ package lab
 // requests for its addresses, per VLAN (tagged replies for tagged
 // requests), records what it receives, and sends whatever frames a caller
 // crafts. It stands in for a tagged host behind a trunk port (this kernel
-// has no 802.1Q devices) and for the "next hop" of the benchmark (an ARP
-// answer for an address whose frames the sink then counts).
+// has no 802.1Q devices), records what a real host's link carries (next to
+// that host's kernel), and injects crafted or malformed frames.
 //
 // Frames arrive with their VLAN tag back in the bytes (pktio restores tags
 // the kernel moved into packet metadata), so a recorded frame is what was
@@ -23,8 +23,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/bpf"
 
 	"github.com/netfwd/netfwd/internal/pktio"
 )
@@ -45,9 +43,6 @@ type RawHostConfig struct {
 	NoEcho bool
 	// Record keeps copies of received frames (up to 4096) for Frames/WaitFor.
 	Record bool
-	// ARPOnly receives only ARP frames (a kernel filter): an ARP responder
-	// next to a traffic sink, costing nothing per data frame.
-	ARPOnly bool
 }
 
 // RawHost is an emulated host; see the file comment.
@@ -66,32 +61,13 @@ type RawHost struct {
 
 const maxRecorded = 4096
 
-// arpOnly accepts ARP frames (tagged ones too: filters see offloaded tags
-// outside the bytes).
-var arpOnly = func() []bpf.RawInstruction {
-	p, err := bpf.Assemble([]bpf.Instruction{
-		bpf.LoadAbsolute{Off: 12, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: EtherTypeARP, SkipFalse: 1},
-		bpf.RetConstant{Val: 1 << 16},
-		bpf.RetConstant{Val: 0},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return p
-}()
-
 // StartRawHost opens iface in namespace ns and starts answering.
 func StartRawHost(ns, iface string, cfg RawHostConfig) (*RawHost, error) {
 	h := &RawHost{cfg: cfg, done: make(chan struct{})}
 	h.cond = sync.NewCond(&h.mu)
 	err := pktio.InNetns(ns, func() error {
 		var err error
-		pc := pktio.Config{BlockSize: 1 << 16, Blocks: 8, NoOffload: true}
-		if cfg.ARPOnly {
-			pc.Filter = arpOnly
-		}
-		h.port, err = pktio.Open(iface, pc)
+		h.port, err = pktio.Open(iface, pktio.Config{BlockSize: 1 << 16, Blocks: 8, NoOffload: true})
 		if err != nil {
 			return err
 		}
