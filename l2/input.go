@@ -34,9 +34,10 @@ type Verdict struct {
 // ReceiveBatch processes frames received on in; frames for the host are
 // appended to tx.Host. Frames must stay valid until tx.Flush.
 func (b *Bridge) ReceiveBatch(tx *Tx, in *Port, frames [][]byte) {
+	var v Verdict
 	for i, f := range frames {
 		tx.origin = int32(i)
-		v := b.Receive(tx, in, f)
+		b.receive(tx, in, f, &v)
 		if v.Host {
 			tx.Host = append(tx.Host, HostFrame{Bridge: b, Port: in, VID: v.VID,
 				Untagged: v.Untagged, Frame: f, L3: v.L3, EtherType: v.EtherType, Index: i})
@@ -48,21 +49,35 @@ func (b *Bridge) ReceiveBatch(tx *Tx, in *Port, frames [][]byte) {
 // Receive processes one frame received on in. The frame must stay valid
 // until tx.Flush; if the verdict says Host, the caller hands it to l3.
 func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
+	var v Verdict
+	b.receive(tx, in, frame, &v)
+	return v
+}
+
+// receive is Receive writing the verdict through res, which the hot paths
+// fill in place: a Verdict copied by value through three calls per frame
+// cost more than the FDB lookup.
+func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
+	*res = Verdict{}
 	tx.countRx(in, len(frame))
 	if in.bridge.Load() != b {
-		return tx.drop(in, DropNotBridged)
+		*res = tx.drop(in, DropNotBridged)
+		return
 	}
 	pf, ok := parseFrame(frame)
 	if !ok {
-		return tx.drop(in, DropMalformed)
+		*res = tx.drop(in, DropMalformed)
+		return
 	}
 	if frame[6]&1 != 0 || frame[6]|frame[7]|frame[8]|frame[9]|frame[10]|frame[11] == 0 {
-		return tx.drop(in, DropInvalidSource)
+		*res = tx.drop(in, DropInvalidSource)
+		return
 	}
 	ctl := in.ctl.Load()
 	st := ctlState(ctl)
 	if st != StateForwarding && st != StateLearning {
-		return tx.drop(in, DropPortState)
+		*res = tx.drop(in, DropPortState)
+		return
 	}
 	cfg := b.cfg.Load()
 
@@ -74,14 +89,16 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 			vid = pf.tci & vidMask
 			pv = in.vlans.get(vid)
 			if pv == nil || pv.flags.Load()&pvMember == 0 {
-				return tx.drop(in, DropVLANIngress)
+				*res = tx.drop(in, DropVLANIngress)
+				return
 			}
 			fv.tci, fv.asIsOK = pf.tci, true
 		} else {
 			// Untagged or priority-tagged: the cached pvid, no lookup.
 			pv = in.pvid.Load()
 			if pv == nil {
-				return tx.drop(in, DropVLANIngress)
+				*res = tx.drop(in, DropVLANIngress)
+				return
 			}
 			vid = pv.VID
 			fv.tci = vid | pf.tci&^vidMask // a priority tag keeps its PCP/DEI
@@ -97,11 +114,12 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 		}
 	}
 	if st == StateLearning {
-		return tx.drop(in, DropLearningState)
+		*res = tx.drop(in, DropLearningState)
+		return
 	}
 
 	v := pv.vlan.Load()
-	res := Verdict{VID: vid, L3: pf.l3, EtherType: pf.etype}
+	res.VID, res.L3, res.EtherType = vid, pf.l3, pf.etype
 	if fv.raw && pf.tagged {
 		// Without vlan_filtering the host sees the frame's own tag: Linux
 		// hands it to the VLAN device of that VID on top of the bridge.
@@ -111,11 +129,14 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 		// Unicast.
 		if dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid)); ok {
 			if flags&fdbLocal != 0 || dpv == nil {
-				return b.toHost(tx, in, v, res)
+				b.toHost(tx, in, v, res)
+				return
 			}
-			return b.forward(tx, in, ctl, dpv, &fv, res)
+			b.forward(tx, in, ctl, dpv, &fv, res)
+			return
 		}
-		return b.floodVerdict(tx, in, ctl, v, &fv, FlagFlood, false, cfg, res, false)
+		b.floodVerdict(tx, in, ctl, v, &fv, FlagFlood, false, cfg, res, false)
+		return
 	}
 	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
 		// Broadcast: always passes the multicast filter.
@@ -124,36 +145,41 @@ func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 			suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
 		}
 		host := v.self.Load()&pvMember != 0
-		return b.floodVerdict(tx, in, ctl, v, &fv, FlagBcastFlood, suppressed, cfg, res, host)
+		b.floodVerdict(tx, in, ctl, v, &fv, FlagBcastFlood, suppressed, cfg, res, host)
+		return
 	}
 	// Multicast.
 	if frame[0] == 0x01 && frame[1] == 0x80 && frame[2] == 0xc2 && frame[3] == 0 && frame[4] == 0 &&
 		frame[5]&0xf0 == 0 && frame[5] != 0 {
-		return tx.drop(in, DropLinkLocal)
+		*res = tx.drop(in, DropLinkLocal)
+		return
 	}
 	mc := v.mc.Load()
 	if mc == nil {
-		return b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+		b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+		return
 	}
 	if cfg.mcastPrefilter && !mc.passAll && !mc.maybe(frame) {
-		return tx.drop(in, DropMcastFiltered) // seed 002: before any fan-out work
+		*res = tx.drop(in, DropMcastFiltered) // seed 002: before any fan-out work
+		return
 	}
 	if g := mc.group(frame); g != nil {
-		return b.groupForward(tx, in, ctl, v, g, &fv, res)
+		b.groupForward(tx, in, ctl, v, g, &fv, res)
+		return
 	}
-	return b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+	b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
 }
 
 // toHost delivers a frame for a local address to the host, if the bridge
 // is a member of the VLAN.
-func (b *Bridge) toHost(tx *Tx, in *Port, v *vlan, res Verdict) Verdict {
+func (b *Bridge) toHost(tx *Tx, in *Port, v *vlan, res *Verdict) {
 	s := v.self.Load()
 	if s&pvMember == 0 {
-		return tx.drop(in, DropHostNotMember)
+		*res = tx.drop(in, DropHostNotMember)
+		return
 	}
 	tx.delta.hostDelivered++
 	res.Host, res.Untagged = true, hostUntagged(s, res.VID)
-	return res
 }
 
 // hostUntagged: whether Linux would deliver the frame to the bridge device
@@ -169,25 +195,26 @@ func hostUntagged(self uint32, vid uint16) bool {
 // forward sends a known unicast frame to its FDB destination (Linux
 // should_deliver: not back out the ingress port, egress port forwarding and
 // member of the VLAN, isolation).
-func (b *Bridge) forward(tx *Tx, in *Port, inCtl uint32, dpv *PortVLAN, fv *frameView, res Verdict) Verdict {
+func (b *Bridge) forward(tx *Tx, in *Port, inCtl uint32, dpv *PortVLAN, fv *frameView, res *Verdict) {
 	p := dpv.port
 	if p == in {
-		return tx.drop(in, DropSamePort)
+		*res = tx.drop(in, DropSamePort)
+		return
 	}
 	c := p.ctl.Load()
 	if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || p.bridge.Load() != b ||
 		(inCtl&c)&uint32(FlagIsolated) != 0 {
-		return tx.drop(in, DropEgressFiltered)
+		*res = tx.drop(in, DropEgressFiltered)
+		return
 	}
 	tx.emit(dpv, fv)
 	res.Copies = 1
-	return res
 }
 
 // floodVerdict floods and turns the outcome into a verdict (host delivery
 // included).
 func (b *Bridge) floodVerdict(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView,
-	need PortFlag, suppressed bool, cfg *bridgeCfg, res Verdict, host bool) Verdict {
+	need PortFlag, suppressed bool, cfg *bridgeCfg, res *Verdict, host bool) {
 	n, deferred, full := b.flood(tx, in, inCtl, v, fv, need, suppressed, cfg)
 	res.Copies, res.Deferred = n, deferred
 	if host {
@@ -196,13 +223,13 @@ func (b *Bridge) floodVerdict(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frame
 		if full {
 			tx.delta.drops[DropFloodQueueFull]++ // the host copy still went through
 		}
-		return res
+		return
 	}
 	if full {
-		return tx.drop(in, DropFloodQueueFull)
+		*res = tx.drop(in, DropFloodQueueFull)
+		return
 	}
 	if n == 0 && !deferred {
-		return tx.drop(in, DropNoFloodTarget)
+		*res = tx.drop(in, DropNoFloodTarget)
 	}
-	return res
 }

@@ -122,7 +122,7 @@ func (b *Bridge) rebuildMcLocked(v *vlan) {
 
 // groupForward sends a frame for a wanted group to its member ports and, if
 // the host joined the group, to the host.
-func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGroup, fv *frameView, res Verdict) Verdict {
+func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGroup, fv *frameView, res *Verdict) {
 	for _, pv := range g.members {
 		res.Copies += tx.floodOne(pv, in, inCtl, 0, false, fv)
 	}
@@ -130,13 +130,12 @@ func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGrou
 		if s := v.self.Load(); s&pvMember != 0 {
 			tx.delta.hostDelivered++
 			res.Host, res.Untagged = true, hostUntagged(s, res.VID)
-			return res
+			return
 		}
 	}
 	if res.Copies == 0 {
-		return tx.drop(in, DropNoFloodTarget)
+		*res = tx.drop(in, DropNoFloodTarget)
 	}
-	return res
 }
 
 func (b *Bridge) mcVLANLocked(vid uint16) *vlan {

@@ -230,6 +230,8 @@ func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) 
 
 // routePending looks up every pending packet of the batch in one vector
 // (one FIB snapshot, lookups overlapped) and routes each (ip_route_input).
+// The vectors keep their last batch's references until overwritten: the
+// frames are the caller's long-lived buffers, and clearing costs per packet.
 func (w *Worker) routePending(t *ifaceTable) {
 	n := len(w.pending)
 	if n == 0 {
@@ -246,8 +248,6 @@ func (w *Worker) routePending(t *ifaceTable) {
 		p := &w.pending[i]
 		w.tx.SetOrigin(int(p.origin))
 		w.route(t, p, nhs[i])
-		*p = pendingIP{}
-		nhs[i] = nil
 	}
 	w.pending = w.pending[:0]
 	w.dsts = w.dsts[:0]
