@@ -6,9 +6,11 @@ package bench
 //   split                          a local trie, then a main trie (the kernel before the merge)
 //   merged                         netfwd's FIB: one trie, one pointer
 //   compiled, compiled-batch       the compiled DIR-24-8 structure that follows
-//                                  the merged trie (issue 3): one lookup, and a
-//                                  vector of 256 at a time; both include the
-//                                  index -> *Nexthop mapping
+//                                  the merged trie (issue 3): one lookup
+//                                  answering the compact nexthop index, and a
+//                                  vector of 256 at a time mapped to *Nexthop
+//   compiled-nexthop               one lookup mapped to the *Nexthop (what
+//                                  FIB.Lookup returns in compiled mode)
 // with probes "hot" (one address, as bart's own benchmark) and "random"
 // (1M shuffled addresses inside the table's prefixes: cache-cold), plus the
 // time to load the table from a config file, the memory per route, and the
@@ -154,7 +156,22 @@ func rawTries(f *fib.FIB) (*bart.Fast[*nexthop.Nexthop], *bart.Table[*nexthop.Ne
 	return fast, table, splitFast, splitTable
 }
 
-var sinkNH *nexthop.Nexthop
+var (
+	sinkNH  *nexthop.Nexthop
+	sinkIdx uint32
+)
+
+// indexCase measures the compiled FIB's compact answer: the nexthop index.
+func indexCase(f *fib.FIB, probes []netip.Addr) func(n int) {
+	mask := len(probes) - 1
+	return func(n int) {
+		var last uint32
+		for i := range n {
+			last = f.LookupIndex(probes[i&mask])
+		}
+		sinkIdx = last
+	}
+}
 
 // lookupCase measures one lookup function over probes (hot: one address).
 func lookupCase(lookup func(netip.Addr) *nexthop.Nexthop, probes []netip.Addr) func(n int) {
@@ -232,39 +249,59 @@ func runFIB(o Options) ([]Record, error) {
 		Extra: map[string]any{"seconds": took.Seconds(), "bytes_per_route": perRoute}})
 	f = nil
 
-	order := []string{"bart-fast-raw", "bart-table-raw", "split", "merged"}
-	crecs, err := compiledRecords(o, s, routes)
+	crecs, cfib, err := compiledRecords(o, s, routes)
 	if err != nil {
 		return nil, err
 	}
-	recs = append(recs, crecs...)
+	// Every lookup case is built first and measured in interleaved rounds
+	// (bench/interleave.go): ratios between them come from the same moments.
+	type lcase struct {
+		impl, probe, trie string
+		body              func(n int)
+	}
+	var cases []lcase
 	for _, kind := range []fib.TrieKind{fib.TrieFast, fib.TrieTable} {
 		f, err := s.BuildFIB(kind)
 		if err != nil {
 			return nil, err
 		}
-		cases := FIBCases(f, kind)
+		impls := FIBCases(f, kind)
 		for _, probe := range []string{"hot", "random"} {
 			ps := s.Random
 			if probe == "hot" {
 				ps = []netip.Addr{s.Hot}
 			}
-			for _, impl := range order {
-				lookup, ok := cases[impl]
-				if !ok {
-					continue
+			for _, impl := range []string{"bart-fast-raw", "bart-table-raw", "split", "merged"} {
+				if lookup, ok := impls[impl]; ok {
+					cases = append(cases, lcase{impl, probe, kind.String(), lookupCase(lookup, ps)})
 				}
-				res := Measure(o.Duration(), lookupCase(lookup, ps))
-				params := map[string]any{"probe": probe, "routes": routes}
-				if impl == "merged" || impl == "split" {
-					params["trie"] = kind.String()
-				}
-				recs = append(recs, Record{Suite: "fib", Impl: impl, Params: params, NsOp: res.NsOp, Mops: res.Mops(), AllocsOp: res.AllocsOp})
-				o.Log("%s %v: %.1f ns/op", impl, params, res.NsOp)
 			}
 		}
-		f = nil
-		runtime.GC()
 	}
+	for _, probe := range []string{"hot", "random"} {
+		ps := s.Random
+		if probe == "hot" {
+			ps = []netip.Addr{s.Hot}
+		}
+		cases = append(cases, lcase{"compiled", probe, "", indexCase(cfib, ps)},
+			lcase{"compiled-nexthop", probe, "", lookupCase(cfib.Lookup, ps)},
+			lcase{"compiled-batch", probe, "", compiledBatchCase(cfib, ps)})
+	}
+	bodies := make([]func(n int), len(cases))
+	for i, c := range cases {
+		bodies[i] = c.body
+	}
+	for i, res := range interleaved(o, bodies) {
+		c := cases[i]
+		params := map[string]any{"probe": c.probe, "routes": routes}
+		if c.impl == "merged" || c.impl == "split" {
+			params["trie"] = c.trie
+		}
+		if c.impl == "compiled-batch" {
+			params["batch"] = compiledBatch
+		}
+		recs = append(recs, Record{Suite: "fib", Impl: c.impl, Params: params, NsOp: res.NsOp, Mops: res.Mops(), AllocsOp: res.AllocsOp})
+	}
+	recs = append(recs, crecs...)
 	return recs, nil
 }

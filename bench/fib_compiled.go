@@ -41,28 +41,16 @@ func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
 	}
 }
 
-func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
+// compiledRecords measures the compiled structure's build, memory and
+// update latencies, and returns the compiled FIB for the lookup cases.
+func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, error) {
 	start := time.Now()
 	f, err := s.BuildCompiledFIB()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.Log("compiled FIB loaded in %v", time.Since(start))
 	var recs []Record
-	for _, probe := range []string{"hot", "random"} {
-		ps := s.Random
-		if probe == "hot" {
-			ps = []netip.Addr{s.Hot}
-		}
-		r := Measure(o.Duration(), lookupCase(f.Lookup, ps))
-		recs = append(recs, Record{Suite: "fib", Impl: "compiled", Params: map[string]any{"probe": probe, "routes": routes},
-			NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp})
-		o.Log("compiled %s: %.1f ns/op", probe, r.NsOp)
-		r = Measure(o.Duration(), compiledBatchCase(f, ps))
-		recs = append(recs, Record{Suite: "fib", Impl: "compiled-batch", Params: map[string]any{"probe": probe, "routes": routes, "batch": compiledBatch},
-			NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp})
-		o.Log("compiled-batch %s: %.1f ns/op", probe, r.NsOp)
-	}
 
 	// Build time of the compiled structure alone, from the merged trie.
 	var build time.Duration
@@ -79,7 +67,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 				}
 			}
 		}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if d := time.Since(t0); build == 0 || d < build {
 			build = d
@@ -105,7 +93,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, bits := range []int{24, 8} {
 		reps := 20000
@@ -123,12 +111,12 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 			parent, pnh, has := mergedParent(f, p)
 			t0 := time.Now()
 			if err := c.Set(p, 1); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sets = append(sets, time.Since(t0))
 			t0 = time.Now()
 			if err := c.Delete(p, parent, pnh, has); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			dels = append(dels, time.Since(t0))
 		}
@@ -160,7 +148,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 			tx := f.Begin(1)
 			if err := tx.AddRoute(spec); err != nil {
 				tx.Abort()
-				return nil, fmt.Errorf("update %s: %w", p, err)
+				return nil, nil, fmt.Errorf("update %s: %w", p, err)
 			}
 			tx.Commit()
 			adds = append(adds, time.Since(t0))
@@ -168,14 +156,14 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, error) {
 			tx = f.Begin(1)
 			if err := tx.DelRoute(spec); err != nil {
 				tx.Abort()
-				return nil, err
+				return nil, nil, err
 			}
 			tx.Commit()
 			dels = append(dels, time.Since(t0))
 		}
 		recs = append(recs, latencyRecords(o, "fib-update", bits, routes, map[string][]time.Duration{"add": adds, "del": dels})...)
 	}
-	return recs, nil
+	return recs, f, nil
 }
 
 // mergedParent finds the longest merged-trie prefix strictly containing p

@@ -102,3 +102,13 @@ func (f *FIB) lookupBatchCompiled(dsts []uint32, out []*nexthop.Nexthop, idx []u
 		out[i] = f.nhs.ByIndex(v)
 	}
 }
+
+// LookupIndex returns the compact nexthop reference of dst in compiled mode:
+// the nexthop's Index (0: no route), without mapping it to the object
+// (NexthopByIndex does). It returns 0 in trie mode.
+func (f *FIB) LookupIndex(dst netip.Addr) uint32 {
+	if f.compiled == nil {
+		return 0
+	}
+	return f.compiled.c.Load().LookupAddr(dst)
+}

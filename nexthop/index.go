@@ -8,9 +8,9 @@ package nexthop
 // before reuse, so a datapath reader that got an index from an older snapshot
 // (microseconds ago) still finds the object it meant, never a newer one.
 //
-// Locking: slots are atomic pointers in fixed-size chunks; the chunk directory
-// is copied on growth and published atomically. Readers never lock. The
-// allocation state is writer-side (FIB writer lock).
+// Locking: slots are atomic pointers in fixed-size chunks, reached through a
+// fixed directory of atomic chunk pointers (a lookup is two dependent loads).
+// Readers never lock. The allocation state is writer-side (FIB writer lock).
 
 import (
 	"sync/atomic"
@@ -29,8 +29,10 @@ type quarantined struct {
 	since time.Time
 }
 
+const numChunks = (MaxIndex + 1) / chunkSize
+
 type indexTable struct {
-	dir atomic.Pointer[[]*indexChunk]
+	dir [numChunks]atomic.Pointer[indexChunk]
 
 	// Writer side.
 	next       uint32 // lowest never-used index (index 0 means "no route")
@@ -45,18 +47,15 @@ func (t *indexTable) init(grace time.Duration, now func() time.Time) {
 	t.next = 1
 	t.grace = grace
 	t.now = now
-	dir := []*indexChunk{}
-	t.dir.Store(&dir)
 }
 
 // get returns the nexthop at index i, or nil. Lock-free.
 func (t *indexTable) get(i uint32) *Nexthop {
-	dir := *t.dir.Load()
-	c := i >> chunkBits
-	if int(c) >= len(dir) {
+	c := t.dir[(i>>chunkBits)%numChunks].Load()
+	if c == nil {
 		return nil
 	}
-	return dir[c][i&(chunkSize-1)].Load()
+	return c[i&(chunkSize-1)].Load()
 }
 
 // alloc returns an unused index and stores nh in its slot.
@@ -72,23 +71,18 @@ func (t *indexTable) alloc(nh *Nexthop) (uint32, bool) {
 		}
 		i = t.next
 		t.next++
-		dir := *t.dir.Load()
-		if int(i>>chunkBits) >= len(dir) {
-			grown := make([]*indexChunk, len(dir)+1)
-			copy(grown, dir)
-			grown[len(dir)] = new(indexChunk)
-			t.dir.Store(&grown)
-			dir = grown
+		if t.dir[i>>chunkBits].Load() == nil {
+			t.dir[i>>chunkBits].Store(new(indexChunk))
 		}
 	}
-	(*t.dir.Load())[i>>chunkBits][i&(chunkSize-1)].Store(nh)
+	t.dir[i>>chunkBits].Load()[i&(chunkSize-1)].Store(nh)
 	return i, true
 }
 
 // unallocate returns an index that was never published (a rolled-back
 // transaction's) straight to the free list.
 func (t *indexTable) unallocate(i uint32) {
-	(*t.dir.Load())[i>>chunkBits][i&(chunkSize-1)].Store(nil)
+	t.dir[i>>chunkBits].Load()[i&(chunkSize-1)].Store(nil)
 	t.free = append(t.free, i)
 }
 
