@@ -92,7 +92,13 @@ func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
 	if f.compiled != nil {
 		return f.lookupCompiled(dst)
 	}
-	return f.cur.Load().lookup(dst)
+	s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
+	if s.fast != nil {
+		nh, _ := s.fast.Lookup(dst)
+		return nh
+	}
+	nh, _ := s.table.Lookup(dst)
+	return nh
 }
 
 // Version returns the published version number (incremented per commit):
