@@ -175,14 +175,17 @@ func (b *Blaster) Send(n int) (int, error) {
 func (b *Blaster) Run(ctx context.Context, rate float64) (uint64, error) {
 	var sent uint64
 	start := time.Now()
+	timer := time.NewTimer(time.Hour) // one timer for the pacing: no allocation per batch
+	defer timer.Stop()
 	for ctx.Err() == nil {
 		if rate > 0 {
 			due := start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))
 			if d := time.Until(due); d > 0 {
+				timer.Reset(d)
 				select {
 				case <-ctx.Done():
 					return sent, nil
-				case <-time.After(d):
+				case <-timer.C:
 				}
 			}
 		}
