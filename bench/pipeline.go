@@ -181,12 +181,16 @@ func runPipeline(o Options) ([]Record, error) {
 		all = all[:nRoutes]
 	}
 	dsts := fulltable.RandomProbes(all, nProbes, 7)
-	var recs []Record
-	rec := func(impl string, params map[string]any, r Result, extra map[string]any) {
-		recs = append(recs, Record{Suite: "pipeline", Impl: impl, Params: params, NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp, Extra: extra})
-		o.Log("%s %v: %.1f ns/packet, %.2f Mpps", impl, params, r.NsOp, r.Mops())
+	// Every case is built first and measured in interleaved rounds
+	// (bench/interleave.go), so the routed/lookup ratio comes from the same
+	// moments of a noisy machine.
+	type pcase struct {
+		impl   string
+		params map[string]any
+		body   func(n int)
+		out    *int // frames the case forwarded (must move)
 	}
-
+	var cases []pcase
 	for _, mode := range []string{"compiled", "trie"} {
 		routed, err := NewRoutedCase(all, dsts, mode == "compiled")
 		if err != nil {
@@ -194,39 +198,47 @@ func runPipeline(o Options) ([]Record, error) {
 		}
 		f := routed.E.FIB()
 		mask := len(dsts) - 1
-		lookup := Measure(o.Duration(), func(n int) {
-			for i := range n {
-				sinkNH = f.Lookup(dsts[i&mask])
-			}
-		})
-		r := Measure(o.Duration(), routed.Body())
-		if routed.Out == 0 {
-			return nil, fmt.Errorf("routed case forwarded nothing: %+v", routed.E.Stats().Drops)
-		}
 		params := map[string]any{"routes": len(all), "probe": "random", "frame": 64, "fib": mode}
-		rec("fib-lookup", params, lookup, nil)
-		rec("routed", params, r, map[string]any{"over_lookup_ns": r.NsOp - lookup.NsOp})
-		routed = nil
+		cases = append(cases,
+			pcase{"fib-lookup", params, func(n int) {
+				for i := range n {
+					sinkNH = f.Lookup(dsts[i&mask])
+				}
+			}, nil},
+			pcase{"routed", params, routed.Body(), &routed.Out})
 	}
-
 	uni, err := NewBridgedUnicastCase()
 	if err != nil {
 		return nil, err
 	}
-	r := Measure(o.Duration(), uni.Body())
-	if uni.Out == 0 {
-		return nil, fmt.Errorf("bridged unicast forwarded nothing")
-	}
-	rec("bridged-unicast", map[string]any{"ports": 2, "frame": 64}, r, nil)
-
 	fl, err := NewBridgedFloodCase()
 	if err != nil {
 		return nil, err
 	}
-	r = Measure(o.Duration(), fl.Body())
-	if fl.Out == 0 {
-		return nil, fmt.Errorf("bridged flood forwarded nothing")
+	cases = append(cases,
+		pcase{"bridged-unicast", map[string]any{"ports": 2, "frame": 64}, uni.Body(), &uni.Out},
+		pcase{"bridged-flood", map[string]any{"ports": 64, "members": 2, "frame": 64}, fl.Body(), &fl.Out})
+	bodies := make([]func(n int), len(cases))
+	for i, c := range cases {
+		bodies[i] = c.body
 	}
-	rec("bridged-flood", map[string]any{"ports": 64, "members": 2, "frame": 64}, r, nil)
+	results := interleaved(o, bodies)
+	var recs []Record
+	var lookup Result
+	for i, c := range cases {
+		r := results[i]
+		if c.out != nil && *c.out == 0 {
+			return nil, fmt.Errorf("%s %v forwarded nothing", c.impl, c.params)
+		}
+		var extra map[string]any
+		switch c.impl {
+		case "fib-lookup":
+			lookup = r
+		case "routed":
+			extra = map[string]any{"over_lookup_ns": round2(r.NsOp - lookup.NsOp)}
+		}
+		recs = append(recs, Record{Suite: "pipeline", Impl: c.impl, Params: c.params, NsOp: r.NsOp, Mops: r.Mops(), AllocsOp: r.AllocsOp, Extra: extra})
+		o.Log("%s %v: %.1f ns/packet, %.2f Mpps", c.impl, c.params, r.NsOp, r.Mops())
+	}
 	return recs, nil
 }

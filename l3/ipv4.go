@@ -117,14 +117,18 @@ func fold(s uint32) uint16 {
 	return uint16(s)
 }
 
-// DecTTL decrements the TTL and patches the checksum incrementally (RFC 1624,
-// eqn. 3: HC' = ~(~HC + ~m + m')): the TTL is the high byte of its 16-bit
-// word, so the word drops by 0x0100.
+// DecTTL decrements the TTL and patches the checksum incrementally, as the
+// kernel's ip_decrease_ttl does (RFC 1141/1624): the TTL is the high byte of
+// its 16-bit word, so the word drops by 0x0100 and the one's complement sum
+// rises by as much, with an end-around carry.
 func (h IPv4) DecTTL() {
+	c := uint32(h[10])<<8 | uint32(h[11])
+	c += 0x0100
+	if c >= 0xffff {
+		c++
+	}
+	h[10], h[11] = byte(c>>8), byte(c)
 	h[8]--
-	old := uint16(h[8]+1)<<8 | uint16(h[9])
-	new := uint16(h[8])<<8 | uint16(h[9])
-	h.SetChecksum(^fold(uint32(^h.Checksum()) + uint32(^old) + uint32(new)))
 }
 
 // putAddr writes an IPv4 address in network order.

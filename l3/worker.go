@@ -45,6 +45,9 @@ type Worker struct {
 	// The batch's validated IPv4 packets and their destinations, looked up
 	// together (routePending).
 	pending []pendingIP
+	batch   [][]byte // the frames of the ReceiveGSO batch being processed
+	curSrc  int32    // index of the frame being processed (batch or tx.Host)
+	curHost bool     // the frame being processed is in tx.Host
 	dsts    []uint32
 	nhs     []*nexthop.Nexthop
 	idx     []uint32
@@ -78,17 +81,22 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 	if b := in.Bridge(); b != nil {
 		start := len(w.tx.Host)
 		b.ReceiveBatch(w.tx, in, frames)
+		w.curHost = true
 		for i := start; i < len(w.tx.Host); i++ {
 			h := &w.tx.Host[i]
 			w.tx.SetOrigin(h.Index)
+			w.curSrc = int32(i)
 			w.hostFrame(t, h)
 		}
+		w.curHost = false
 		w.routePending(t)
 	} else {
 		ifc := t.routedPort(in.ID)
 		bytes := 0
+		w.batch = frames
 		for i, f := range frames {
 			w.tx.SetOrigin(i)
+			w.curSrc = int32(i)
 			bytes += len(f)
 			w.routedFrame(t, ifc, in, f)
 		}
@@ -97,6 +105,7 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 	}
 	w.tx.SetOrigin(-1)
 	w.gsoSizes = nil
+	w.batch = nil
 }
 
 // gsoSize returns the segment size of the frame being processed (0: not a
@@ -192,14 +201,17 @@ func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
 	}
 }
 
-// pendingIP is a validated IPv4 packet waiting for the batch's FIB lookup.
+// pendingIP is a validated IPv4 packet waiting for the batch's FIB lookup:
+// the frame is entry src of the batch (or of tx.Host when host is set), the
+// (trimmed) packet at l3..l3+n, received on interface ifIndex. 16 bytes and
+// no pointers: written and read once per packet, with no write barriers.
 type pendingIP struct {
-	in     *Iface
-	h      IPv4
-	f      []byte
-	l3     int
-	l2mc   bool
-	origin int32
+	src     int32
+	ifIndex uint32
+	l3      uint16
+	n       uint16
+	host    bool
+	l2mc    bool
 }
 
 // ipInput is ip_rcv for one packet at f[l3:]: validation and the checks
@@ -224,7 +236,7 @@ func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) 
 		w.drop(DropMartianDest)
 		return
 	}
-	w.pending = append(w.pending, pendingIP{in: in, h: h, f: f, l3: l3, l2mc: l2mc, origin: int32(w.tx.Origin())})
+	w.pending = append(w.pending, pendingIP{src: w.curSrc, ifIndex: in.Index, l3: uint16(l3), n: uint16(len(h)), host: w.curHost, l2mc: l2mc})
 	w.dsts = append(w.dsts, dst)
 }
 
@@ -246,15 +258,23 @@ func (w *Worker) routePending(t *ifaceTable) {
 	w.c.fibLookups += uint64(n)
 	for i := range w.pending {
 		p := &w.pending[i]
-		w.tx.SetOrigin(int(p.origin))
-		w.route(t, p, nhs[i])
+		var f []byte
+		if p.host {
+			hf := &w.tx.Host[p.src]
+			f = hf.Frame
+			w.tx.SetOrigin(hf.Index)
+		} else {
+			f = w.batch[p.src]
+			w.tx.SetOrigin(int(p.src))
+		}
+		w.route(t, p, f, nhs[i])
 	}
 	w.pending = w.pending[:0]
 	w.dsts = w.dsts[:0]
 }
 
-func (w *Worker) route(t *ifaceTable, p *pendingIP, nh *nexthop.Nexthop) {
-	in, h := p.in, p.h
+func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nexthop) {
+	in, h := t.get(p.ifIndex), IPv4(f[p.l3:int(p.l3)+int(p.n)])
 	if nh == nil {
 		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
 		w.drop(DropNoRoute)
@@ -266,7 +286,7 @@ func (w *Worker) route(t *ifaceTable, p *pendingIP, nh *nexthop.Nexthop) {
 			w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
 			return
 		}
-		w.forward(t, in, h, p.f, p.l3, nh)
+		w.forward(t, in, h, f, int(p.l3), nh)
 	case nexthop.Local:
 		w.localInput(in, h, p.l2mc)
 	case nexthop.Broadcast:
@@ -305,8 +325,8 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 		return
 	}
 	next := h.Dst()
-	if nh.UsesGateway() {
-		next = ipv4Addr(nh.Gateway)
+	if nh.Next4 != 0 {
+		next = nh.Next4
 	}
 	size := len(h)
 	if g := w.gsoSize(); g > 0 {
@@ -396,8 +416,8 @@ func (w *Worker) localOutput(frame []byte) {
 		return
 	}
 	next := h.Dst()
-	if nh.UsesGateway() {
-		next = ipv4Addr(nh.Gateway)
+	if nh.Next4 != 0 {
+		next = nh.Next4
 	}
 	if len(h) > out.MTU {
 		w.fragment(out, next, h)

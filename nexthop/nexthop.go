@@ -91,6 +91,10 @@ type Nexthop struct {
 	LocalGateway bool
 	// Group is non-nil for a nexthop group; then Kind is Unicast.
 	Group *Group
+	// Next4 is where packets go on Dev when the gateway is used: Gateway
+	// as a host-order uint32, 0 when packets go to their destination
+	// (connected routes, local gateways). Precomputed for the forwarding path.
+	Next4 uint32
 
 	// Writer-side state, guarded by the FIB writer lock.
 	refs int32       // routes and groups that reference this nexthop
@@ -99,6 +103,10 @@ type Nexthop struct {
 
 func withDead(nh *Nexthop, dead bool) *Nexthop {
 	nh.dead.Store(dead)
+	if nh.UsesGateway() {
+		b := nh.Gateway.As4()
+		nh.Next4 = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	}
 	return nh
 }
 
