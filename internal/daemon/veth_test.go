@@ -6,13 +6,11 @@ package daemon
 //	sudo go test -run XXX -bench DaemonVeth -benchtime 3x ./internal/daemon
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
@@ -99,56 +97,5 @@ func TestQueueLoopAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkDaemonVeth(b *testing.B) {
-	// The baseline of the same run: Linux forwarding on the same topology.
-	b.Run("linux-ipforward", func(b *testing.B) {
-		testenv.RequireRoot(b)
-		vb, err := pktio.NewVethBench(pktio.VethLinuxForward)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer vb.Close()
-		var sum, best float64
-		for range b.N {
-			r, err := vb.Measure(pktio.VethRun{Duration: 1500 * time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Logf("%v", r)
-			sum += r.DeliveredPPS
-			best = max(best, r.DeliveredPPS)
-		}
-		b.ReportMetric(sum/float64(b.N)/1e6, "Mpps")
-		b.ReportMetric(best/1e6, "best-Mpps")
-		b.ReportMetric(0, "ns/op")
-	})
-	for _, workers := range []int{1, 2} {
-		b.Run(map[int]string{1: "workers=1", 2: "workers=2"}[workers], func(b *testing.B) {
-			vb, d := vethDaemon(b, workers)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- d.Run(ctx) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
-			time.Sleep(100 * time.Millisecond)
-			var sum, best float64
-			var loss float64
-			for range b.N {
-				r, err := vb.Measure(pktio.VethRun{Duration: 1500 * time.Millisecond})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Logf("%v", r)
-				sum += r.DeliveredPPS
-				best = max(best, r.DeliveredPPS)
-				loss += r.Loss
-			}
-			b.ReportMetric(sum/float64(b.N)/1e6, "Mpps")
-			b.ReportMetric(best/1e6, "best-Mpps")
-			b.ReportMetric(100*loss/float64(b.N), "loss%")
-			b.ReportMetric(0, "ns/op")
-		})
-	}
-}
+// The daemon against Linux forwarding on the same topology is measured by
+// `netfwd bench veth` and BenchmarkVeth in package bench.
