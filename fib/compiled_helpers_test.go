@@ -5,17 +5,13 @@
 package fib
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/netfwd/netfwd/internal/fulltable"
 )
 
 // cplModel is the reference: a plain map of prefixes, longest match by
@@ -110,43 +106,13 @@ func cplFullTable(tb testing.TB) []cplRoute {
 }
 
 func cplLoadFullTable() ([]cplRoute, error) {
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		return nil, fmt.Errorf("go env GOMODCACHE: %w", err)
-	}
-	path := filepath.Join(strings.TrimSpace(string(out)),
-		"github.com/gaissmai/bart@v0.30.0/internal/tests/testdata/prefixes.txt.gz")
-	f, err := os.Open(path)
+	pfx, err := fulltable.Load()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, err
-	}
-	var routes []cplRoute
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if !p.Addr().Is4() {
-			continue
-		}
-		p = p.Masked()
-		routes = append(routes, cplRoute{p, cplValueFor(p)})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(routes) != 901899 {
-		return nil, fmt.Errorf("%s: %d IPv4 prefixes, want 901899", path, len(routes))
+	routes := make([]cplRoute, len(pfx))
+	for i, p := range pfx {
+		routes[i] = cplRoute{p, cplValueFor(p)}
 	}
 	return routes, nil
 }
