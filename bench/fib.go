@@ -161,13 +161,15 @@ var (
 	sinkIdx uint32
 )
 
-// indexCase measures the compiled FIB's compact answer: the nexthop index.
+// indexCase measures the compiled FIB's compact answer, the nexthop index,
+// for destinations as the datapath holds them (uint32 from the header).
 func indexCase(f *fib.FIB, probes []netip.Addr) func(n int) {
-	mask := len(probes) - 1
+	dsts := hostOrder(probes)
+	mask := len(dsts) - 1
 	return func(n int) {
 		var last uint32
 		for i := range n {
-			last = f.LookupIndex(probes[i&mask])
+			last = f.LookupIndex4(dsts[i&mask])
 		}
 		sinkIdx = last
 	}

@@ -16,13 +16,20 @@ import (
 
 const compiledBatch = 256
 
-// compiledBatchCase looks probes up 256 at a time; n counts addresses.
-func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
+// hostOrder converts IPv4 probes to the datapath's form: host-order uint32s
+// as parsed from the IPv4 header.
+func hostOrder(probes []netip.Addr) []uint32 {
 	dsts := make([]uint32, len(probes))
 	for i, a := range probes {
 		b := a.As4()
 		dsts[i] = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	}
+	return dsts
+}
+
+// compiledBatchCase looks probes up 256 at a time; n counts addresses.
+func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
+	dsts := hostOrder(probes)
 	for len(dsts) < compiledBatch { // the hot probe: one address, repeated
 		dsts = append(dsts, dsts[0])
 	}

@@ -112,3 +112,14 @@ func (f *FIB) LookupIndex(dst netip.Addr) uint32 {
 	}
 	return f.compiled.c.Load().LookupAddr(dst)
 }
+
+// LookupIndex4 is LookupIndex for a destination already in host order as
+// the datapath parses it from the IPv4 header (a uint32, as LookupBatch4
+// takes). It inlines into the caller whole: the netip.Addr form cannot,
+// because As4's checks push it over the inliner's budget.
+func (f *FIB) LookupIndex4(dst uint32) uint32 {
+	if f.compiled == nil {
+		return 0
+	}
+	return f.compiled.c.Load().Lookup(dst)
+}

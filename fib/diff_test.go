@@ -262,6 +262,14 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 		if got != w {
 			t.Fatalf("step %d (%s): Lookup(%s) = %s, model %s (route %v)", step, what, a, got, w, want)
 		}
+		// The compact forms answer the same nexthop (0 in trie mode).
+		wantIdx := uint32(0)
+		if f.compiled != nil && nh != nil {
+			wantIdx = nh.Index
+		}
+		if i, i4 := f.LookupIndex(a), f.LookupIndex4(ipv4(a)); i != wantIdx || i4 != wantIdx {
+			t.Fatalf("step %d (%s): LookupIndex(%s) = %d, LookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
+		}
 		res, ok := f.LookupRoute(a)
 		if ok != (want != nil) || ok && routeString(res.Route) != want.String() {
 			t.Fatalf("step %d (%s): LookupRoute(%s) = %v, model %v", step, what, a, res.Route, want)
