@@ -170,13 +170,80 @@ func (s *sliceSink) Emit(f []byte)      { *s.out = append(*s.out, f) }
 
 func TestHeaderChecksumMatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for range 100000 {
+	for i := range 100000 {
 		h := make([]byte, 20)
 		for j := range h {
-			h[j] = byte(r.Uint32())
+			switch i {
+			case 0: // all zero: the sum folds to 0
+			case 2: // all ones: every carry path
+				h[j] = 0xff
+			default:
+				h[j] = byte(r.Uint32())
+			}
+		}
+		if i%2 == 1 { // half of them with their checksum filled in
+			h[10], h[11] = 0, 0
+			c := Checksum(h, 0)
+			h[10], h[11] = byte(c>>8), byte(c)
 		}
 		if headerChecksum(h) != Checksum(h, 0) {
 			t.Fatalf("% x: fast %04x, generic %04x", h, headerChecksum(h), Checksum(h, 0))
+		}
+		if checksumValid20(h) != (Checksum(h, 0) == 0) {
+			t.Fatalf("% x: checksumValid20 %v, generic checksum %04x", h, checksumValid20(h), Checksum(h, 0))
+		}
+	}
+}
+
+// checkIPv4Ref is ip_rcv_core's order of checks written plainly: the model
+// for CheckIPv4's fast path.
+func checkIPv4Ref(b []byte) (int, DropReason) {
+	switch {
+	case len(b) < 20:
+		return 0, DropIPTooShort
+	case b[0]>>4 != 4:
+		return 0, DropIPVersion
+	}
+	ihl := int(b[0]&0xf) * 4
+	if ihl < 20 || ihl > len(b) {
+		return 0, DropIPHeaderLen
+	}
+	total := int(binary.BigEndian.Uint16(b[2:]))
+	if total < ihl || total > len(b) {
+		return 0, DropIPTotalLen
+	}
+	if Checksum(b[:ihl], 0) != 0 {
+		return 0, DropIPChecksum
+	}
+	return total, DropNone
+}
+
+// Random headers (with and without options, valid checksums or not) get
+// the model's verdict and length.
+func TestCheckIPv4MatchesModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 200000 {
+		b := make([]byte, r.IntN(80))
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		if len(b) > 0 && r.IntN(4) != 0 {
+			b[0] = 0x45 + byte(r.IntN(3)) // mostly plausible versions and lengths
+		}
+		if len(b) >= 4 && r.IntN(2) == 0 {
+			binary.BigEndian.PutUint16(b[2:], uint16(20+r.IntN(len(b))))
+		}
+		if len(b) >= 20 && r.IntN(2) == 0 {
+			if ihl := int(b[0]&0xf) * 4; ihl >= 20 && ihl <= len(b) {
+				b[10], b[11] = 0, 0
+				c := Checksum(b[:ihl], 0)
+				b[10], b[11] = byte(c>>8), byte(c)
+			}
+		}
+		wantLen, want := checkIPv4Ref(b)
+		h, got := CheckIPv4(b)
+		if got != want || got == DropNone && len(h) != wantLen {
+			t.Fatalf("case %d % x: got %v len %d, model %v len %d", i, b, got, len(h), want, wantLen)
 		}
 	}
 }
