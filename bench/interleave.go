@@ -27,7 +27,14 @@ func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 // the suite duration; 2 with --quick) catch more quiet moments than a few
 // long ones.
 func interleaved(opts Options, bodies []func(n int)) []Result {
-	rounds, slice := 9, opts.Duration()/12
+	return interleavedRounds(opts, bodies, 9)
+}
+
+// interleavedRounds is interleaved with a chosen number of rounds (quick
+// runs keep 2): suites whose figure is a difference of two cases take more,
+// since the difference is only as steady as both minimums.
+func interleavedRounds(opts Options, bodies []func(n int), rounds int) []Result {
+	slice := opts.Duration() / 12
 	if opts.Quick {
 		rounds, slice = 2, opts.Duration()/5
 	}

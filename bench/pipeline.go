@@ -222,7 +222,9 @@ func runPipeline(o Options) ([]Record, error) {
 	for i, c := range cases {
 		bodies[i] = c.body
 	}
-	results := interleaved(o, bodies)
+	// 36 rounds (~9 s): over_lookup_ns is routed minus fib-lookup, and a
+	// difference of two minimums needs both to have met quiet moments.
+	results := interleavedRounds(o, bodies, 36)
 	var recs []Record
 	var lookup Result
 	for i, c := range cases {
