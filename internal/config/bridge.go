@@ -65,21 +65,6 @@ func parseBridge(args []string) (*BridgeCmd, error) {
 	return &BridgeCmd{Op: op}, nil
 }
 
-// words walks "keyword value" arguments.
-type words struct {
-	a []string
-	i int
-}
-
-func (w *words) more() bool   { return w.i < len(w.a) }
-func (w *words) next() string { w.i++; return w.a[w.i-1] }
-func (w *words) value(key string) (string, error) {
-	if w.i >= len(w.a) {
-		return "", fmt.Errorf("%q needs a value", key)
-	}
-	return w.next(), nil
-}
-
 func parseVIDRange(s string) (uint16, uint16, error) {
 	a, b, isRange := strings.Cut(s, "-")
 	lo, err := parseVID(a)
@@ -111,17 +96,17 @@ func parseBridgeVLAN(verb string, args []string) (l2.Op, error) {
 	var dev string
 	var vid, end uint16
 	var pvid, untagged, self bool
-	w := &words{a: args}
-	for w.more() {
-		switch k := w.next(); k {
+	w := NewWords(args)
+	for w.More() {
+		switch k := w.Next(); k {
 		case "dev":
-			v, err := w.value(k)
+			v, err := w.Value(k)
 			if err != nil {
 				return nil, err
 			}
 			dev = v
 		case "vid":
-			v, err := w.value(k)
+			v, err := w.Value(k)
 			if err != nil {
 				return nil, err
 			}
@@ -163,17 +148,17 @@ func parseBridgeFDB(verb string, args []string) (l2.Op, error) {
 		return nil, fmt.Errorf("bridge fdb: invalid MAC address %q", args[0])
 	}
 	add := l2.FDBAdd{MAC: mac, Kind: l2.FDBPermanent, Replace: verb == "replace"}
-	w := &words{a: args[1:]}
-	for w.more() {
-		switch k := w.next(); k {
+	w := NewWords(args[1:])
+	for w.More() {
+		switch k := w.Next(); k {
 		case "dev":
-			v, err := w.value(k)
+			v, err := w.Value(k)
 			if err != nil {
 				return nil, err
 			}
 			add.Dev = v
 		case "vlan":
-			v, err := w.value(k)
+			v, err := w.Value(k)
 			if err != nil {
 				return nil, err
 			}
@@ -215,10 +200,10 @@ func parseOnOff(k, v string) (bool, error) {
 
 func parseBridgeLink(args []string) (l2.Op, error) {
 	op := l2.LinkSet{}
-	w := &words{a: args}
-	for w.more() {
-		k := w.next()
-		v, err := w.value(k)
+	w := NewWords(args)
+	for w.More() {
+		k := w.Next()
+		v, err := w.Value(k)
 		if err != nil {
 			return nil, err
 		}
@@ -269,13 +254,13 @@ func parseBridgeMDB(verb string, args []string) (l2.Op, error) {
 	var grp l2.MAC
 	var vid uint16
 	haveGrp := false
-	w := &words{a: args}
-	for w.more() {
-		k := w.next()
+	w := NewWords(args)
+	for w.More() {
+		k := w.Next()
 		if k == "permanent" || k == "temp" {
 			continue
 		}
-		v, err := w.value(k)
+		v, err := w.Value(k)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -155,6 +156,27 @@ func TestParseForms(t *testing.T) {
 		_, _, err := ParseLine(Pos{"t", 1}, c.line)
 		if (err == nil) != c.ok {
 			t.Errorf("ParseLine(%q) error = %v, want ok=%t", c.line, err, c.ok)
+		}
+	}
+}
+
+// A keyword at the end of a line names itself in the error, in every parser
+// that reads "keyword value" arguments.
+func TestMissingValueNamesKeyword(t *testing.T) {
+	for line, key := range map[string]string{
+		"nexthop add id":                       "id",
+		"nexthop add id 1 via":                 "via",
+		"nexthop add id 1 group":               "group",
+		"link set eth0 mtu":                    "mtu",
+		"link set eth0 master":                 "master",
+		"link add br0 type":                    "type",
+		"link add br0 type bridge stp_state":   "stp_state",
+		"bridge vlan add dev":                  "dev",
+		"bridge fdb add 02:00:00:00:00:01 dev": "dev",
+	} {
+		_, _, err := ParseLine(Pos{"t", 1}, line)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q needs a value", key)) {
+			t.Errorf("ParseLine(%q) = %v, want %q needs a value", line, err, key)
 		}
 	}
 }

@@ -36,29 +36,22 @@ func parseLink(args []string) (*LinkCmd, error) {
 	}
 	c := &LinkCmd{Op: op, Options: map[string]string{}}
 	args = args[1:]
-	val := func(i *int) (string, error) {
-		if *i+1 >= len(args) {
-			return "", fmt.Errorf("%q needs a value", args[*i])
-		}
-		*i++
-		return args[*i], nil
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
+	for w := NewWords(args); w.More(); {
+		a := w.Next()
 		var v string
 		switch {
 		case a == "dev" || a == "name":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			c.Name = v
 		case a == "link" && op == "add":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			c.Parent = v
 		case a == "type" && op == "add":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			if v != "bridge" && v != "vlan" {
@@ -66,7 +59,7 @@ func parseLink(args []string) (*LinkCmd, error) {
 			}
 			c.Kind = v
 		case a == "id" && c.Kind == "vlan":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			id, err := strconv.ParseUint(v, 10, 16)
@@ -75,7 +68,7 @@ func parseLink(args []string) (*LinkCmd, error) {
 			}
 			c.VID = uint16(id)
 		case a == "address" && (op == "set" || op == "add"):
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			mac, err := net.ParseMAC(v)
@@ -84,7 +77,7 @@ func parseLink(args []string) (*LinkCmd, error) {
 			}
 			c.Address = mac
 		case c.Kind == "bridge":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			c.Options[a] = v
@@ -93,14 +86,14 @@ func parseLink(args []string) (*LinkCmd, error) {
 		case op == "set" && a == "down":
 			c.Down = true
 		case op == "set" && a == "master":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			c.Master = v
 		case op == "set" && a == "nomaster":
 			c.NoMaster = true
 		case op == "set" && a == "mtu":
-			if v, err = val(&i); err != nil {
+			if v, err = w.Value(a); err != nil {
 				return nil, err
 			}
 			m, err := strconv.Atoi(v)

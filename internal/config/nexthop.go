@@ -32,18 +32,11 @@ func parseNexthop(args []string) (*NexthopCmd, error) {
 		}
 		return c, nil
 	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, error) {
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("%q needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
+	for w := NewWords(args); w.More(); {
+		a := w.Next()
 		switch a {
 		case "id":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return nil, err
 			}
@@ -53,7 +46,7 @@ func parseNexthop(args []string) (*NexthopCmd, error) {
 			}
 			s.ID = uint32(id)
 		case "via":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return nil, err
 			}
@@ -61,7 +54,7 @@ func parseNexthop(args []string) (*NexthopCmd, error) {
 				return nil, err
 			}
 		case "dev":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return nil, err
 			}
@@ -71,7 +64,7 @@ func parseNexthop(args []string) (*NexthopCmd, error) {
 		case "blackhole":
 			s.Single.Kind = nexthop.Blackhole
 		case "group":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return nil, err
 			}

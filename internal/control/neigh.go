@@ -66,18 +66,11 @@ func parseNeigh(args []string) (neighOp, error) {
 		return o, fmt.Errorf("neigh: unknown command %q (want add, replace, change or del)", args[0])
 	}
 	args = args[1:]
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		val := func() (string, error) {
-			if i+1 >= len(args) {
-				return "", fmt.Errorf("%q needs a value", a)
-			}
-			i++
-			return args[i], nil
-		}
+	for w := config.NewWords(args); w.More(); {
+		a := w.Next()
 		switch a {
 		case "lladdr":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return o, err
 			}
@@ -86,13 +79,13 @@ func parseNeigh(args []string) (neighOp, error) {
 			}
 			o.hasLL = true
 		case "dev":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return o, err
 			}
 			o.dev = v
 		case "nud":
-			v, err := val()
+			v, err := w.Value(a)
 			if err != nil {
 				return o, err
 			}

@@ -41,9 +41,11 @@ func TestNeighLines(t *testing.T) {
 		"neigh add 10.0.0.8 dev eth0",
 		"neigh add 10.0.0.9 lladdr 02:00:00:00:00:09 dev nosuch",
 		"neigh add 224.0.0.1 lladdr 02:00:00:00:00:09 dev eth0",
+		"neigh add 10.0.0.10 lladdr 02:00:00:00:00:0a dev",
 	}))
 	for _, w := range []string{"b.conf:2: file exists", "b.conf:3: no such file or directory",
-		"b.conf:4: no link layer address given", `b.conf:5: cannot find device "nosuch"`, "b.conf:6: invalid neighbour address"} {
+		"b.conf:4: no link layer address given", `b.conf:5: cannot find device "nosuch"`, "b.conf:6: invalid neighbour address",
+		`b.conf:7: "dev" needs a value`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("want %q in %v", w, err)
 		}

@@ -1,0 +1,33 @@
+package config
+
+// Words walks the arguments of one line: a keyword with Next, the value a
+// keyword needs with Value. Every parser of iproute2-style "keyword value"
+// arguments uses it, so a missing value reads the same everywhere.
+//
+// Locking: none (one parser's local state).
+
+import "fmt"
+
+// Words is a cursor over a line's arguments.
+type Words struct {
+	a []string
+	i int
+}
+
+// NewWords starts a cursor at args[0].
+func NewWords(args []string) *Words { return &Words{a: args} }
+
+// More reports whether words remain.
+func (w *Words) More() bool { return w.i < len(w.a) }
+
+// Next returns the next word; call it only when More.
+func (w *Words) Next() string { w.i++; return w.a[w.i-1] }
+
+// Value returns the word after keyword key, or an error naming key when the
+// line ends there.
+func (w *Words) Value(key string) (string, error) {
+	if w.i >= len(w.a) {
+		return "", fmt.Errorf("%q needs a value", key)
+	}
+	return w.Next(), nil
+}
