@@ -30,6 +30,24 @@ type compiledState struct {
 	version atomic.Uint64
 }
 
+// indices maps a sequence of merged-trie entries to what the compiled
+// structure stores: each prefix with its nexthop's index.
+func indices(all func(yield func(netip.Prefix, *nexthop.Nexthop) bool)) func(yield func(netip.Prefix, uint32) bool) {
+	return func(yield func(netip.Prefix, uint32) bool) {
+		for p, nh := range all {
+			if !yield(p, nhIndex(nh)) {
+				return
+			}
+		}
+	}
+}
+
+// MergedIndices is Merged as BuildCompiled takes it: each prefix of the
+// published merged trie with its nexthop index.
+func (f *FIB) MergedIndices() func(yield func(netip.Prefix, uint32) bool) {
+	return indices(f.Merged())
+}
+
 func nhIndex(nh *nexthop.Nexthop) uint32 {
 	if nh == nil {
 		return 0
@@ -62,13 +80,7 @@ func (f *FIB) enableCompiled() {
 				return
 			}
 		}
-		next, err := BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
-			for p, nh := range c.All {
-				if !yield(p, nhIndex(nh)) {
-					return
-				}
-			}
-		})
+		next, err := BuildCompiled(indices(c.All))
 		if err != nil {
 			panic("fib: compiled build of a valid trie failed: " + err.Error())
 		}
