@@ -154,51 +154,49 @@ func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
 		w.drop(DropNoIface)
 	case len(f) < etherHeaderLen:
 		w.drop(DropL2Short)
-	case !ifc.Up():
-		w.drop(DropIfaceDown)
 	default:
-		l2mc := f[0]&1 != 0
-		if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
-			w.drop(DropNotForUs)
+		// A VLAN tag is an unknown EtherType here: routed ports have no
+		// VLAN interfaces.
+		if w.ifaceInput(t, ifc, f, etherHeaderLen, binary.BigEndian.Uint16(f[12:])) {
 			return
 		}
-		switch binary.BigEndian.Uint16(f[12:]) {
-		case etherTypeIPv4:
-			w.ipInput(t, ifc, f, etherHeaderLen, l2mc)
-		case etherTypeARP:
-			w.arpInput(t, ifc, f, etherHeaderLen)
-		default: // including VLAN tags: routed ports have no VLAN interfaces
-			w.drop(DropEtherType)
-		}
-		return
 	}
 	w.tx.CountRxDrop(in)
 }
 
 func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
 	w.c.in++
-	ifc := t.hostIface(h.Bridge, h.VID, h.Untagged)
-	f := h.Frame
+	w.ifaceInput(t, t.hostIface(h.Bridge, h.VID, h.Untagged), h.Frame, h.L3, h.EtherType)
+}
+
+// ifaceInput takes a frame that arrived on interface ifc (nil: none), with
+// its network header at f[l3:]: it must be up and the frame addressed to its
+// MAC (or multicast); then IPv4 or ARP. It returns false when the interface
+// refused the frame (missing or down), which routed ports count as receive
+// drops; frames refused for their contents are counted by reason only.
+func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherType uint16) bool {
 	switch {
 	case ifc == nil:
 		w.drop(DropNoIface)
+		return false
 	case !ifc.Up():
 		w.drop(DropIfaceDown)
-	default:
-		l2mc := f[0]&1 != 0
-		if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
-			w.drop(DropNotForUs)
-			return
-		}
-		switch h.EtherType {
-		case etherTypeIPv4:
-			w.ipInput(t, ifc, f, h.L3, l2mc)
-		case etherTypeARP:
-			w.arpInput(t, ifc, f, h.L3)
-		default:
-			w.drop(DropEtherType)
-		}
+		return false
 	}
+	l2mc := f[0]&1 != 0
+	if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
+		w.drop(DropNotForUs)
+		return true
+	}
+	switch etherType {
+	case etherTypeIPv4:
+		w.ipInput(t, ifc, f, l3, l2mc)
+	case etherTypeARP:
+		w.arpInput(t, ifc, f, l3)
+	default:
+		w.drop(DropEtherType)
+	}
+	return true
 }
 
 // pendingIP is a validated IPv4 packet waiting for the batch's FIB lookup:
