@@ -28,17 +28,9 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("j", false, "JSON answers")
 	sock := fs.String("ctl", defaultCtl, "control socket path")
-	// Flags may follow the words (`netfwd ctl route show -j`): parse in rounds.
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+	words, ok := parseInterspersed(fs, args)
+	if !ok {
+		return 2
 	}
 	var lines []string
 	if len(words) > 0 {

@@ -40,17 +40,9 @@ func runRoute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("j", false, "JSON output")
 	trie := fs.String("trie", "fast", "bart kind of the merged trie: fast or table")
 	fibKind := fs.String("fib", "compiled", "lookup structure: compiled (DIR-24-8 following the trie) or trie")
-	// Flags may come after positional words (ip style): parse in rounds.
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+	words, ok := parseInterspersed(fs, args)
+	if !ok {
+		return 2
 	}
 	opts := fib.Options{}
 	switch *trie {

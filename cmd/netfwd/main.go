@@ -8,6 +8,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -62,4 +63,22 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return c.run(args[1:], stdin, stdout, stderr)
+}
+
+// parseInterspersed parses flags that may stand anywhere among the words,
+// as ip's do (`netfwd route show -j`, `netfwd ctl route show -j`): in rounds,
+// each taking the flags up to the next word. It returns the words, and false
+// on a flag error (which fs has reported).
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, bool) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			return words, true
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
