@@ -4,8 +4,9 @@ package l3
 // into frames queued for ports, through the bridge and the router.
 //
 // Flow of one frame:
-//   bridge member port -> Bridge.ReceiveBatch -> (host frames) -> hostFrame
-//   routed port        -> routedFrame
+//   bridge member port -> Bridge.ReceiveBatch -> (host frames) -> hostFrames
+//   routed port        -> routedFrames
+//   -> ifaceInput: interface up, frame addressed to it
 //   -> ARP: arpInput | IPv4: ipInput: validate, FIB lookup (one pointer) ->
 //        local: localInput (echo reply, port/protocol unreachable, TCP reset)
 //        blackhole / unreachable / prohibit / no route: drop (+ ICMP)
@@ -81,28 +82,12 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 	if b := in.Bridge(); b != nil {
 		start := len(w.tx.Host)
 		b.ReceiveBatch(w.tx, in, frames)
-		w.curHost = true
-		for i := start; i < len(w.tx.Host); i++ {
-			h := &w.tx.Host[i]
-			w.tx.SetOrigin(h.Index)
-			w.curSrc = int32(i)
-			w.hostFrame(t, h)
-		}
-		w.curHost = false
-		w.routePending(t)
+		w.hostFrames(t, start)
 	} else {
-		ifc := t.routedPort(in.ID)
-		bytes := 0
 		w.batch = frames
-		for i, f := range frames {
-			w.tx.SetOrigin(i)
-			w.curSrc = int32(i)
-			bytes += len(f)
-			w.routedFrame(t, ifc, in, f)
-		}
-		w.tx.CountRxBatch(in, len(frames), bytes)
-		w.routePending(t)
+		w.routedFrames(t, in, frames)
 	}
+	w.routePending(t)
 	w.tx.SetOrigin(-1)
 	w.gsoSizes = nil
 	w.batch = nil
@@ -147,26 +132,46 @@ func (w *Worker) generating() (restore func(int), saved int) {
 
 func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
 
-func (w *Worker) routedFrame(t *ifaceTable, ifc *Iface, in *l2.Port, f []byte) {
-	w.c.in++
-	switch {
-	case ifc == nil:
-		w.drop(DropNoIface)
-	case len(f) < etherHeaderLen:
-		w.drop(DropL2Short)
-	default:
-		// A VLAN tag is an unknown EtherType here: routed ports have no
-		// VLAN interfaces.
-		if w.ifaceInput(t, ifc, f, etherHeaderLen, binary.BigEndian.Uint16(f[12:])) {
-			return
+// routedFrames is the input of a routed port: each frame needs an Ethernet
+// header, then goes to the port's interface.
+func (w *Worker) routedFrames(t *ifaceTable, in *l2.Port, frames [][]byte) {
+	ifc := t.routedPort(in.ID)
+	bytes := 0
+	for i, f := range frames {
+		w.tx.SetOrigin(i)
+		w.curSrc = int32(i)
+		bytes += len(f)
+		w.c.in++
+		accepted := false
+		switch {
+		case ifc == nil:
+			w.drop(DropNoIface)
+		case len(f) < etherHeaderLen:
+			w.drop(DropL2Short)
+		default:
+			// A VLAN tag is an unknown EtherType here: routed ports have no
+			// VLAN interfaces.
+			accepted = w.ifaceInput(t, ifc, f, etherHeaderLen, binary.BigEndian.Uint16(f[12:]))
+		}
+		if !accepted {
+			w.tx.CountRxDrop(in)
 		}
 	}
-	w.tx.CountRxDrop(in)
+	w.tx.CountRxBatch(in, len(frames), bytes)
 }
 
-func (w *Worker) hostFrame(t *ifaceTable, h *l2.HostFrame) {
-	w.c.in++
-	w.ifaceInput(t, t.hostIface(h.Bridge, h.VID, h.Untagged), h.Frame, h.L3, h.EtherType)
+// hostFrames is the input of the frames the bridge handed to the host
+// (tx.Host from index start on): each goes to the interface of its VLAN.
+func (w *Worker) hostFrames(t *ifaceTable, start int) {
+	w.curHost = true
+	for i := start; i < len(w.tx.Host); i++ {
+		h := &w.tx.Host[i]
+		w.tx.SetOrigin(h.Index)
+		w.curSrc = int32(i)
+		w.c.in++
+		w.ifaceInput(t, t.hostIface(h.Bridge, h.VID, h.Untagged), h.Frame, h.L3, h.EtherType)
+	}
+	w.curHost = false
 }
 
 // ifaceInput takes a frame that arrived on interface ifc (nil: none), with
