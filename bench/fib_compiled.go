@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
@@ -21,8 +22,7 @@ const compiledBatch = 256
 func hostOrder(probes []netip.Addr) []uint32 {
 	dsts := make([]uint32, len(probes))
 	for i, a := range probes {
-		b := a.As4()
-		dsts[i] = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		dsts[i] = l3.Addr4(a)
 	}
 	return dsts
 }
