@@ -25,19 +25,19 @@ func parseAddr(args []string) (*AddrCmd, error) {
 	c := &AddrCmd{Op: op}
 	args = args[1:]
 	have := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
+	for w := NewWords(args); w.More(); {
+		a := w.Next()
 		switch a {
 		case "dev", "brd", "broadcast", "label", "scope", "local":
-			if i+1 >= len(args) {
-				return nil, fmt.Errorf("%q needs a value", a)
+			v, err := w.Value(a)
+			if err != nil {
+				return nil, err
 			}
-			i++
 			switch a {
 			case "dev":
-				c.Dev = args[i]
+				c.Dev = v
 			case "local":
-				if err := c.setPrefix(args[i], &have); err != nil {
+				if err := c.setPrefix(v, &have); err != nil {
 					return nil, err
 				}
 			}
