@@ -93,8 +93,7 @@ func headerChecksum(h []byte) uint16 {
 	if len(h) != ipv4MinHeader {
 		return Checksum(h, 0)
 	}
-	a, b := binary.LittleEndian.Uint64(h[0:8]), binary.LittleEndian.Uint64(h[8:16])
-	s := a&0xffffffff + a>>32 + b&0xffffffff + b>>32 + uint64(binary.LittleEndian.Uint32(h[16:20]))
+	s := sum20(h)
 	s = (s >> 32) + (s & 0xffffffff) // <= 2^32 + 4
 	s = (s >> 16) + (s & 0xffff)
 	s = (s >> 16) + (s & 0xffff)
@@ -109,9 +108,15 @@ func headerChecksum(h []byte) uint16 {
 // so wider words and either byte order give the same answer). An all-zero
 // header sums to 0: its one's complement sum is 0, not 0xffff, so invalid.
 func checksumValid20(h []byte) bool {
-	a, b := binary.LittleEndian.Uint64(h[0:8]), binary.LittleEndian.Uint64(h[8:16])
-	s := a&0xffffffff + a>>32 + b&0xffffffff + b>>32 + uint64(binary.LittleEndian.Uint32(h[16:20]))
+	s := sum20(h)
 	return s%0xffff == 0 && s != 0
+}
+
+// sum20 adds a 20-byte header as 32-bit words in the CPU's byte order,
+// unfolded (five words fit in 64 bits with room to spare).
+func sum20(h []byte) uint64 {
+	a, b := binary.LittleEndian.Uint64(h[0:8]), binary.LittleEndian.Uint64(h[8:16])
+	return a&0xffffffff + a>>32 + b&0xffffffff + b>>32 + uint64(binary.LittleEndian.Uint32(h[16:20]))
 }
 
 // Checksum is the Internet checksum (RFC 1071) of b added to initial, folded
