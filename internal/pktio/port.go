@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,7 @@ type Port struct {
 	MTU   int
 
 	cfg      Config
+	mtu      atomic.Int32 // the device's MTU as last known (SetMTU); Tx refuses longer frames
 	ifi      *net.Interface
 	netns    *os.File // the namespace the port was opened in: Tx sockets go there too
 	queues   []*Queue
@@ -61,6 +63,7 @@ func Open(name string, cfg Config) (*Port, error) {
 	}
 	p := &Port{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU,
 		cfg: cfg, ifi: ifi, netns: ns, fanoutID: -1}
+	p.mtu.Store(int32(ifi.MTU))
 	for i := range cfg.Queues {
 		q, err := p.openQueue(i)
 		if err != nil {
@@ -108,6 +111,12 @@ func (p *Port) openQueue(i int) (*Queue, error) {
 	return q, nil
 }
 
+// SetMTU tells the port the device's MTU changed (the daemon follows the
+// kernel's link messages): transmit handles refuse, and count, frames
+// longer than the device takes instead of letting the kernel drop them
+// silently.
+func (p *Port) SetMTU(mtu int) { p.mtu.Store(int32(mtu)) }
+
 // Queues is the number of receive queues (Config.Queues).
 func (p *Port) Queues() int { return len(p.queues) }
 
@@ -121,25 +130,39 @@ func (p *Port) Config() Config { return p.cfg }
 // queue.
 func (p *Port) FanoutID() int { return p.fanoutID }
 
-// NewTx opens a transmit handle on the port for one owner goroutine. Its
-// socket is created in the port's network namespace, whichever namespace
-// the caller runs in.
-func (p *Port) NewTx() (*Tx, error) {
+// NewTx opens a transmit handle on the port for one owner goroutine, in the
+// configured mode (Config.Tx). Its socket is created in the port's network
+// namespace, whichever namespace the caller runs in.
+func (p *Port) NewTx() (*Tx, error) { return p.NewTxMode(p.cfg.Tx) }
+
+// NewTxMode is NewTx with another transmit mode: TxSendmmsg handles have no
+// ring memory, for goroutines that send little.
+func (p *Port) NewTxMode(mode TxMode) (*Tx, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shutdown {
+	shutdown := p.shutdown
+	p.mu.Unlock()
+	if shutdown {
 		return nil, ErrClosed
 	}
+	// Set up without the lock: a ring costs an RCU grace period in the
+	// kernel, and the workers open their handles concurrently.
 	var t *Tx
 	err := inNetnsFile(p.netns, p.Name, func() error {
 		var err error
-		t, err = newTx(p)
+		t, err = newTx(p, mode)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pktio: %s tx: %w", p.Name, err)
 	}
+	p.mu.Lock()
+	if p.shutdown {
+		p.mu.Unlock()
+		t.release()
+		return nil, ErrClosed
+	}
 	p.txs = append(p.txs, t)
+	p.mu.Unlock()
 	return t, nil
 }
 
@@ -157,9 +180,14 @@ func (p *Port) shutdownLocked() {
 		return
 	}
 	p.shutdown = true
+	// The sockets stay open until Close: a packet socket whose ring is
+	// still mapped is released by the munmap, which then waits for RCU
+	// grace periods and serialises on the address space (~25 ms each here);
+	// unmapped first, it closes quickly and concurrently. A blocked Recv is
+	// woken by an expired deadline instead.
 	for _, q := range p.queues {
 		q.closed.Store(true)
-		q.sock.close()
+		q.sock.wake()
 	}
 	for _, t := range p.txs {
 		t.closed.Store(true) // owners see it within one poll timeout
@@ -177,14 +205,23 @@ func (p *Port) Close() error {
 		return nil
 	}
 	p.closed = true
-	var errs []error
-	for _, q := range p.queues {
-		errs = append(errs, q.unmap())
+	errs := make([]error, len(p.queues)+len(p.txs)+1)
+	var wg sync.WaitGroup
+	for i, q := range p.queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = errors.Join(q.unmap(), q.sock.close())
+		}()
 	}
-	for _, t := range p.txs {
-		t.closeSockets()
-		errs = append(errs, t.unmap())
+	for i, t := range p.txs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[len(p.queues)+i] = t.release()
+		}()
 	}
-	errs = append(errs, p.netns.Close())
+	wg.Wait()
+	errs[len(errs)-1] = p.netns.Close()
 	return errors.Join(errs...)
 }

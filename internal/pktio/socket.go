@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/mdlayher/packet"
@@ -93,6 +94,14 @@ func (s *rawSocket) close() error {
 		}
 	})
 	return err
+}
+
+// wake makes a blocked read return (with a timeout error) without closing
+// the socket.
+func (s *rawSocket) wake() {
+	if s.conn != nil {
+		s.conn.SetReadDeadline(time.Unix(1, 0))
+	}
 }
 
 // write runs fn until it returns true, waiting for the socket to become

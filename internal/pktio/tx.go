@@ -15,7 +15,6 @@
 package pktio
 
 import (
-	"errors"
 	"sync/atomic"
 	"unsafe"
 
@@ -55,7 +54,7 @@ type txCounters struct {
 	_              [64]byte
 }
 
-func newTx(p *Port) (*Tx, error) {
+func newTx(p *Port, mode TxMode) (*Tx, error) {
 	s, err := openTxSocket(p.ifi)
 	if err != nil {
 		return nil, err
@@ -74,7 +73,7 @@ func newTx(p *Port) (*Tx, error) {
 	if err := s.setTxOptions(&p.cfg); err != nil {
 		return fail(err)
 	}
-	if p.cfg.Tx == TxRing {
+	if mode == TxRing {
 		// The ring gets a socket of its own: a socket with a TX ring sends
 		// only from the ring, and frames too big for a slot (GSO
 		// super-frames) still go out through sendmmsg on s.
@@ -137,6 +136,10 @@ func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
 			if offl != nil {
 				o = offl[i]
 			}
+			if t.tooBig(f, o) {
+				t.stats.refused.Add(1)
+				continue
+			}
 			if !t.prepare(f, o) {
 				bad++
 				continue
@@ -166,6 +169,15 @@ func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
 		}
 	}
 	return sent, nil
+}
+
+// tooBig reports a plain frame longer than the device takes: the kernel
+// drops those silently from a TX ring (PACKET_LOSS) and with EMSGSIZE from
+// sendmmsg, after the engine counted them as sent. The limit is
+// af_packet's: MTU + Ethernet header + one VLAN tag. GSO super-frames are
+// segmented to the MTU by the kernel.
+func (t *Tx) tooBig(f []byte, o Offload) bool {
+	return len(f) > int(t.port.mtu.Load())+ethHdrLen+4 && o.GSOType == GSONone
 }
 
 // prepare checks a frame against its offload state and, without a vnet
@@ -242,21 +254,33 @@ func (t *Tx) write(fd uintptr) bool {
 }
 
 // Close closes the handle's socket. The Port closes its handles too.
+// Handles of one port may be closed concurrently: closing a packet socket
+// waits for an RCU grace period in the kernel, so it happens outside the
+// port's lock.
 func (t *Tx) Close() error {
 	t.port.mu.Lock()
-	defer t.port.mu.Unlock()
+	owned := false
 	for i, x := range t.port.txs {
 		if x == t {
 			t.port.txs = append(t.port.txs[:i], t.port.txs[i+1:]...)
 			t.port.retiredTx.add(t.Stats())
+			owned = true
 			break
 		}
 	}
-	t.closeSockets()
-	err := error(nil)
-	if uerr := t.unmap(); uerr != nil {
-		err = errors.Join(err, uerr)
+	t.port.mu.Unlock()
+	if !owned {
+		return nil // the port closed it already
 	}
+	return t.release()
+}
+
+// release unmaps the ring and then closes the sockets (in that order: see
+// Port.shutdownLocked); the owner must be done.
+func (t *Tx) release() error {
+	t.closed.Store(true)
+	err := t.unmap()
+	t.closeSockets()
 	return err
 }
 

@@ -92,6 +92,10 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 		if offl != nil {
 			o = offl[i]
 		}
+		if t.tooBig(f, o) {
+			c.tooBig++
+			continue
+		}
 		if !t.prepare(f, o) {
 			c.bad++
 			continue
@@ -141,6 +145,9 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 	if c.bad != 0 {
 		t.stats.badOffload.Add(c.bad)
 	}
+	if c.tooBig != 0 {
+		t.stats.refused.Add(c.tooBig)
+	}
 	return c.sent, err
 }
 
@@ -150,6 +157,7 @@ type ringBatch struct {
 	queued int    // requested in the ring since the last flush
 	bytes  uint64 // of the queued ones
 	bad    uint64
+	tooBig uint64 // longer than the device's MTU allows
 }
 
 // flush kicks the kernel to send the queued slots and accounts for them.

@@ -1,0 +1,174 @@
+package pktio
+
+// waiter: one owner goroutine waits for any of several receive queues (of
+// different ports) at once, parked in the Go netpoller.
+//
+// Flow: the queues' socket fds and an eventfd (for Wake) are members of one
+// epoll instance; that epoll fd is itself registered in the Go netpoller
+// (an epoll fd is pollable: readable while its ready list is not empty).
+// Wait runs RawConn.Read with a callback that checks the queues' rings
+// directly (no system call) and returns true as soon as one has frames; only
+// when none has does the goroutine park. A socket's wake-up (the kernel
+// retiring a ring block) reaches the inner epoll, which wakes the netpoller.
+//
+// Locking: one owner goroutine calls Add, Remove and Wait; Wake and Close may
+// be called from any goroutine.
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Waitable is a receive queue a Waiter can wait for.
+type Waitable interface {
+	// Ready reports, without a system call, whether a receive would return
+	// frames (or ErrClosed) now.
+	Ready() bool
+	// pollFd is the fd whose readability signals new frames (-1: none).
+	pollFd() int
+}
+
+// Waiter waits for any of its queues to have frames.
+type Waiter struct {
+	epfd   int
+	evfd   int
+	file   *os.File
+	rc     syscall.RawConn
+	items  []Waitable
+	buf    [16]unix.EpollEvent
+	wakeFn func(uintptr) bool
+
+	closeOnce sync.Once
+}
+
+// NewWaiter returns an empty Waiter.
+func NewWaiter() (*Waiter, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		unix.Close(evfd)
+		return nil, err
+	}
+	w := &Waiter{epfd: epfd, evfd: evfd}
+	w.file = os.NewFile(uintptr(epfd), "pktio-waiter")
+	rc, err := w.file.SyscallConn()
+	if err != nil {
+		w.file.Close()
+		unix.Close(evfd)
+		return nil, err
+	}
+	w.rc = rc
+	w.wakeFn = w.check
+	return w, nil
+}
+
+// Add makes Wait return when q has frames.
+func (w *Waiter) Add(q Waitable) error {
+	if fd := q.pollFd(); fd >= 0 {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			return os.NewSyscallError("epoll_ctl", err)
+		}
+	}
+	w.items = append(w.items, q)
+	return nil
+}
+
+// Remove forgets q (a closed socket has left the epoll set by itself).
+func (w *Waiter) Remove(q Waitable) {
+	for i, it := range w.items {
+		if it == q {
+			w.items = append(w.items[:i], w.items[i+1:]...)
+			if fd := q.pollFd(); fd >= 0 {
+				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+			}
+			return
+		}
+	}
+}
+
+// Wait returns when one of the queues is ready or Wake was called. It
+// returns ErrClosed after Close.
+func (w *Waiter) Wait() error {
+	if w.check(0) {
+		return nil
+	}
+	err := w.rc.Read(w.wakeFn)
+	if errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
+
+// check is the netpoller callback: true when Wait may return. Before
+// reporting "not ready" it drains the epoll instance's ready list, so the
+// next kernel wake-up is a new edge for the netpoller.
+func (w *Waiter) check(uintptr) bool {
+	for _, q := range w.items {
+		if q.Ready() {
+			return true
+		}
+	}
+	n, _ := unix.EpollWait(w.epfd, w.buf[:], 0)
+	woken := false
+	for i := range n {
+		if int(w.buf[i].Fd) == w.evfd {
+			var b [8]byte
+			unix.Read(w.evfd, b[:])
+			woken = true
+		}
+	}
+	if woken {
+		return true
+	}
+	// A queue may have become ready between the first check and the drain.
+	for _, q := range w.items {
+		if q.Ready() {
+			return true
+		}
+	}
+	return false
+}
+
+// Wake makes a current or the next Wait return. Any goroutine.
+func (w *Waiter) Wake() {
+	var b [8]byte
+	b[0] = 1
+	unix.Write(w.evfd, b[:])
+}
+
+// Close releases the waiter; a blocked Wait returns ErrClosed.
+func (w *Waiter) Close() error {
+	var err error
+	w.closeOnce.Do(func() {
+		err = errors.Join(w.file.Close(), unix.Close(w.evfd))
+	})
+	return err
+}
+
+// Ready reports whether Recv would return without waiting: a ring block is
+// ready, or the queue is closed.
+func (q *Queue) Ready() bool { return q.closed.Load() || q.blockReady() }
+
+func (q *Queue) pollFd() int {
+	fd := -1
+	q.sock.rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
