@@ -1,15 +1,21 @@
 package daemon
 
-// Ports: the real interfaces the config names, opened with pktio (one
-// PACKET_FANOUT group of Workers queues each) in the daemon's namespace, and
-// the immutable table the workers read to find the pktio port of an engine
-// port.
+// Ports: the real interfaces the config names, opened with pktio in the
+// daemon's namespace, and the immutable table the workers read.
 //
-// Flow: openPorts checks that every interface exists and opens them all (or
-// closes what it opened and fails, naming the interface); addPorts
-// publishes a new table with them (workers notice the new generation at
-// their next batch and open transmit handles for the new ports);
-// startPortLocked starts one goroutine per queue.
+// Flow: openPorts takes each interface's lock (portlock.go: a second daemon
+// on the same interface is refused) and opens all of them in parallel (all
+// or none, naming the interface that failed); publish installs a new table;
+// workers notice the new generation before their next batch, bind the
+// queues and transmit handles of new ports and drop those of ports that
+// left, then acknowledge the generation. retire waits for every worker's
+// acknowledgement before it unmaps a port's rings: a worker may still hold
+// frames in them until then.
+//
+// Opening and closing packet sockets costs an RCU grace period each in the
+// kernel (packet_set_ring and packet_release call synchronize_net), so
+// ports are opened and closed concurrently: a 48-port router starts and
+// stops in about the time of one port.
 //
 // Locking: the table is copy-on-write behind Daemon.ports (atomic); writers
 // hold Daemon.mu.
@@ -18,18 +24,23 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 )
 
-// port is one opened interface.
+// port is one opened interface. Immutable once published, except the
+// fields the link monitor's goroutine owns.
 type port struct {
 	name    string
 	io      *pktio.Port
 	l2      *l2.Port
-	carrier bool // at open (the link monitor follows changes)
-	started bool // guarded by Daemon.mu
+	ifindex int // the kernel's index at open; a re-created interface gets a new one
+	mtu     int // the kernel's MTU at open
+	carrier bool
+	lock    *portLock
 }
 
 // portTable is one published set of ports. Immutable.
@@ -55,63 +66,108 @@ func (t *portTable) get(id l2.PortID) *port {
 	return nil
 }
 
-// openPorts opens the named interfaces that are not open yet.
+// openPorts opens the named interfaces that are not open yet, in parallel.
+// On error nothing stays open.
 func (d *Daemon) openPorts(names []string) ([]*port, error) {
 	cur := d.ports.Load()
-	var out []*port
-	fail := func(err error) ([]*port, error) {
-		for _, p := range out {
-			p.io.Close()
-		}
-		return nil, err
-	}
-	cfg := d.opts.PktIO
-	cfg.Queues = d.opts.Workers
+	var todo []string
 	for _, name := range names {
-		if cur.byName(name) != nil {
-			continue
+		if cur.byName(name) == nil {
+			todo = append(todo, name)
 		}
-		var p *port
-		err := pktio.InNetns(d.opts.Netns, func() error {
-			ifi, err := net.InterfaceByName(name)
-			if err != nil {
-				return fmt.Errorf("%s: no such interface", name)
-			}
-			io, err := pktio.Open(name, cfg)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			p = &port{name: name, io: io, carrier: ifi.Flags&net.FlagRunning != 0}
-			return nil
-		})
-		if err != nil {
-			if d.opts.Netns != "" && !errors.Is(err, pktio.ErrClosed) {
-				err = fmt.Errorf("%w (in netns %s)", err, d.opts.Netns)
-			}
-			return fail(err)
-		}
-		out = append(out, p)
+	}
+	out := make([]*port, len(todo))
+	errs := make([]error, len(todo))
+	parallel(len(todo), func(i int) { out[i], errs[i] = d.openPort(todo[i]) })
+	if err := errors.Join(errs...); err != nil {
+		closePortsParallel(out)
+		return nil, err
 	}
 	return out, nil
 }
 
-// addPorts publishes a table with the new ports (they must exist in the
-// engine's domain: the config naming them has been applied).
-func (d *Daemon) addPorts(ps []*port) error {
-	if len(ps) == 0 {
-		return nil
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	old := d.ports.Load()
-	next := &portTable{gen: old.gen + 1, list: append(append([]*port(nil), old.list...), ps...)}
-	for _, p := range ps {
-		if p.l2 = d.e.Domain().Port(p.name); p.l2 == nil {
-			for _, q := range ps {
-				q.io.Close()
-			}
-			return fmt.Errorf("%s: not a port of the engine", p.name)
+// openPort opens one interface in the daemon's namespace.
+func (d *Daemon) openPort(name string) (*port, error) {
+	cfg := d.opts.PktIO
+	cfg.Queues = d.opts.Workers
+	var p *port
+	err := pktio.InNetns(d.opts.Netns, func() error {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			return fmt.Errorf("%s: no such interface", name)
 		}
+		lock, err := lockPort(ifi, d.opts.PortLockWait)
+		if err != nil {
+			return err
+		}
+		io, err := pktio.Open(name, cfg)
+		if err != nil {
+			lock.release()
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		p = &port{name: name, io: io, ifindex: ifi.Index, mtu: ifi.MTU,
+			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
+		return nil
+	})
+	if err != nil && d.opts.Netns != "" && !errors.Is(err, pktio.ErrClosed) {
+		err = fmt.Errorf("%w (in netns %s)", err, d.opts.Netns)
+	}
+	return p, err
+}
+
+// close releases everything of a port no worker uses any more.
+func (p *port) close() error {
+	err := p.io.Close()
+	p.lock.release()
+	return err
+}
+
+// closePortsParallel closes ports (nil entries skipped) concurrently.
+func closePortsParallel(ps []*port) error {
+	errs := make([]error, len(ps))
+	parallel(len(ps), func(i int) {
+		if ps[i] != nil {
+			errs[i] = ps[i].close()
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// parallel runs fn(0..n-1) on at most 64 goroutines and waits.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// publishLocked installs a table with ports added and ports removed (by
+// pointer) and wakes the workers. The added ports must exist in the
+// engine's domain (the config naming them has been applied).
+func (d *Daemon) publishLocked(add []*port, remove []*port) (*portTable, error) {
+	old := d.ports.Load()
+	next := &portTable{gen: old.gen + 1}
+	for _, p := range old.list {
+		keep := true
+		for _, r := range remove {
+			keep = keep && p != r
+		}
+		if keep {
+			next.list = append(next.list, p)
+		}
+	}
+	for _, p := range add {
+		if p.l2 = d.e.Domain().Port(p.name); p.l2 == nil {
+			return nil, fmt.Errorf("%s: not a port of the engine", p.name)
+		}
+		next.list = append(next.list, p)
 	}
 	for _, p := range next.list {
 		for int(p.l2.ID) >= len(next.byID) {
@@ -120,26 +176,57 @@ func (d *Daemon) addPorts(ps []*port) error {
 		next.byID[p.l2.ID] = p
 	}
 	d.ports.Store(next)
-	if d.running && !d.stopped {
-		for _, p := range ps {
-			d.startPortLocked(p)
-		}
+	for _, u := range d.tableUsers() {
+		u.wake()
+	}
+	return next, nil
+}
+
+// addPorts publishes the opened ports; on error they are closed.
+func (d *Daemon) addPorts(ps []*port) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		closePortsParallel(ps)
+		return errors.New("daemon is shutting down")
+	}
+	if _, err := d.publishLocked(ps, nil); err != nil {
+		closePortsParallel(ps)
+		return err
 	}
 	return nil
 }
 
-// startPortLocked starts the receive goroutines of a port.
-func (d *Daemon) startPortLocked(p *port) {
-	if p.started {
-		return
+// retire removes a port from the table and closes it once no worker can
+// touch its rings any more.
+func (d *Daemon) retire(p *port) error {
+	d.mu.Lock()
+	t, err := d.publishLocked(nil, []*port{p})
+	running := d.running && !d.stopped
+	d.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	p.started = true
-	for i := range p.io.Queues() {
-		qw := newQueueWorker(d, p, p.io.Queue(i))
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			qw.run()
-		}()
+	p.io.Shutdown() // a worker blocked on it returns at once
+	if running {
+		d.waitWorkers(t.gen)
+	}
+	return p.close()
+}
+
+// waitWorkers waits until every goroutine that holds port resources runs
+// with table generation gen or later (or has exited), for at most a few
+// seconds: a worker is never blocked for long (its sends give up once the
+// port is shut down).
+func (d *Daemon) waitWorkers(gen uint64) {
+	deadline := time.Now().Add(5 * time.Second)
+	for _, u := range d.tableUsers() {
+		for !u.caughtUp(gen) && time.Now().Before(deadline) {
+			u.wake()
+			time.Sleep(time.Millisecond)
+		}
 	}
 }

@@ -54,8 +54,8 @@ func vethDaemon(t testing.TB, workers int) (*pktio.VethBench, *Daemon) {
 	return vb, d
 }
 
-// The I/O loop allocates nothing per batch: blast, Recv, engine, Send.
-func TestQueueLoopAllocs(t *testing.T) {
+// The worker loop allocates nothing per batch: blast, Recv, engine, Send.
+func TestWorkerLoopAllocs(t *testing.T) {
 	vb, d := vethDaemon(t, 1)
 	defer d.Close()
 	var bl *pktio.Blaster
@@ -69,17 +69,17 @@ func TestQueueLoopAllocs(t *testing.T) {
 	}
 	defer bl.Close()
 	p := d.ports.Load().byName(vb.FA)
-	qw := newQueueWorker(d, p, p.io.Queue(0))
-	defer qw.txs.close()
+	iw := d.workers[0] // bound to every port by New
+	q := p.io.Queue(0)
 	step := func() {
 		if _, err := bl.Send(32); err != nil {
 			t.Fatal(err)
 		}
-		n, err := qw.q.Recv(qw.frames, qw.meta)
+		n, err := q.Recv(iw.frames, iw.meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		qw.batch(n)
+		iw.batch(p, n)
 	}
 	for range 5 { // transmit handles, engine scratch, neighbour entry
 		step()
