@@ -46,6 +46,7 @@ type Controller struct {
 	settings    map[string]l3.IfaceSettings // admin settings of the configuration; guarded by mu
 	carrierDown map[string]bool             // interfaces without carrier (daemon); guarded by mu
 	carrierSeen map[string]bool             // interfaces whose carrier the daemon reports; guarded by mu
+	kernelMTU   map[string]int              // MTUs the daemon reports for its ports; guarded by mu
 	// autoHostVLAN: per bridge, the VIDs whose host membership was added
 	// because a VLAN interface was created on them (it goes with the
 	// interface); guarded by mu.
@@ -58,7 +59,7 @@ type Controller struct {
 
 // New returns a controller for an engine.
 func New(e *l3.Engine) *Controller {
-	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{}, carrierSeen: map[string]bool{},
+	return &Controller{e: e, settings: map[string]l3.IfaceSettings{}, carrierDown: map[string]bool{}, carrierSeen: map[string]bool{}, kernelMTU: map[string]int{},
 		autoHostVLAN: map[string]map[uint16]bool{}, explicitHostVLAN: map[string]map[uint16]bool{},
 		maxLearned: map[string]uint32{}}
 }
@@ -298,7 +299,8 @@ func missing(err error) bool {
 		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, l3.ErrNeighNotFound)
 }
 
-// effective combines the admin settings with the carrier state.
+// effective combines the admin settings with the carrier state and the
+// kernel's MTUs.
 func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]l3.IfaceSettings {
 	out := make(map[string]l3.IfaceSettings, len(settings)+len(c.carrierSeen))
 	for k, v := range settings {
@@ -310,6 +312,11 @@ func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]
 	for name := range c.carrierSeen {
 		s := out[name]
 		s.Down = s.Down || c.carrierDown[name]
+		out[name] = s
+	}
+	for name, mtu := range c.kernelMTU {
+		s := out[name]
+		s.MTU = mtu
 		out[name] = s
 	}
 	return out

@@ -58,3 +58,27 @@ func (c *Controller) CarrierDown(dev string) bool {
 	defer c.mu.Unlock()
 	return c.carrierDown[dev]
 }
+
+// SetKernelMTU records the MTU the kernel reports for a device (the daemon
+// follows its ports' link messages). It overrides the configured MTU: the
+// kernel refuses longer frames whatever the configuration says. It reports
+// whether the router's view changed.
+func (c *Controller) SetKernelMTU(dev string, mtu int) (changed bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kernelMTU[dev] == mtu {
+		return false, nil
+	}
+	c.kernelMTU[dev] = mtu
+	if err := c.e.Router().SyncIfaces(c.vlans, c.effective(c.settings)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ConfiguredMTU is the MTU the configuration sets for a device (0: none).
+func (c *Controller) ConfiguredMTU(dev string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.settings[dev].MTU
+}

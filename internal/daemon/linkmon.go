@@ -2,14 +2,16 @@ package daemon
 
 // The link monitor: a NETLINK_ROUTE socket subscribed to link messages
 // (RTMGRP_LINK) in the daemon's namespace. Every RTM_NEWLINK/RTM_DELLINK
-// says whether an interface is running (IFF_RUNNING: administratively up
-// with carrier, the kernel's operstate UP); the daemon turns changes into
-// the router's link down/up (Controller.SetCarrier), so routes fail over.
+// says an interface's index, whether it is running (IFF_RUNNING:
+// administratively up with carrier, the kernel's operstate UP) and its MTU;
+// the daemon follows them (linkevents.go): carrier into the router's link
+// state so routes fail over, MTU into the interface, and a deleted and
+// re-created interface into a re-opened port.
 //
 // Flow: run reads with a 200 ms timeout so it sees the stop channel; a
 // state is reported only when it differs from the last one seen for that
 // interface (the kernel repeats RTM_NEWLINK for unrelated attribute
-// changes). A receive buffer overrun (ENOBUFS) re-reads every interface's
+// changes); deletions always. A receive buffer overrun (ENOBUFS) re-reads every interface's
 // state with a dump request.
 //
 // Locking: the monitor is owned by its goroutine; close is safe once.
@@ -28,11 +30,11 @@ type linkMonitor struct {
 	fd       int
 	closeMu  sync.Mutex
 	isClosed bool // guarded by closeMu
-	last     map[string]bool
+	last     map[string]linkEvent
 }
 
 func newLinkMonitor(netns string) (*linkMonitor, error) {
-	m := &linkMonitor{fd: -1, last: map[string]bool{}}
+	m := &linkMonitor{fd: -1, last: map[string]linkEvent{}}
 	err := pktio.InNetns(netns, func() error {
 		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 		if err != nil {
@@ -78,8 +80,19 @@ func (m *linkMonitor) requestDump() error {
 	return unix.Sendto(m.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 }
 
-// run reports link state changes until stop is closed.
-func (m *linkMonitor) run(stop <-chan struct{}, report func(name string, up bool)) {
+// linkEvent is one interface's state as a link message reports it.
+type linkEvent struct {
+	name    string
+	index   int
+	up      bool // IFF_UP and IFF_RUNNING: administratively up with carrier
+	mtu     int  // 0: not reported
+	deleted bool // RTM_DELLINK
+}
+
+// run reports link changes until stop is closed: an event whenever an
+// interface's index, running state or MTU differs from the last one seen,
+// and every deletion.
+func (m *linkMonitor) run(stop <-chan struct{}, report func(linkEvent)) {
 	defer m.close()
 	// States may have changed between the ports' opening and the
 	// subscription: start from a full dump.
@@ -110,38 +123,51 @@ func (m *linkMonitor) run(stop <-chan struct{}, report func(name string, up bool
 			if msg.Header.Type != unix.RTM_NEWLINK && msg.Header.Type != unix.RTM_DELLINK {
 				continue
 			}
-			name, up, ok := parseLink(msg)
+			ev, ok := parseLink(msg)
 			if !ok {
 				continue
 			}
-			if prev, seen := m.last[name]; seen && prev == up {
+			if ev.deleted {
+				delete(m.last, ev.name)
+				report(ev)
 				continue
 			}
-			m.last[name] = up
-			report(name, up)
+			if prev, seen := m.last[ev.name]; seen && prev == ev {
+				continue
+			}
+			m.last[ev.name] = ev
+			report(ev)
 		}
 	}
 }
 
-// parseLink reads the name and running state of a link message.
-func parseLink(msg syscall.NetlinkMessage) (name string, up, ok bool) {
+// parseLink reads the name, index, running state and MTU of a link
+// message.
+func parseLink(msg syscall.NetlinkMessage) (ev linkEvent, ok bool) {
 	if len(msg.Data) < unix.SizeofIfInfomsg {
-		return "", false, false
+		return ev, false
 	}
+	ev.index = int(int32(binary.NativeEndian.Uint32(msg.Data[4:8])))
 	flags := binary.NativeEndian.Uint32(msg.Data[8:12])
-	up = flags&unix.IFF_RUNNING != 0 && flags&unix.IFF_UP != 0 && msg.Header.Type == unix.RTM_NEWLINK
+	ev.deleted = msg.Header.Type == unix.RTM_DELLINK
+	ev.up = flags&unix.IFF_RUNNING != 0 && flags&unix.IFF_UP != 0 && !ev.deleted
 	attrs, err := syscall.ParseNetlinkRouteAttr(&msg)
 	if err != nil {
-		return "", false, false
+		return ev, false
 	}
 	for _, a := range attrs {
-		if a.Attr.Type == unix.IFLA_IFNAME {
+		switch a.Attr.Type {
+		case unix.IFLA_IFNAME:
 			v := a.Value
 			for len(v) > 0 && v[len(v)-1] == 0 {
 				v = v[:len(v)-1]
 			}
-			return string(v), up, true
+			ev.name = string(v)
+		case unix.IFLA_MTU:
+			if len(a.Value) >= 4 {
+				ev.mtu = int(binary.NativeEndian.Uint32(a.Value))
+			}
 		}
 	}
-	return "", false, false
+	return ev, ev.name != ""
 }
