@@ -1,10 +1,13 @@
 package main
 
-// `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N]
-// [--fib trie|compiled] [--netns NAME]`: the daemon (internal/daemon).
-// SIGHUP reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0).
-// An invalid config (every error as FILE:LINE: reason), a missing interface
-// or a listener that cannot be opened exits 1 with nothing started.
+// `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--io
+// auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled]
+// [--netns NAME]`: the daemon (internal/daemon). SIGHUP reloads the config
+// file, SIGINT/SIGTERM shut down cleanly (exit 0) within shutdownLimit, or
+// the process exits 1 anyway: a supervisor must always be able to stop it.
+// An invalid config (every error as FILE:LINE: reason), a missing interface,
+// a port another daemon holds or a listener that cannot be opened exits 1
+// with nothing started.
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/netfwd/netfwd/internal/daemon"
 )
@@ -25,10 +29,15 @@ const (
 	defaultCtl     = "/run/netfwd.sock"
 )
 
+// shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
+const shutdownLimit = 10 * time.Second
+
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME]"
+
 func init() {
 	register(command{
 		name:  "run",
-		usage: "--config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]",
+		usage: runUsage,
 		run:   runDaemon,
 	})
 }
@@ -45,21 +54,23 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := fs.String("config", "", "config file (ip -batch syntax)")
-	metricsAddr := fs.String("metrics", defaultMetrics, "listen address of /metrics and /debug/pprof/ (off: none)")
+	metricsAddr := fs.String("metrics", defaultMetrics, "listen address of /metrics (off: none)")
+	pprofAddr := fs.String("pprof", "", "listen address of /debug/pprof/ (default: none)")
 	ctlPath := fs.String("ctl", defaultCtl, "control socket path (off: none)")
-	workers := fs.Int("workers", 0, "receive queues per port (0: GOMAXPROCS)")
+	ioKind := fs.String("io", "auto", "packet I/O: auto, afxdp or afpacket")
+	workers := fs.Int("workers", 0, "datapath workers = receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *cfg == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]")
+		fmt.Fprintln(stderr, "usage: netfwd run "+runUsage)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Ctl: off(*ctlPath),
-		Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log})
+	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
+		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1
@@ -78,6 +89,12 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return
 			}
 		}
+	}()
+	go func() {
+		<-ctx.Done()
+		time.Sleep(shutdownLimit)
+		fmt.Fprintf(stderr, "netfwd run: shutdown did not finish within %v; exiting\n", shutdownLimit)
+		os.Exit(1)
 	}()
 	if err := d.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)

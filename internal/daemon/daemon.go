@@ -1,18 +1,22 @@
 // Package daemon is `netfwd run`: the engine on real Linux interfaces, with
-// metrics, a control socket, carrier following and config reloads.
+// metrics, a control socket, link following and config reloads.
 //
 // Flow: New reads and checks the config file on the engine before anything
 // is opened (every error as FILE:LINE: reason), opens every port the config
-// names (pktio, one fanout group of Workers queues per port; all or none),
-// follows their carrier, and binds the metrics and control listeners. Run
-// starts one goroutine per (port, queue) (queue.go), a housekeeping
-// goroutine (Tick every 100 ms), the link monitor (linkmon.go) and the
-// servers, and tears everything down when its context ends. Reload
-// (reload.go) applies the difference to a new version of the file.
+// names (pktio, one fanout group of Workers queues per port; all or none,
+// concurrently; a port another daemon holds is refused, portlock.go),
+// applies the config, and creates the workers with their transmit handles
+// and the metrics and control listeners, so that the first frame after Run
+// is forwarded at once. Run starts the Workers datapath goroutines
+// (worker.go: worker i owns queue i of every port), the housekeeping
+// goroutine (housekeeping.go), the link monitor (linkmon.go,
+// linkevents.go) and the servers, and tears everything down when its
+// context ends, within a bounded time. Reload (reload.go) applies the
+// difference to a new version of the file.
 //
-// Locking: mu guards the port list, the running state and the loaded
-// commands; reloadMu serialises reloads (SIGHUP, ctl). The datapath reads
-// the port table through an atomic pointer and takes no lock.
+// Locking: mu guards the port table's writers, the running state and the
+// loaded commands; reloadMu serialises reloads (SIGHUP, ctl). The datapath
+// reads the port table through an atomic pointer and takes no lock.
 package daemon
 
 import (
@@ -27,6 +31,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
@@ -43,13 +48,25 @@ import (
 type Options struct {
 	// ConfigFile is the config (ip -batch syntax); required.
 	ConfigFile string
-	// Metrics is the HTTP listen address of /metrics and /debug/pprof/
-	// ("" = none).
+	// Metrics is the HTTP listen address of /metrics ("" = none).
 	Metrics string
+	// Pprof is the HTTP listen address of /debug/pprof/ ("" = none): off
+	// unless asked for, since profiles and the command line are nobody
+	// else's business.
+	Pprof string
 	// Ctl is the control socket path ("" = none).
 	Ctl string
-	// Workers is the number of receive queues per port (0: GOMAXPROCS).
+	// Workers is the number of datapath goroutines and receive queues per
+	// port (0: GOMAXPROCS).
 	Workers int
+	// IO is the packet I/O: "afpacket", "afxdp" or "auto" ("" = auto).
+	IO string
+	// PortLockWait bounds the wait for a previous daemon on the same ports
+	// that is still exiting (0: 15 s).
+	PortLockWait time.Duration
+	// ListenWait bounds the retries of a listener whose address a previous
+	// daemon still holds while it exits (0: 15 s).
+	ListenWait time.Duration
 	// FIB is the lookup structure kind ("" = "compiled"); see RegisterFIB.
 	FIB string
 	// Netns is the named network namespace whose interfaces are opened
@@ -83,6 +100,10 @@ var fibKinds = map[string]FIBSetup{
 	"compiled": {Options: func(o *l3.EngineOptions) { o.Trie, o.Compiled = fib.TrieFast, true }},
 }
 
+// defaultListenWait bounds the retries of a listener whose address is
+// still held by an exiting daemon.
+const defaultListenWait = 15 * time.Second
+
 // RegisterFIB adds a --fib kind (the compiled FIB registers "compiled"
 // from its own file when it is built in).
 func RegisterFIB(name string, s FIBSetup) { fibKinds[name] = s }
@@ -95,9 +116,14 @@ type Daemon struct {
 	ctl  *control.Controller
 
 	metricsLn net.Listener
+	pprofLn   net.Listener
 	ctlSrv    *ctl.Server
 
 	ports atomic.Pointer[portTable] // read by workers
+
+	workers  []*ioWorker // created by New, run by Run
+	hk       *housekeeper
+	stopping atomic.Bool // the workers' stop flag
 
 	mu      sync.Mutex
 	cmds    []config.Command // the file as last applied; guarded by mu
@@ -109,6 +135,24 @@ type Daemon struct {
 	reloadMu sync.Mutex
 
 	linkmon *linkMonitor
+}
+
+// tableUser is a goroutine that holds resources of the ports in the table
+// it last saw (workers, housekeeping); retire waits for all of them.
+type tableUser interface {
+	wake()
+	caughtUp(gen uint64) bool
+}
+
+func (d *Daemon) tableUsers() []tableUser {
+	var us []tableUser
+	for _, w := range d.workers {
+		us = append(us, w)
+	}
+	if d.hk != nil {
+		us = append(us, d.hk)
+	}
+	return us
 }
 
 // New checks the config, opens the ports and binds the listeners. Nothing
@@ -125,6 +169,18 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = 100 * time.Millisecond
+	}
+	if opts.ListenWait <= 0 {
+		opts.ListenWait = defaultListenWait
+	}
+	switch opts.IO {
+	case "", "auto":
+		opts.IO = "afpacket" // AF_XDP is not built in yet
+	case "afpacket":
+	case "afxdp":
+		return nil, errors.New("--io afxdp: not supported by this build (use afpacket or auto)")
+	default:
+		return nil, fmt.Errorf("--io %s: unknown packet I/O (auto, afxdp, afpacket)", opts.IO)
 	}
 	setup, ok := fibKinds[opts.FIB]
 	if !ok {
@@ -174,22 +230,42 @@ func New(opts Options) (d *Daemon, err error) {
 		if _, err := d.ctl.SetCarrier(p.name, p.carrier); err != nil {
 			return nil, err
 		}
+		if _, err := d.ctl.SetKernelMTU(p.name, p.mtu); err != nil {
+			return nil, err
+		}
 	}
 	if err := d.ctl.Apply(cmds); err != nil {
 		return nil, err
 	}
+	d.pushMTUs(opened)
 	if err := d.addPorts(opened); err != nil {
 		return nil, err
 	}
 	opened = nil
+	// The workers and their transmit handles exist before Run, so the first
+	// frame is forwarded at once.
+	for i := range opts.Workers {
+		w, err := newIOWorker(d, i)
+		if err != nil {
+			return nil, err
+		}
+		d.workers = append(d.workers, w)
+		w.bind(d.ports.Load())
+	}
+	d.hk = newHousekeeper(d)
 	if !opts.NoLinkMonitor {
 		if d.linkmon, err = newLinkMonitor(opts.Netns); err != nil {
 			return nil, fmt.Errorf("link monitor: %w", err)
 		}
 	}
 	if opts.Metrics != "" {
-		if d.metricsLn, err = net.Listen("tcp", opts.Metrics); err != nil {
+		if d.metricsLn, err = listenRetry(opts.Metrics, opts.ListenWait, log); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	if opts.Pprof != "" {
+		if d.pprofLn, err = listenRetry(opts.Pprof, opts.ListenWait, log); err != nil {
+			return nil, fmt.Errorf("pprof: %w", err)
 		}
 	}
 	if opts.Ctl != "" {
@@ -211,9 +287,11 @@ func fibNames() string {
 	return s
 }
 
-// readConfig parses a config file; the error lists every bad line.
+// readConfig parses a config file; the error lists every bad line. The
+// file must be a regular file: opening it cannot block (a FIFO's open waits
+// for a writer, forever), and its end is known.
 func readConfig(file string) ([]config.Command, error) {
-	f, err := os.Open(file)
+	f, err := openRegular(file)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +307,24 @@ func readConfig(file string) ([]config.Command, error) {
 		return nil, errors.Join(errs...)
 	}
 	return cmds, nil
+}
+
+// openRegular opens a regular file for reading without ever blocking.
+func openRegular(file string) (*os.File, error) {
+	fd, err := syscall.Open(file, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: file, Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: file, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("%s: not a regular file", file)
+	}
+	return os.NewFile(uintptr(fd), file), nil
 }
 
 func splitJoined(err error) []error {
@@ -284,8 +380,9 @@ func (d *Daemon) Ports() []string {
 	return out
 }
 
-// Run forwards until ctx ends, then shuts down cleanly: listeners closed,
-// workers stopped, sockets closed. It returns nil after a clean shutdown.
+// Run forwards until ctx ends, then shuts down: listeners closed, workers
+// stopped, sockets closed. It returns nil after a clean shutdown. Shutdown
+// never waits for a reload in progress (its file may never finish reading).
 func (d *Daemon) Run(ctx context.Context) error {
 	d.mu.Lock()
 	if d.running || d.stopped {
@@ -293,24 +390,38 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return errors.New("daemon: Run called twice")
 	}
 	d.running = true
-	for _, p := range d.ports.Load().list {
-		d.startPortLocked(p)
-	}
 	d.mu.Unlock()
 
+	for _, w := range d.workers {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			w.run()
+		}()
+	}
 	d.wg.Add(1)
-	go d.housekeeping()
+	go func() {
+		defer d.wg.Done()
+		d.hk.run()
+	}()
 	var servers sync.WaitGroup
-	var httpSrv *http.Server
-	if d.metricsLn != nil {
-		httpSrv = &http.Server{Handler: metrics.Handler(metrics.NewCollector(d.metricsSource())), ReadHeaderTimeout: 10 * time.Second}
+	var httpSrvs []*http.Server
+	serve := func(ln net.Listener, h http.Handler, what string) {
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		httpSrvs = append(httpSrvs, srv)
 		servers.Add(1)
 		go func() {
 			defer servers.Done()
-			if err := httpSrv.Serve(d.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				d.log.Error("metrics server", "err", err)
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error(what+" server", "err", err)
 			}
 		}()
+	}
+	if d.metricsLn != nil {
+		serve(d.metricsLn, metrics.Handler(metrics.NewCollector(d.metricsSource())), "metrics")
+	}
+	if d.pprofLn != nil {
+		serve(d.pprofLn, metrics.PprofHandler(), "pprof")
 	}
 	if d.ctlSrv != nil {
 		servers.Add(1)
@@ -323,34 +434,38 @@ func (d *Daemon) Run(ctx context.Context) error {
 		servers.Add(1)
 		go func() {
 			defer servers.Done()
-			d.linkmon.run(d.stop, d.carrierChanged)
+			d.linkmon.run(d.stop, d.linkChanged)
 		}()
 	}
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
-		"fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl)
+		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl)
 
 	<-ctx.Done()
 	d.log.Info("netfwd shutting down")
-	d.reloadMu.Lock() // no reload mid-shutdown
-	defer d.reloadMu.Unlock()
 	d.mu.Lock()
 	d.stopped = true
 	close(d.stop)
 	d.mu.Unlock()
-	if httpSrv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		httpSrv.Shutdown(sctx)
+	d.stopping.Store(true)
+	for _, w := range d.workers {
+		w.wake()
+	}
+	for _, srv := range httpSrvs {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		srv.Shutdown(sctx)
 		cancel()
 	}
 	if d.ctlSrv != nil {
 		d.ctlSrv.Close()
 	}
-	for _, p := range d.ports.Load().list {
-		p.io.Shutdown()
-	}
+	t0 := time.Now()
+	ps := d.ports.Load().list
+	parallel(len(ps), func(i int) { ps[i].io.Shutdown() })
 	d.wg.Wait()
 	servers.Wait()
-	return d.closePorts()
+	err := d.closePorts()
+	d.log.Info("netfwd stopped", "took", time.Since(t0).Round(time.Millisecond))
+	return err
 }
 
 // Close releases everything of a daemon whose Run was never called.
@@ -367,8 +482,10 @@ func (d *Daemon) Close() error {
 
 func (d *Daemon) closeAll() error {
 	var errs []error
-	if d.metricsLn != nil {
-		errs = append(errs, d.metricsLn.Close())
+	for _, ln := range []net.Listener{d.metricsLn, d.pprofLn} {
+		if ln != nil {
+			errs = append(errs, ln.Close())
+		}
 	}
 	if d.ctlSrv != nil {
 		errs = append(errs, d.ctlSrv.Close())
@@ -376,33 +493,42 @@ func (d *Daemon) closeAll() error {
 	if d.linkmon != nil {
 		errs = append(errs, d.linkmon.close())
 	}
+	for _, w := range d.workers {
+		w.release()
+	}
 	errs = append(errs, d.closePorts())
 	return errors.Join(errs...)
 }
 
+// closePorts closes every port, concurrently.
 func (d *Daemon) closePorts() error {
-	var errs []error
-	for _, p := range d.ports.Load().list {
-		errs = append(errs, p.io.Close())
-	}
-	d.ports.Store(&portTable{})
+	d.mu.Lock()
+	ps := d.ports.Load().list
+	d.ports.Store(&portTable{gen: d.ports.Load().gen + 1})
+	d.mu.Unlock()
+	err := closePortsParallel(ps)
 	if d.linkmon != nil {
 		d.linkmon.close()
 	}
-	return errors.Join(errs...)
+	return err
 }
 
-// carrierChanged is the link monitor's callback.
-func (d *Daemon) carrierChanged(name string, up bool) {
-	if d.ports.Load().byName(name) == nil {
-		return
-	}
-	changed, err := d.ctl.SetCarrier(name, up)
-	switch {
-	case err != nil:
-		d.log.Error("carrier", "dev", name, "up", up, "err", err)
-	case changed:
-		d.log.Info("carrier", "dev", name, "up", up)
+// listenRetry listens on addr, retrying while the address is in use for up
+// to wait: a daemon restarted right after kill -9 races the old process's
+// exit.
+func listenRetry(addr string, wait time.Duration, log *slog.Logger) (net.Listener, error) {
+	deadline := time.Now().Add(wait)
+	logged := false
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return ln, err
+		}
+		if !logged {
+			log.Warn("address in use, retrying", "addr", addr, "for", wait)
+			logged = true
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

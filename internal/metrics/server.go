@@ -1,7 +1,10 @@
 package metrics
 
 // The HTTP side: /metrics (the collector plus the Go runtime and process
-// collectors) and /debug/pprof/ on the same listener.
+// collectors), and /debug/pprof/ on a listener of its own that the daemon
+// opens only when asked to (--pprof): the metrics listener is reachable by
+// every local user, and profiles, goroutine dumps and the command line are
+// not theirs to read.
 //
 // Locking: none (net/http serves each request on its own goroutine).
 
@@ -14,12 +17,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Handler serves /metrics for c and /debug/pprof/.
+// Handler serves /metrics for c.
 func Handler(c prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("netfwd: /metrics\n"))
+	})
+	return mux
+}
+
+// PprofHandler serves /debug/pprof/.
+func PprofHandler() http.Handler {
+	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -30,7 +46,7 @@ func Handler(c prometheus.Collector) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write([]byte("netfwd: /metrics, /debug/pprof/\n"))
+		w.Write([]byte("netfwd: /debug/pprof/\n"))
 	})
 	return mux
 }
