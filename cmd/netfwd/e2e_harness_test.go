@@ -73,10 +73,12 @@ type e2e struct {
 	// ConfigFile is the daemon's config; rewrite it and reload() to change.
 	ConfigFile string
 	CtlPath    string
-	cmd        *exec.Cmd
-	stderr     *syncBuffer
-	exited     chan struct{}
-	metrics    *http.Client // dials inside the router namespace
+	// ExtraArgs are more `netfwd run` flags.
+	ExtraArgs []string
+	cmd       *exec.Cmd
+	stderr    *syncBuffer
+	exited    chan struct{}
+	metrics   *http.Client // dials inside the router namespace
 }
 
 // metricsAddr is where the daemon listens, inside the router namespace.
@@ -85,6 +87,12 @@ const metricsAddr = "127.0.0.1:9477"
 // newE2E builds spec (prepare, when not nil, runs after the network is
 // built and before the daemon starts) and starts the daemon on it.
 func newE2E(t *testing.T, spec lab.Spec, prepare func(*lab.Net)) *e2e {
+	t.Helper()
+	return newE2EArgs(t, spec, prepare)
+}
+
+// newE2EArgs is newE2E with more `netfwd run` flags.
+func newE2EArgs(t *testing.T, spec lab.Spec, prepare func(*lab.Net), args ...string) *e2e {
 	t.Helper()
 	testenv.RequireRoot(t, "ping")
 	n, err := lab.Build(spec)
@@ -99,7 +107,7 @@ func newE2E(t *testing.T, spec lab.Spec, prepare func(*lab.Net)) *e2e {
 	if prepare != nil {
 		prepare(n)
 	}
-	e := &e2e{t: t, net: n, dir: t.TempDir()}
+	e := &e2e{t: t, net: n, dir: t.TempDir(), ExtraArgs: args}
 	e.ConfigFile = filepath.Join(e.dir, "router.conf")
 	e.CtlPath = filepath.Join(e.dir, "netfwd.sock")
 	e.writeConfig(spec.Config())
@@ -126,8 +134,8 @@ func (e *e2e) start() {
 		t.Fatal(err)
 	}
 	e.stderr = &syncBuffer{}
-	e.cmd = exec.Command("ip", "netns", "exec", e.net.Router, exe, "run",
-		"--config", e.ConfigFile, "--ctl", e.CtlPath, "--metrics", metricsAddr)
+	e.cmd = exec.Command("ip", append([]string{"netns", "exec", e.net.Router, exe, "run",
+		"--config", e.ConfigFile, "--ctl", e.CtlPath, "--metrics", metricsAddr}, e.ExtraArgs...)...)
 	e.cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
 	e.cmd.Stdout, e.cmd.Stderr = e.stderr, e.stderr
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

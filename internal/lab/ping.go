@@ -49,6 +49,7 @@ type PingOptions struct {
 	TTL      int           // IP TTL (default: the system's, 64)
 	Interval time.Duration // between requests (default 200ms)
 	Wait     time.Duration // for the last reply (default 1s)
+	Size     int           // ICMP payload bytes (0: ping's default, 56); iputils ping only
 	// Tool is "go" for the Go pinger; "ping" or empty pick iputils ping
 	// when it is installed and the Go pinger otherwise.
 	Tool string
@@ -65,6 +66,7 @@ type PingError struct {
 type PingResult struct {
 	Tool           string // "ping" (iputils) or "go"
 	Sent, Received int
+	Duplicates     int // replies received twice (iputils: "+N duplicates")
 	Errors         []PingError
 	Output         string // ping's output (the Go pinger writes the same format)
 	ReplyFrom      netip.Addr
@@ -126,7 +128,7 @@ func Ping(ns string, dst netip.Addr, o PingOptions) (PingResult, error) {
 var (
 	rePingReply   = regexp.MustCompile(`^\d+ bytes from ([0-9.]+): icmp_seq=(\d+) ttl=(\d+) time=([0-9.]+) ms`)
 	rePingError   = regexp.MustCompile(`^From ([0-9.]+)(?: [^ ]+)? icmp_seq=(\d+) (.*)$`)
-	rePingSummary = regexp.MustCompile(`^(\d+) packets transmitted, (\d+) received`)
+	rePingSummary = regexp.MustCompile(`^(\d+) packets transmitted, (\d+) received(?:, \+(\d+) duplicates)?`)
 )
 
 // pingErrorKinds maps iputils' texts (ping4_common.c, pr_icmph) to kinds.
@@ -147,6 +149,9 @@ func systemPing(ns string, dst netip.Addr, o PingOptions) (PingResult, error) {
 		"-i", fmt.Sprintf("%.3f", o.Interval.Seconds()), "-W", fmt.Sprintf("%.3f", o.Wait.Seconds())}
 	if o.TTL > 0 {
 		args = append(args, "-t", strconv.Itoa(o.TTL))
+	}
+	if o.Size > 0 {
+		args = append(args, "-s", strconv.Itoa(o.Size))
 	}
 	args = append(args, dst.String())
 	out, err := exec.Command("ip", args...).CombinedOutput()
@@ -194,6 +199,7 @@ func parsePingOutput(r *PingResult) {
 		if m := rePingSummary.FindStringSubmatch(line); m != nil {
 			r.Sent, _ = strconv.Atoi(m[1])
 			r.Received, _ = strconv.Atoi(m[2])
+			r.Duplicates, _ = strconv.Atoi(m[3])
 		}
 	}
 	if replies > 0 {

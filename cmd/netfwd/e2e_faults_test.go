@@ -1,0 +1,282 @@
+package main
+
+// End-to-end: operational faults the daemon must survive (docs/reliability.md).
+// An interface deleted and re-created under it, its MTU changed under it,
+// a second daemon on the same ports, a restart right after kill -9, a
+// reload that would block, and a router with many ports.
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/testenv"
+)
+
+// TestE2EPortRecreated: the uplink's interface is deleted and created
+// again (a driver reload, a container restart): the daemon re-opens it by
+// name and forwards again, with its configuration.
+func TestE2EPortRecreated(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	e.pingOK("h3", lab.InternetIP, 63)
+	isp := e.host("isp")
+	// Deleting one end of a veth deletes both.
+	if err := e.net.IP(e.net.Router, "link", "del", "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ping("h3", lab.InternetIP, lab.PingOptions{Count: 1, Wait: time.Second}); r.Received != 0 {
+		t.Fatalf("reply through a deleted interface: %+v", r)
+	}
+	if err := e.net.Veth(e.net.Router, "eth0", nil, isp.NS, isp.Iface, isp.MAC); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"addr", "add", isp.Addr.String(), "dev", isp.Iface},
+		{"route", "add", "10.0.0.0/8", "via", "203.0.113.2"},
+	} {
+		if err := e.net.IP(isp.NS, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, why := eventually(10*time.Second, func() (bool, string) {
+		r := e.ping("h3", lab.InternetIP, lab.PingOptions{Count: 1, Wait: time.Second})
+		return r.Received == 1, r.Output
+	})
+	if !ok {
+		t.Fatalf("no forwarding 10 s after the interface came back:\n%s\n%s", why, e.stderr)
+	}
+	e.pingOK("h3", lab.InternetIP, 63)
+	if !strings.Contains(e.stderr.String(), "port re-opened") {
+		t.Errorf("the log does not say the port was re-opened")
+	}
+}
+
+// TestE2EKernelMTU: the uplink's MTU is lowered under the daemon: packets
+// that no longer fit are fragmented (DF clear) or answered with
+// "fragmentation needed" and the new MTU (DF set), as Linux does; none is
+// counted as sent and lost.
+func TestE2EKernelMTU(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	// Both ends of the link (a veth drops frames longer than its own MTU on
+	// receive, as a NIC does).
+	if err := e.net.IP(e.host("isp").NS, "link", "set", e.host("isp").Iface, "mtu", "1400"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.net.IP(e.net.Router, "link", "set", "eth0", "mtu", "1400"); err != nil {
+		t.Fatal(err)
+	}
+	ok, why := eventually(5*time.Second, func() (bool, string) {
+		out := e.ctl("link show eth0")
+		return strings.Contains(out, "mtu 1400"), out
+	})
+	if !ok {
+		t.Fatalf("the daemon did not follow the kernel's MTU: %s", why)
+	}
+	// 1472 bytes of payload: a 1500-byte packet, DF clear.
+	h3 := e.host("h3").NS
+	out, err := e.net.Exec(h3, "ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "dont", "-s", "1472", lab.InternetIP.String())
+	if err != nil || !strings.Contains(out, "3 received") {
+		t.Errorf("1500-byte pings without DF through a 1400-byte link: %v\n%s", err, out)
+	}
+	out, _ = e.net.Exec(h3, "ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1472", lab.InternetIP.String())
+	if !strings.Contains(out, "mtu = 1400") && !strings.Contains(out, "mtu=1400") {
+		t.Errorf("DF ping: want fragmentation needed with mtu 1400:\n%s", out)
+	}
+}
+
+// TestE2ESecondDaemonRefused: a second daemon on the same ports refuses to
+// start and names the first; the first keeps forwarding, alone.
+func TestE2ESecondDaemonRefused(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	exe, _ := os.Executable()
+	cmd := exec.Command("ip", "netns", "exec", e.net.Router, exe, "run", "--config", e.ConfigFile,
+		"--ctl", filepath.Join(e.dir, "second.sock"), "--metrics", "off")
+	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
+	out, err := runBounded(cmd, 20*time.Second)
+	if err == nil {
+		t.Fatalf("a second daemon on the same ports started:\n%s", out)
+	}
+	want := fmt.Sprintf("pid %d", e.cmd.Process.Pid)
+	if !strings.Contains(out, "in use by another netfwd") || !strings.Contains(out, want) {
+		t.Errorf("the refusal does not name the running daemon (%s):\n%s", want, out)
+	}
+	r := e.ping("h3", lab.InternetIP, lab.PingOptions{Count: 3})
+	if r.Received != 3 || r.Duplicates != 0 {
+		t.Errorf("after the refused start: %d replies, %d duplicates\n%s", r.Received, r.Duplicates, r.Output)
+	}
+}
+
+// TestE2ERestartAfterKill9: a supervisor restarts the daemon at once after
+// kill -9: the new one starts (same metrics address, same control socket
+// path) and forwards.
+func TestE2ERestartAfterKill9(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	e.pingOK("h3", lab.InternetIP, 63)
+	e.cmd.Process.Signal(syscall.SIGKILL)
+	<-e.exited
+	e.start()
+	e.pingOK("h3", lab.InternetIP, 63)
+	if _, err := e.metrics.Get("http://" + metricsAddr + "/metrics"); err != nil {
+		t.Errorf("metrics after the restart: %v", err)
+	}
+}
+
+// TestE2EBlockingReloadDoesNotBlockStop: the config path becomes a FIFO
+// nobody writes; SIGHUP must not hang the daemon, and SIGTERM still stops
+// it at once.
+func TestE2EBlockingReloadDoesNotBlockStop(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	os.Remove(e.ConfigFile)
+	if err := syscall.Mkfifo(e.ConfigFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.sighup()
+	ok, _ := eventually(5*time.Second, func() (bool, string) {
+		return strings.Contains(e.stderr.String(), "not a regular file"), ""
+	})
+	if !ok {
+		t.Errorf("reload of a FIFO: no refusal in the log:\n%s", e.stderr)
+	}
+	e.pingOK("h3", lab.InternetIP, 63)
+	start := time.Now()
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("SIGTERM did not stop the daemon within 5 s")
+	}
+	t.Logf("stopped in %v", time.Since(start))
+}
+
+// TestE2EManyPorts: 48 routed ports. The daemon starts in seconds, its
+// sockets and memory grow linearly with ports (16 MiB per port at most,
+// measured without the race detector), the first packet goes through as
+// soon as it answers, and SIGTERM ends it within 2 s.
+func TestE2EManyPorts(t *testing.T) {
+	testenv.RequireRoot(t, "ping")
+	const ports = 48
+	spec := lab.Spec{}
+	for i := range ports {
+		spec.Hosts = append(spec.Hosts, lab.UplinkHost(fmt.Sprintf("m%d", i), fmt.Sprintf("p%d", i),
+			netip.MustParsePrefix(fmt.Sprintf("10.100.%d.2/24", i)), netip.MustParsePrefix(fmt.Sprintf("10.100.%d.1/24", i)),
+			mustMAC(fmt.Sprintf("02:00:00:00:64:%02x", i)), fmt.Sprintf("02:00:00:01:64:%02x", i)))
+		spec.Hosts[i].Gateway = netip.MustParseAddr(fmt.Sprintf("10.100.%d.1", i))
+	}
+	start := time.Now()
+	e := newE2E(t, spec, nil)
+	t.Logf("%d ports: started and all up in %v (including the lab)", ports, time.Since(start))
+	first := netip.MustParseAddr("10.100.47.2")
+	if r := e.ping("m0", first, lab.PingOptions{Count: 1, Wait: 2 * time.Second}); r.Received != 1 {
+		t.Fatalf("first ping across the router: %+v", r)
+	}
+	pid := e.daemonPid()
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	rss := procStatusKB(t, pid, "VmRSS")
+	t.Logf("%d ports: %d fds, RSS %d MiB (%.1f MiB per port)", ports, len(fds), rss/1024, float64(rss)/1024/ports)
+	// Per port: one receive socket per worker, one transmit handle (two
+	// sockets) per worker, one housekeeping socket, the port lock; plus a
+	// constant.
+	workers := 2
+	if limit := ports*(workers*3+2) + 64; len(fds) > limit {
+		t.Errorf("%d fds for %d ports, want at most %d (linear in ports)", len(fds), ports, limit)
+	}
+	if !raceEnabled() && rss > ports*16*1024 {
+		t.Errorf("RSS %d MiB for %d ports, want at most 16 MiB per port", rss/1024, ports)
+	}
+	stop := time.Now()
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	<-e.exited
+	if d := time.Since(stop); d > 2*time.Second {
+		t.Errorf("SIGTERM took %v with %d ports, want under 2 s", d, ports)
+	} else {
+		t.Logf("stopped in %v", d)
+	}
+}
+
+// TestE2EPprofOnlyWhenAsked: --pprof ADDR serves /debug/pprof/ there, and
+// only there.
+func TestE2EPprofOnlyWhenAsked(t *testing.T) {
+	e := newE2EArgs(t, lab.Standard(), nil, "--pprof", "127.0.0.1:9478")
+	resp, err := e.metrics.Get("http://127.0.0.1:9478/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("--pprof listener: %s", resp.Status)
+	}
+	resp, err = e.metrics.Get("http://" + metricsAddr + "/debug/pprof/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("pprof on the metrics listener: %s", resp.Status)
+	}
+}
+
+// daemonPid is the pid of the daemon (`ip netns exec` execs it in place).
+func (e *e2e) daemonPid() int { return e.cmd.Process.Pid }
+
+// procStatusKB reads a "kB" field of /proc/PID/status.
+func procStatusKB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// raceEnabled reports whether this binary (and so the daemon it runs as)
+// was built with the race detector, which multiplies memory use.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" && s.Value == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// runBounded runs cmd and kills it after limit.
+func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		return out.String(), fmt.Errorf("still running after %v", limit)
+	}
+}
