@@ -84,9 +84,11 @@ func (d *Daemon) Reload() error {
 		d.log.Error("reload refused", "err", err)
 		return err
 	}
+	d.pushMTUs(opened)
 	if err := d.addPorts(opened); err != nil {
 		return err
 	}
+	d.pushMTUs(d.ports.Load().list)
 	d.mu.Lock()
 	d.cmds = cmds
 	d.mu.Unlock()
