@@ -118,9 +118,20 @@ func TestE2ESecondDaemonRefused(t *testing.T) {
 
 // TestE2ERestartAfterKill9: a supervisor restarts the daemon at once after
 // kill -9: the new one starts (same metrics address, same control socket
-// path) and forwards.
+// path) and forwards. 24 more idle ports make the old process's exit take
+// a while, as it does on a real router.
 func TestE2ERestartAfterKill9(t *testing.T) {
-	e := newE2E(t, lab.Standard(), nil)
+	spec := lab.Standard()
+	for i := range 24 {
+		spec.RouterConfig = append(spec.RouterConfig, fmt.Sprintf("address add 10.101.%d.1/24 dev x%d", i, i))
+	}
+	e := newE2E(t, spec, func(n *lab.Net) {
+		for i := range 24 {
+			if err := n.Veth(n.Router, fmt.Sprintf("x%d", i), nil, n.Router, fmt.Sprintf("y%d", i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	e.pingOK("h3", lab.InternetIP, 63)
 	e.cmd.Process.Signal(syscall.SIGKILL)
 	<-e.exited
