@@ -1,7 +1,7 @@
 package hostpath
 
 // Who holds a TAP device: when the twin's name is taken by a TAP that some
-// process has open (IFLA_TUN_NUM_QUEUES > 0), the Manager looks for the
+// process has open (attaching to it fails with EBUSY), the Manager looks for the
 // processes whose fdinfo says `iff: NAME` (tun's show_fdinfo). If every one
 // of them is exiting (kill -9 of an earlier netfwd, or one finishing its
 // shutdown), the name is free in a moment: the Manager waits, bounded. If

@@ -42,7 +42,9 @@ type Options struct {
 	// Inject receives every frame the kernel sends on a twin, on that
 	// twin's reader goroutine; the frame is valid during the call only.
 	// It returns whether the frame was taken (counted as injected) or
-	// not (an inject error). Required.
+	// not (an inject error). It must not block for long (the twin reads
+	// nothing meanwhile) and must not call Sync or Close (they wait for
+	// the reader goroutines). Required.
 	Inject func(t *Twin, frame []byte) bool
 	// QueueBytes is the size of each twin's punt queue; 0 means 1 MiB, the
 	// least is 64 KiB. A frame larger than a quarter of it is refused
@@ -67,6 +69,10 @@ type Manager struct {
 	opts Options
 	log  *slog.Logger
 	snap atomic.Pointer[map[string]*Twin]
+
+	// holders finds the processes holding a TAP name (tapHolders on
+	// /proc; tests replace it).
+	holders func(name string) []holder
 
 	mu       sync.Mutex
 	nl       *rtnl            // guarded by mu
@@ -94,7 +100,8 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostpath: %w", err)
 	}
-	m := &Manager{opts: opts, log: opts.Logger, nl: nl, twins: map[string]*Twin{}}
+	m := &Manager{opts: opts, log: opts.Logger, nl: nl, twins: map[string]*Twin{},
+		holders: func(name string) []holder { return tapHolders("/proc", name) }}
 	m.publishLocked()
 	return m, nil
 }
@@ -327,29 +334,32 @@ func (m *Manager) freeNameLocked(name string) error {
 			}
 			return fmt.Errorf("%s exists and is not a TAP device (kind %s)", name, kind)
 		}
-		if li.tunQueues == 0 {
-			m.log.Info("hostpath: replacing a leftover TAP", "twin", name, "persistent", li.tunPersist)
-			if err := m.nl.delLink(li.index); err != nil && !errors.Is(err, unix.ENODEV) {
-				return fmt.Errorf("removing leftover TAP %s: %w", name, err)
-			}
-		} else {
-			hs := tapHolders("/proc", name)
-			live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting })
-			switch {
-			case len(hs) == 0:
-				return fmt.Errorf("%s is a TAP held open by a process that cannot be found", name)
-			case len(live) > 0:
-				return fmt.Errorf("%s is a TAP held open by a running process: %s", name, holderList(live))
-			case time.Now().After(deadline):
-				return fmt.Errorf("%s is still held open after %v by exiting process %s", name, m.opts.HolderWait, holderList(hs))
-			}
-			if !waited {
-				waited = true
-				m.log.Info("hostpath: waiting for an exiting process to release a twin's name", "twin", name, "holders", holderList(hs))
-			}
+		err = m.nl.releaseTAP(m.opts.Netns, li)
+		switch {
+		case err == nil:
+			m.log.Info("hostpath: replaced a leftover TAP", "twin", name, "persistent", li.tunPersist)
+			continue
+		case errors.Is(err, unix.ENODEV):
+			continue // gone meanwhile
+		case !errors.Is(err, errHeld):
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s could not be freed within %v", name, m.opts.HolderWait)
+		hs := m.holders(name)
+		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting })
+		expired := time.Now().After(deadline)
+		switch {
+		case len(live) > 0:
+			return fmt.Errorf("%s is a TAP held open by a running process: %s", name, holderList(live))
+		case expired && len(hs) == 0:
+			return fmt.Errorf("%s is a TAP held open by a process that cannot be found", name)
+		case expired:
+			return fmt.Errorf("%s is still held open after %v by exiting process %s", name, m.opts.HolderWait, holderList(hs))
+		}
+		// Every holder is exiting, or the holder let go between our
+		// attempt and the scan: look again shortly.
+		if !waited && len(hs) > 0 {
+			waited = true
+			m.log.Info("hostpath: waiting for an exiting process to release a twin's name", "twin", name, "holders", holderList(hs))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

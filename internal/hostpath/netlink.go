@@ -211,9 +211,10 @@ type linkInfo struct {
 	mtu   int
 	kind  string // IFLA_INFO_KIND ("tun" for TUN and TAP devices)
 	// For kind "tun":
-	tunType    uint8  // IFF_TUN or IFF_TAP
-	tunPersist bool   // survives its last file
-	tunQueues  uint32 // files attached (enabled + disabled queues)
+	tunType       uint8  // IFF_TUN or IFF_TAP
+	tunPersist    bool   // survives its last file
+	tunMultiQueue bool   // IFF_MULTI_QUEUE
+	tunQueues     uint32 // files attached, reported for multi-queue devices only
 }
 
 func (l linkInfo) isTAP() bool { return l.kind == "tun" && l.tunType == unix.IFF_TAP }
@@ -280,6 +281,8 @@ func parseTunInfo(li *linkInfo, b []byte) {
 			li.tunType = v[0]
 		case t == unix.IFLA_TUN_PERSIST && len(v) >= 1:
 			li.tunPersist = v[0] != 0
+		case t == unix.IFLA_TUN_MULTI_QUEUE && len(v) >= 1:
+			li.tunMultiQueue = v[0] != 0
 		case (t == unix.IFLA_TUN_NUM_QUEUES || t == unix.IFLA_TUN_NUM_DISABLED_QUEUES) && len(v) >= 4:
 			li.tunQueues += binary.NativeEndian.Uint32(v)
 		}

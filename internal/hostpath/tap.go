@@ -67,6 +67,50 @@ func openTAP(netns, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), "tap:"+name), nil
 }
 
+// errHeld: another file has the TAP attached.
+var errHeld = errors.New("held open by another process")
+
+// releaseTAP removes the existing TAP li if no file holds it (a persistent
+// leftover), or returns errHeld. Whether a single-queue TAP is held can only
+// be learned by trying to attach to it (the kernel reports queue counts for
+// multi-queue devices only): attaching fails with EBUSY when it is held;
+// when it succeeds we hold it, make it non-persistent and close it, and the
+// kernel removes it. A multi-queue TAP is deleted when its queue count is
+// zero.
+func (c *rtnl) releaseTAP(netns string, li linkInfo) error {
+	if li.tunMultiQueue {
+		if li.tunQueues > 0 {
+			return errHeld
+		}
+		return c.delLink(li.index)
+	}
+	fd := -1
+	err := pktio.InNetns(netns, func() error {
+		var err error
+		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(li.name)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	switch err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); {
+	case errors.Is(err, unix.EBUSY):
+		return errHeld
+	case err != nil:
+		return fmt.Errorf("attaching to the leftover TAP: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 0); err != nil {
+		return fmt.Errorf("TUNSETPERSIST: %w", err)
+	}
+	return nil // the deferred close removes it
+}
+
 // setCarrier is TUNSETCARRIER: the device's carrier, as a NIC's link.
 func setCarrier(f *os.File, up bool) error {
 	rc, err := f.SyscallConn()

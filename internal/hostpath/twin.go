@@ -196,9 +196,14 @@ func (t *Twin) closeDev() {
 	close(d.stop)
 	d.f.Close()
 	d.wg.Wait()
+	t.drainQueue()
+}
+
+// drainQueue drops (and counts) what is queued; only while no writer runs.
+func (t *Twin) drainQueue() {
 	for {
 		if _, ok := t.q.peek(); !ok {
-			break
+			return
 		}
 		t.q.release()
 		t.c.puntDrops.Add(1)
