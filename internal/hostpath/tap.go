@@ -1,0 +1,219 @@
+package hostpath
+
+// TAP devices: opening one in a network namespace, and the virtio-net
+// header that travels in front of every frame written to or read from it.
+//
+// The device is created with IFF_TAP (Ethernet frames), IFF_NO_PI (no
+// packet-information prefix), IFF_VNET_HDR (a 10-byte virtio-net header in
+// front of each frame, so a punted GSO super-frame or a frame with a partial
+// checksum is handed to the kernel as such, as a virtio NIC would) and
+// IFF_TUN_EXCL (create only: never attach to someone else's device). It is
+// not persistent, so it vanishes when the file is closed, also by the kernel
+// when the process dies. The fd is non-blocking and lives in the Go
+// netpoller: a reader waiting for the kernel's next frame parks a goroutine,
+// not a thread. No offloads are enabled (TUNSETOFFLOAD), so the kernel
+// checksums and segments everything it sends before we read it.
+//
+// The device belongs to the namespace of the thread that opened
+// /dev/net/tun (the open creates the socket the device hangs on), so the
+// open runs in pktio.InNetns; everything after works from any thread.
+//
+// Locking: none here; the file is shared by the twin's reader and writer
+// goroutines and by SetCarrier, which os.File allows.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"golang.org/x/sys/unix"
+)
+
+// errNameTaken: TUNSETIFF with IFF_TUN_EXCL found the name in use.
+var errNameTaken = errors.New("interface name in use")
+
+// openTAP creates the TAP device name in the namespace netns.
+func openTAP(netns, name string) (*os.File, error) {
+	fd := -1
+	err := pktio.InNetns(netns, func() error {
+		var err error
+		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR | unix.IFF_TUN_EXCL)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EBUSY) {
+			return nil, errNameTaken
+		}
+		return nil, fmt.Errorf("TUNSETIFF: %w", err)
+	}
+	if got := ifr.Name(); got != name {
+		unix.Close(fd)
+		return nil, fmt.Errorf("TUNSETIFF: kernel named the device %q", got)
+	}
+	// os.NewFile sees the non-blocking flag and registers the fd with the
+	// netpoller.
+	return os.NewFile(uintptr(fd), "tap:"+name), nil
+}
+
+// errHeld: another file has the TAP attached.
+var errHeld = errors.New("held open by another process")
+
+// releaseTAP removes the existing TAP li if no file holds it (a persistent
+// leftover), or returns errHeld. Whether a single-queue TAP is held can only
+// be learned by trying to attach to it (the kernel reports queue counts for
+// multi-queue devices only): attaching fails with EBUSY when it is held;
+// when it succeeds we hold it, make it non-persistent and close it, and the
+// kernel removes it. A multi-queue TAP is deleted when its queue count is
+// zero.
+func (c *rtnl) releaseTAP(netns string, li linkInfo) error {
+	if li.tunMultiQueue {
+		if li.tunQueues > 0 {
+			return errHeld
+		}
+		return c.delLink(li.index)
+	}
+	fd := -1
+	err := pktio.InNetns(netns, func() error {
+		var err error
+		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open /dev/net/tun: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(li.name)
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+	switch err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); {
+	case errors.Is(err, unix.EBUSY):
+		return errHeld
+	case err != nil:
+		return fmt.Errorf("attaching to the leftover TAP: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 0); err != nil {
+		return fmt.Errorf("TUNSETPERSIST: %w", err)
+	}
+	return nil // the deferred close removes it
+}
+
+// setCarrier is TUNSETCARRIER: the device's carrier, as a NIC's link.
+func setCarrier(f *os.File, up bool) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	v := 0
+	if up {
+		v = 1
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		ierr = unix.IoctlSetPointerInt(int(fd), unix.TUNSETCARRIER, v)
+	}); err != nil {
+		return err
+	}
+	if ierr != nil {
+		return fmt.Errorf("TUNSETCARRIER: %w", ierr)
+	}
+	return nil
+}
+
+// The virtio-net header (struct virtio_net_hdr, legacy layout: host byte
+// order, which is what tun uses without TUNSETVNETLE/BE).
+const (
+	vnetHdrLen       = 10
+	vnetNeedsCsum    = 1 // flags: csum_start/csum_offset locate a partial checksum
+	vnetGSOTypeOff   = 1
+	vnetHdrLenOff    = 2
+	vnetGSOSizeOff   = 4
+	vnetCsumStartOff = 6
+	vnetCsumOffOff   = 8
+)
+
+// vnetHdr encodes off for a frame whose network header is at l3.
+func vnetHdr(off pktio.Offload, l3 int) [vnetHdrLen]byte {
+	var h [vnetHdrLen]byte
+	if off.IsZero() {
+		return h
+	}
+	h[vnetGSOTypeOff] = off.GSOType
+	binary.NativeEndian.PutUint16(h[vnetGSOSizeOff:], off.GSOSize)
+	if off.NeedsCsum {
+		h[0] = vnetNeedsCsum
+		start := uint16(l3) + off.L4Off
+		binary.NativeEndian.PutUint16(h[vnetCsumStartOff:], start)
+		binary.NativeEndian.PutUint16(h[vnetCsumOffOff:], off.CsumOffset)
+		// hdr_len: at least up to the checksum field (the kernel raises
+		// it to that anyway).
+		binary.NativeEndian.PutUint16(h[vnetHdrLenOff:], start+off.CsumOffset+2)
+	}
+	return h
+}
+
+// finishVnetFrame makes a frame read from the TAP complete: it completes a
+// partial checksum the header announces. It reports false for what cannot
+// be sent as one frame (a GSO super-frame: never produced without
+// offloads) or a header that points outside the frame.
+func finishVnetFrame(h, frame []byte) bool {
+	if h[vnetGSOTypeOff] != 0 {
+		return false
+	}
+	if h[0]&vnetNeedsCsum == 0 {
+		return true
+	}
+	start := int(binary.NativeEndian.Uint16(h[vnetCsumStartOff:]))
+	at := start + int(binary.NativeEndian.Uint16(h[vnetCsumOffOff:]))
+	if start > len(frame) || at+2 > len(frame) {
+		return false
+	}
+	// The field holds the pseudo-header sum; the sum over the whole L4
+	// part, field included, gives the checksum. A zero result is written
+	// as 0xffff, as skb_checksum_help does (UDP reads 0 as "none").
+	c := ^fold(sum16(frame[start:]))
+	if c == 0 {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(frame[at:], c)
+	return true
+}
+
+// sum16 adds b as big-endian 16-bit words (odd tail padded with zero).
+func sum16(b []byte) uint64 {
+	var s uint64
+	for len(b) >= 8 {
+		s += uint64(binary.BigEndian.Uint16(b)) + uint64(binary.BigEndian.Uint16(b[2:])) +
+			uint64(binary.BigEndian.Uint16(b[4:])) + uint64(binary.BigEndian.Uint16(b[6:]))
+		b = b[8:]
+	}
+	for len(b) >= 2 {
+		s += uint64(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint64(b[0]) << 8
+	}
+	return s
+}
+
+// fold folds a sum into 16 bits, ones' complement.
+func fold(s uint64) uint16 {
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return uint16(s)
+}
