@@ -17,7 +17,7 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 )
 
 func init() {
@@ -83,7 +83,7 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 	defer w.Flush()
 	var buf []byte
 	answer := func(s string) {
-		buf = ctl.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
+		buf = ctlsock.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
 		w.Write(buf)
 	}
 	if len(addrs) > 0 {

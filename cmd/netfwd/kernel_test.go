@@ -20,7 +20,7 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -243,7 +243,7 @@ func kernelRound(t *testing.T, seed uint64) {
 		var o struct {
 			Type, Gateway, Dev, Prefsrc, Error, Prefix string
 		}
-		line := ctl.AppendRouteGet(nil, f, a.String(), true)
+		line := ctlsock.AppendRouteGet(nil, f, a.String(), true)
 		if err := json.Unmarshal(line, &o); err != nil {
 			t.Fatalf("netfwd route get -j %s: %q: %v", a, line, err)
 		}

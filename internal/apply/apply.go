@@ -20,7 +20,7 @@
 // up for the router when neither says down.
 //
 // Locking: Controller.mu serialises Apply and SetCarrier (one writer).
-package control
+package apply
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Reload diffs: the steps that take an engine configured by file A to the
 // state file B gives a fresh engine, touching only what changed.

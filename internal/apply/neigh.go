@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Neighbour lines: `neigh add|replace|change|del A [lladdr M] dev D
 // [nud permanent|reachable|stale|noarp]` (iproute2's default state is

@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Snapshot: the whole configured state of an engine as text (routes of all
 // tables, addresses, nexthops, link states, router interfaces, bridges with

@@ -1,4 +1,4 @@
-package ctl
+package ctlsock
 
 import (
 	"encoding/json"
@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/l3"
 )
 
-func serve(t *testing.T, reload func() error) (string, *control.Controller) {
+func serve(t *testing.T, reload func() error) (string, *apply.Controller) {
 	t.Helper()
-	c := control.New(l3.NewEngine(l3.EngineOptions{}))
+	c := apply.New(l3.NewEngine(l3.EngineOptions{}))
 	path := filepath.Join(t.TempDir(), "ctl.sock")
 	s, err := Listen(path, Handler{Ctl: c, Reload: reload})
 	if err != nil {

@@ -1,4 +1,4 @@
-package ctl
+package ctlsock
 
 // `route get` answers, shared by `netfwd route get` and the control socket:
 // the design notes' JSON object (-j) or an `ip route get` style line.

@@ -14,7 +14,7 @@
 //
 // Locking: each connection is served on its own goroutine; the controller
 // serialises applies; queries read published state.
-package ctl
+package ctlsock
 
 import (
 	"encoding/json"
@@ -27,8 +27,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 )
 
 // Request is what the client sends.
@@ -49,7 +49,7 @@ const maxRequest = 64 << 20
 
 // Handler is what requests act on.
 type Handler struct {
-	Ctl *control.Controller
+	Ctl *apply.Controller
 	// Reload re-reads the daemon's config file (nil: `reload` refused).
 	Reload func() error
 }

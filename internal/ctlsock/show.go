@@ -1,4 +1,4 @@
-package ctl
+package ctlsock
 
 // Queries of the control socket: the state as iproute2 shows it (text), or
 // as `ip -j` / `bridge -j` show it (JSON, one value per query).
@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -141,7 +141,7 @@ func ParseQuery(line string) (*Query, bool, error) {
 }
 
 // Answer writes the query's answer.
-func (q *Query) Answer(w io.Writer, c *control.Controller, asJSON bool) error {
+func (q *Query) Answer(w io.Writer, c *apply.Controller, asJSON bool) error {
 	e := c.Engine()
 	switch q.Kind {
 	case "route-get":
@@ -343,7 +343,7 @@ type linkJSON struct {
 
 // answerLink lists the router interfaces and the bridge ports (which have
 // no router interface while they are in a bridge).
-func answerLink(w io.Writer, c *control.Controller, dev string, asJSON bool) error {
+func answerLink(w io.Writer, c *apply.Controller, dev string, asJSON bool) error {
 	e := c.Engine()
 	var list []linkJSON
 	seen := map[string]bool{}
@@ -408,7 +408,7 @@ func orNone(s string) string {
 	return s
 }
 
-func state(c *control.Controller, name string, up bool) (string, []string) {
+func state(c *apply.Controller, name string, up bool) (string, []string) {
 	flags := []string{"BROADCAST", "MULTICAST"}
 	if !c.AdminDown(name) {
 		flags = append(flags, "UP")

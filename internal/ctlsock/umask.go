@@ -1,4 +1,4 @@
-package ctl
+package ctlsock
 
 import "golang.org/x/sys/unix"
 
