@@ -144,19 +144,11 @@ func (c *Controller) ApplySteps(steps []Step) error {
 		case cmd.Link != nil:
 			c.link(p, st, bridges, vlanNames, tx)
 		case cmd.Bridge != nil:
-			if cmd.Bridge.Op == nil {
-				p.fail(cmd.Pos, errors.New("bridge show is a query, not configuration"))
-				continue
-			}
 			p.addL2(cmd.Bridge.Op, cmd.Pos, st.Lenient)
 		case cmd.Neigh != nil:
-			op, err := parseNeigh(cmd.Neigh.Args)
-			if err != nil {
-				p.fail(cmd.Pos, err)
-				continue
-			}
-			op.pos, op.lenient = cmd.Pos, st.Lenient
-			p.actions = append(p.actions, routerAction{neigh: &op})
+			p.actions = append(p.actions, routerAction{neigh: &neighOp{NeighCmd: cmd.Neigh, pos: cmd.Pos, lenient: st.Lenient}})
+		case cmd.Query != nil:
+			p.fail(cmd.Pos, errQuery(cmd.Query))
 		default:
 			if !st.Lenient { // an inverse never declares a port
 				if cmd.Addr != nil {
@@ -169,7 +161,7 @@ func (c *Controller) ApplySteps(steps []Step) error {
 					p.names[cmd.Nexthop.Spec.Single.Dev] = cmd.Pos
 				}
 			}
-			if err := config.ApplyFIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
+			if err := FIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
 				p.fail(cmd.Pos, err)
 			}
 		}

@@ -260,7 +260,8 @@ func with(c *config.Command, f func(*config.Command)) config.Command {
 }
 
 // bridgeDefaults are the values attribute inverses restore.
-var bridgeDefaults = map[string]string{"ageing_time": "30000", "fdb_max_learned": "0"}
+var bridgeDefaults = map[string]string{"ageing_time": "30000", "fdb_max_learned": "0",
+	"flood_defer": fmt.Sprint(l2.DefaultFloodDeferThreshold), "mcast_prefilter": "1"}
 
 // createOptions stay with a bridge's creation: changing them re-creates it
 // (ports joined before and after a pvid change differ).
@@ -270,7 +271,7 @@ func logicalOf(c *config.Command, bridges map[string]bool) []logical {
 	switch {
 	case c.Link != nil:
 		return linkLogical(c)
-	case c.Bridge != nil && c.Bridge.Op != nil:
+	case c.Bridge != nil:
 		return []logical{bridgeLogical(c, bridges)}
 	case c.Addr != nil:
 		return []logical{addrLogical(c)}
@@ -317,28 +318,13 @@ func linkLogical(c *config.Command) []logical {
 			inverse: []config.Command{with(c, func(n *config.Command) { n.Link = &config.LinkCmd{Op: "delete", Name: name} })},
 			own:     []string{"dev:" + name},
 		}}
-		for _, k := range attrs {
-			v := l.Options[k]
-			def, ok := bridgeDefaults[k]
-			if !ok {
-				def = v
-			}
-			out = append(out, logical{
-				text: fmt.Sprintf("bridge-attr %s %s %s", name, k, v),
-				fwd: with(c, func(n *config.Command) {
-					n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
-				}),
-				inverse: []config.Command{with(c, func(n *config.Command) {
-					n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: def}}
-				})},
-				own:  []string{"brattr:" + name + ":" + k},
-				deps: []string{"dev:" + name},
-			})
-		}
-		return out
+		return append(out, bridgeAttrLogicals(c, attrs)...)
 	case "delete":
 		return []logical{{text: "link del " + name, fwd: *c, own: []string{"dev:" + name}}}
 	case "set":
+		if l.Kind == "bridge" {
+			return bridgeSetLogicals(c)
+		}
 		var out []logical
 		set := func(text string, lc config.LinkCmd, inv *config.LinkCmd, own []string, deps ...string) {
 			// Every line naming a device is re-done when the device is
@@ -377,6 +363,60 @@ func linkLogical(c *config.Command) []logical {
 		return out
 	}
 	return []logical{{text: "link " + l.Op + " " + name, fwd: *c}}
+}
+
+// bridgeAttrLogicals: one logical command per bridge attribute of a `link
+// add|set BR type bridge` line (keys in sorted order), each set back to its
+// default by its inverse.
+func bridgeAttrLogicals(c *config.Command, keys []string) []logical {
+	name := c.Link.Name
+	var out []logical
+	for _, k := range keys {
+		v := c.Link.Options[k]
+		def, ok := bridgeDefaults[k]
+		if !ok {
+			def = v
+		}
+		out = append(out, logical{
+			text: fmt.Sprintf("bridge-attr %s %s %s", name, k, v),
+			fwd: with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
+			}),
+			inverse: []config.Command{with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: def}}
+			})},
+			own:  []string{"brattr:" + name + ":" + k},
+			deps: []string{"dev:" + name},
+		})
+	}
+	return out
+}
+
+// bridgeSetLogicals: `link set BR type bridge OPTIONS` at file level. The
+// attributes that the reset of a bridge cannot undo one by one
+// (vlan_filtering and vlan_default_pvid move ports' VLANs) own the bridge
+// itself: a change re-creates it, as for its `link add` line.
+func bridgeSetLogicals(c *config.Command) []logical {
+	name := c.Link.Name
+	var attrs []string
+	var out []logical
+	for k, v := range c.Link.Options {
+		if !createOptions[k] {
+			attrs = append(attrs, k)
+			continue
+		}
+		out = append(out, logical{
+			text: fmt.Sprintf("bridge-create-attr %s %s %s", name, k, v),
+			fwd: with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
+			}),
+			own:  []string{"dev:" + name},
+			deps: []string{"dev:" + name},
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].text < out[j].text })
+	sort.Strings(attrs)
+	return append(out, bridgeAttrLogicals(c, attrs)...)
 }
 
 // bridgeLogical: lines on a port belong to its brport unit (reset by
@@ -522,21 +562,18 @@ func nexthopLogical(c *config.Command) logical {
 // neighLogical: an entry goes when its interface is re-created or changes
 // its MAC, and (unless permanent) when its link goes down.
 func neighLogical(c *config.Command) logical {
-	o, err := parseNeigh(c.Neigh.Args)
-	if err != nil {
-		return logical{text: "neigh " + strings.Join(c.Neigh.Args, " "), fwd: *c}
-	}
-	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.dev + ":" + o.ip.String()},
-		deps: []string{"dev:" + o.dev, "iface:" + o.dev, "mac:" + o.dev}}
-	if o.state != permanentState {
+	o := c.Neigh
+	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.Dev + ":" + o.IP.String()},
+		deps: []string{"dev:" + o.Dev, "iface:" + o.Dev, "mac:" + o.Dev}}
+	if o.State != config.NUDPermanent {
 		// A link-down line after it in the file flushes it: it follows the
 		// link state lines, and re-doing it re-does them.
-		lg.deps = append(lg.deps, "linkstate:"+o.dev)
-		lg.pulls = append(lg.pulls, "linkstate:"+o.dev)
+		lg.deps = append(lg.deps, "linkstate:"+o.Dev)
+		lg.pulls = append(lg.pulls, "linkstate:"+o.Dev)
 	}
-	if o.op != "delete" {
+	if o.Op != "delete" {
 		lg.inverse = []config.Command{with(c, func(n *config.Command) {
-			n.Neigh = &config.NeighCmd{Args: []string{"del", o.ip.String(), "dev", o.dev}}
+			n.Neigh = &config.NeighCmd{Op: "delete", IP: o.IP, Dev: o.Dev}
 		})}
 	}
 	return lg

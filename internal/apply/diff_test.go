@@ -279,8 +279,8 @@ func describe(c config.Command) string {
 	case c.Nexthop != nil:
 		return fmt.Sprintf("nexthop %+v", *c.Nexthop)
 	case c.Neigh != nil:
-		return fmt.Sprintf("neigh %v", c.Neigh.Args)
-	case c.Bridge != nil && c.Bridge.Op != nil:
+		return c.Neigh.String()
+	case c.Bridge != nil:
 		return c.Bridge.Op.String()
 	}
 	return c.Text
@@ -324,6 +324,7 @@ func TestDiffRandomPairs(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("NETFWD_DIFF_SEEDS")); err == nil {
 		n = v // longer runs: NETFWD_DIFF_SEEDS=20000
 	}
+	checked := 0
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
 		a := genConfig(t, r, 10+r.IntN(30))
@@ -334,13 +335,25 @@ func TestDiffRandomPairs(t *testing.T) {
 			b = mutate(t, r, a)
 		}
 		if a == nil || b == nil {
-			continue
+			continue // the generator could not make a valid pair: counted below
 		}
+		done := false // stays false when the pair is skipped
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			checkDiff(t, a, b, false)
 			checkDiff(t, a, b, true)
+			done = true
 		})
+		if done {
+			checked++
+		}
 	}
+	// A generator that drifts into making mostly invalid or skipped pairs
+	// would let this test pass without testing: require most seeds to be
+	// checked in full.
+	if min := n * 8 / 10; checked < min {
+		t.Fatalf("only %d of %d seeds gave a checked pair (want at least %d)", checked, n, min)
+	}
+	t.Logf("%d of %d seeds checked", checked, n)
 }
 
 // The diff re-does little when little changed: one route more does not

@@ -4,8 +4,8 @@ package apply
 // [nud permanent|reachable|stale|noarp]` (iproute2's default state is
 // permanent), and the router's ordered work after a commit.
 //
-// Flow: lines are parsed into neighOps in the command loop and queued as
-// router actions in command order, interleaved with the flushes of devices
+// Flow: the batch's neighbour lines (parsed by internal/config) are queued
+// as router actions in command order, interleaved with the flushes of devices
 // the batch takes down. Before anything commits, checkNeigh replays that
 // sequence against a model: the table's current entries (read once per key),
 // the interfaces the batch leaves (bridges, VLAN interfaces, ports outside a
@@ -30,14 +30,9 @@ import (
 	"github.com/netfwd/netfwd/l3"
 )
 
-// neighOp is one parsed neighbour line.
+// neighOp is one neighbour line of a batch.
 type neighOp struct {
-	op      string // add, replace, change, delete
-	ip      netip.Addr
-	dev     string
-	lladdr  [6]byte
-	hasLL   bool
-	state   l3.NeighState
+	*config.NeighCmd
 	pos     config.Pos
 	lenient bool
 	skip    bool // a lenient inverse with nothing to undo
@@ -45,106 +40,6 @@ type neighOp struct {
 
 // errNoDevice is iproute2's wording for an unknown dev.
 func errNoDevice(dev string) error { return fmt.Errorf("cannot find device %q", dev) }
-
-func parseNeigh(args []string) (neighOp, error) {
-	o := neighOp{state: l3.NUDPermanent}
-	if len(args) == 0 {
-		return o, errors.New("neigh: missing command")
-	}
-	switch args[0] {
-	case "add", "a":
-		o.op = "add"
-	case "replace", "rep", "repl":
-		o.op = "replace"
-	case "change", "chg", "cha":
-		o.op = "change"
-	case "delete", "del":
-		o.op = "delete"
-	case "show", "list", "ls":
-		return o, errors.New("neigh show is a query, not configuration")
-	default:
-		return o, fmt.Errorf("neigh: unknown command %q (want add, replace, change or del)", args[0])
-	}
-	args = args[1:]
-	for w := config.NewWords(args); w.More(); {
-		a := w.Next()
-		switch a {
-		case "lladdr":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			if o.lladdr, err = l3.ParseLLAddr(v); err != nil {
-				return o, err
-			}
-			o.hasLL = true
-		case "dev":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			o.dev = v
-		case "nud":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			switch v {
-			case "permanent", "reachable", "stale", "noarp":
-			default:
-				return o, fmt.Errorf("nud state %q not supported (want permanent, reachable, stale or noarp)", v)
-			}
-			o.state, _ = l3.ParseNeighState(v)
-		case "to":
-		default:
-			if o.ip.IsValid() {
-				return o, fmt.Errorf("unexpected %q", a)
-			}
-			ip, err := netip.ParseAddr(a)
-			if err != nil || !ip.Is4() {
-				return o, fmt.Errorf("invalid IPv4 address %q", a)
-			}
-			o.ip = ip
-		}
-	}
-	switch {
-	case !o.ip.IsValid():
-		return o, errors.New("missing neighbour address")
-	case o.dev == "":
-		return o, errors.New("device not specified")
-	case o.op == "delete" && o.hasLL:
-		return o, errors.New("neigh del takes no lladdr")
-	}
-	if v := l3.Addr4(o.ip); v>>24 == 0 || v>>28 == 0xe || v == 0xffffffff {
-		return o, fmt.Errorf("invalid neighbour address %s", o.ip)
-	}
-	return o, nil
-}
-
-// String renders the op as a config line.
-func (o neighOp) String() string {
-	s := "neigh " + o.op + " " + o.ip.String()
-	if o.hasLL {
-		s += " lladdr " + l3.FormatMAC(o.lladdr)
-	}
-	s += " dev " + o.dev
-	if o.op != "delete" {
-		s += " nud " + stateWord(o.state)
-	}
-	return s
-}
-
-func stateWord(s l3.NeighState) string {
-	switch s {
-	case l3.NUDReachable:
-		return "reachable"
-	case l3.NUDStale:
-		return "stale"
-	case l3.NUDNoARP:
-		return "noarp"
-	}
-	return "permanent"
-}
 
 // neighModel is checkNeigh's view of the table during the batch.
 type neighModel struct {
@@ -244,31 +139,31 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 			continue
 		}
 		o := a.neigh
-		if !isIface(o.dev) {
+		if !isIface(o.Dev) {
 			if !o.lenient {
-				p.fail(o.pos, errNoDevice(o.dev))
+				p.fail(o.pos, errNoDevice(o.Dev))
 			}
 			o.skip = true
 			continue
 		}
-		k := neighKey{o.dev, o.ip}
+		k := neighKey{o.Dev, o.IP}
 		e := get(k)
 		switch {
-		case o.op == "delete" && !e.exists:
+		case o.Op == "delete" && !e.exists:
 			if !o.lenient {
 				p.fail(o.pos, l3.ErrNeighNotFound)
 			}
 			o.skip = true
-		case o.op == "add" && e.exists:
+		case o.Op == "add" && e.exists:
 			p.fail(o.pos, l3.ErrNeighExists)
-		case o.op == "change" && !e.exists:
+		case o.Op == "change" && !e.exists:
 			p.fail(o.pos, l3.ErrNeighNotFound)
-		case o.op != "delete" && !e.exists && !o.hasLL:
+		case o.Op != "delete" && !e.exists && !o.HasLLAddr:
 			p.fail(o.pos, l3.ErrNeighNoLLAddr)
-		case o.op == "delete":
+		case o.Op == "delete":
 			m.entries[k] = neighEntry{}
 		default:
-			m.entries[k] = neighEntry{exists: true, permanent: o.state == l3.NUDPermanent}
+			m.entries[k] = neighEntry{exists: true, permanent: o.State == config.NUDPermanent}
 		}
 	}
 }
@@ -305,14 +200,14 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 		if o.skip {
 			continue
 		}
-		ifc := after[o.dev]
+		ifc := after[o.Dev]
 		if ifc == nil {
 			continue // checked: cannot happen
 		}
-		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
-			State: o.state, IfMAC: ifc.MAC}
+		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.IP), LLAddr: o.LLAddr, HasLLAddr: o.HasLLAddr,
+			State: l3.NeighState(o.State), IfMAC: ifc.MAC}
 		var err error
-		switch o.op {
+		switch o.Op {
 		case "add":
 			err = t.Add(spec, now, &acts)
 		case "replace":
@@ -354,6 +249,3 @@ func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) 
 	}
 	acts.Reset()
 }
-
-// permanentState is iproute2's default neighbour state.
-const permanentState = l3.NUDPermanent

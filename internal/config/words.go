@@ -6,7 +6,10 @@ package config
 //
 // Locking: none (one parser's local state).
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Words is a cursor over a line's arguments.
 type Words struct {
@@ -23,11 +26,22 @@ func (w *Words) More() bool { return w.i < len(w.a) }
 // Next returns the next word; call it only when More.
 func (w *Words) Next() string { w.i++; return w.a[w.i-1] }
 
+// Peek returns the next word without taking it ("" at the end).
+func (w *Words) Peek() string {
+	if w.i >= len(w.a) {
+		return ""
+	}
+	return w.a[w.i]
+}
+
+// Rest returns the remaining words joined by spaces (for messages).
+func (w *Words) Rest() string { return strings.Join(w.a[w.i:], " ") }
+
 // Value returns the word after keyword key, or an error naming key when the
 // line ends there.
 func (w *Words) Value(key string) (string, error) {
 	if w.i >= len(w.a) {
-		return "", fmt.Errorf("%q needs a value", key)
+		return "", fmt.Errorf("%s needs a value", Quote(key))
 	}
 	return w.Next(), nil
 }

@@ -1,19 +1,25 @@
-// Package ctl is the daemon's control socket: a unix stream socket (mode
-// 0600) taking config lines (applied as one all-or-nothing transaction with
-// the config file's checks) and queries (route show/get, fdb, vlan, neigh,
-// link, address, nexthop, stats), and the client `netfwd ctl` uses.
+// Package ctlsock is the daemon's control socket: a unix stream socket
+// (mode 0600) taking config lines (applied as one all-or-nothing batch by
+// internal/apply, with the config file's checks) and queries (route
+// show/get, fdb, vlan, neigh, link, address, nexthop, stats, reload,
+// answered by internal/show), and the client `netfwd ctl` uses (Do).
 //
 // Protocol: one request per connection. The client writes one JSON object
 // {"lines": [...], "json": bool} and shuts its write side; the server
-// answers {"ok": bool, "output": "...", "errors": ["ctl:N: reason"]} and
+// answers {"output": "...", "errors": ["ctl:N: reason"], "ok": bool} and
 // closes. Errors name the line of the request (from 1).
 //
-// Flow of a request: every line is classified (query or config); the config
-// lines are parsed as the file's lines (position ctl:N) and applied in one
-// Controller.Apply; when that succeeded, the queries are answered in order.
+// Flow of a request: every line is read by internal/config (position
+// ctl:N), the one reader of configuration and queries; when all lines
+// parsed, the config lines are applied in one Controller.Apply; when that
+// succeeded, the queries are answered in order, streamed into the response
+// through a bounded buffer: a client that stops reading is dropped after
+// WriteTimeout, and at most answerSlots requests render at once, so clients
+// that never read cannot make the daemon hold their answers in memory.
 //
 // Locking: each connection is served on its own goroutine; the controller
-// serialises applies; queries read published state.
+// serialises applies; queries read published state; answerSlots is a
+// semaphore.
 package ctlsock
 
 import (
@@ -22,30 +28,25 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/show"
 )
-
-// Request is what the client sends.
-type Request struct {
-	Lines []string `json:"lines"`
-	JSON  bool     `json:"json"`
-}
-
-// Response is what the server answers.
-type Response struct {
-	OK     bool     `json:"ok"`
-	Output string   `json:"output"`
-	Errors []string `json:"errors"`
-}
 
 // maxRequest bounds a request (a few thousand route lines fit).
 const maxRequest = 64 << 20
+
+// Defaults of the server's limits.
+const (
+	DefaultReadTimeout  = 30 * time.Second // to receive the whole request
+	DefaultWriteTimeout = 5 * time.Second  // for each write of the answer
+	answerSlots         = 2                // requests rendering answers at once
+	answerBuffer        = 32 << 10         // bytes buffered per connection
+)
 
 // Handler is what requests act on.
 type Handler struct {
@@ -56,45 +57,36 @@ type Handler struct {
 
 // Server serves a control socket.
 type Server struct {
-	ln   net.Listener
-	path string
+	sock *socketFile
 	h    Handler
+
+	// ReadTimeout and WriteTimeout bound reading the request and each write
+	// of the answer; set them before Serve.
+	ReadTimeout, WriteTimeout time.Duration
+
+	slots chan struct{} // answerSlots tokens
 
 	mu     sync.Mutex
 	closed bool // guarded by mu
 	wg     sync.WaitGroup
 }
 
-// Listen creates the socket at path with mode 0600. A stale socket file (no
-// daemon answering) is replaced; a live one is an error.
+// Listen creates the socket at path with mode 0600. A stale socket left by
+// a daemon that died is replaced; a socket somebody listens on, or anything
+// at path that is not a socket, is an error naming the path (socket.go).
 func Listen(path string, h Handler) (*Server, error) {
-	if _, err := os.Stat(path); err == nil {
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("%s: another daemon is listening", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, err
-		}
-	}
-	old := umask(0o177)
-	ln, err := net.Listen("unix", path)
-	umask(old)
+	sock, err := listenSocket(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return nil, err
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(true)
-	return &Server{ln: ln, path: path, h: h}, nil
+	return &Server{sock: sock, h: h, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
+		slots: make(chan struct{}, answerSlots)}, nil
 }
 
 // Serve accepts connections until Close.
 func (s *Server) Serve() {
 	for {
-		c, err := s.ln.Accept()
+		c, err := s.sock.ln.Accept()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
@@ -114,7 +106,8 @@ func (s *Server) Serve() {
 	}
 }
 
-// Close stops accepting and removes the socket file.
+// Close stops accepting and removes the socket file (only if it is still
+// the one Listen created).
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -123,87 +116,125 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	return s.ln.Close()
+	return s.sock.close()
 }
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Minute))
+	c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
+	rw := newResponseWriter(deadlineWriter{c, s.WriteTimeout}, answerBuffer)
 	var req Request
-	var resp Response
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
-		resp.Errors = []string{"ctl: bad request: " + err.Error()}
-	} else {
-		resp = s.h.Do(req)
+		rw.finish([]string{"ctl: bad request: " + err.Error()})
+		return
 	}
-	json.NewEncoder(c).Encode(&resp)
+	s.h.serve(req, rw, s.slots)
 }
 
-// Do handles one request (the server's work, callable in-process).
+// deadlineWriter gives every write to the connection its own deadline: a
+// client that reads slowly but steadily is served, one that stops reading
+// is dropped after d.
+type deadlineWriter struct {
+	c net.Conn
+	d time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	w.c.SetWriteDeadline(time.Now().Add(w.d))
+	return w.c.Write(p)
+}
+
+// Do handles one request in memory (the server's work, callable
+// in-process).
 func (h Handler) Do(req Request) Response {
+	var b strings.Builder
+	rw := newResponseWriter(&b, 4096)
+	h.serve(req, rw, nil)
 	var resp Response
-	var cmds []config.Command
-	type query struct {
-		line int
-		q    *Query
+	if err := json.Unmarshal([]byte(b.String()), &resp); err != nil {
+		return Response{Errors: []string{"ctl: " + err.Error()}}
 	}
-	var queries []query
-	for i, line := range req.Lines {
-		pos := config.Pos{File: "ctl", Line: i + 1}
-		q, isQuery, err := ParseQuery(line)
-		if err != nil {
-			resp.Errors = append(resp.Errors, fmt.Sprintf("%s: %v", pos, err))
-			continue
-		}
-		if isQuery {
-			queries = append(queries, query{i + 1, q})
-			continue
-		}
-		cmd, ok, err := config.ParseLine(pos, line)
-		if err != nil {
-			resp.Errors = append(resp.Errors, fmt.Sprintf("%s: %v", pos, err))
-			continue
-		}
-		if ok {
-			cmds = append(cmds, cmd)
-		}
-	}
-	if len(resp.Errors) > 0 {
-		return resp
-	}
-	if len(cmds) > 0 {
-		if err := h.Ctl.Apply(cmds); err != nil {
-			resp.Errors = splitErrors(err)
-			return resp
-		}
-	}
-	var out strings.Builder
-	for _, q := range queries {
-		if q.q.Kind == "reload" {
-			if h.Reload == nil {
-				resp.Errors = append(resp.Errors, fmt.Sprintf("ctl:%d: reload: no config file to reload", q.line))
-				continue
-			}
-			if err := h.Reload(); err != nil {
-				resp.Errors = append(resp.Errors, splitErrors(err)...)
-			}
-			continue
-		}
-		if err := q.q.Answer(&out, h.Ctl, req.JSON); err != nil {
-			resp.Errors = append(resp.Errors, fmt.Sprintf("ctl:%d: %v", q.line, err))
-		}
-	}
-	resp.Output = out.String()
-	resp.OK = len(resp.Errors) == 0
 	return resp
 }
 
-// splitErrors turns a joined error into one string per line.
-func splitErrors(err error) []string {
+// query is a request's query line.
+type query struct {
+	line int
+	q    config.Query
+	json bool
+}
+
+// serve reads the request's lines, applies its configuration, answers its
+// queries into rw. slots, when not nil, limits the requests answering at
+// once.
+func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
+	errs := config.ErrorList{File: "ctl"}
+	var cmds []config.Command
+	var queries []query
+	for i, line := range req.Lines {
+		pos := config.Pos{File: "ctl", Line: i + 1}
+		cmd, ok, err := config.ParseLine(pos, line)
+		switch {
+		case err != nil:
+			errs.Add(&config.Error{Pos: pos, Err: err})
+		case !ok:
+		case cmd.Query != nil:
+			queries = append(queries, query{i + 1, cmd.Query, cmd.JSON || req.JSON})
+		default:
+			cmds = append(cmds, cmd)
+		}
+	}
+	if errs.Len() == 0 && len(cmds) > 0 {
+		if err := h.Ctl.Apply(cmds); err != nil {
+			addJoined(&errs, err)
+		}
+	}
+	if errs.Len() > 0 {
+		rw.finish(errorStrings(&errs))
+		return
+	}
+	if len(queries) > 0 && slots != nil {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+	}
+	for _, q := range queries {
+		if _, ok := q.q.(config.Reload); ok {
+			if h.Reload == nil {
+				errs.Add(fmt.Errorf("ctl:%d: reload: no config file to reload", q.line))
+			} else if err := h.Reload(); err != nil {
+				addJoined(&errs, err)
+			}
+			continue
+		}
+		if err := show.Answer(rw, h.Ctl, q.q, q.json); err != nil {
+			if rw.err != nil {
+				return // the client is gone or stopped reading: drop it
+			}
+			errs.Add(fmt.Errorf("ctl:%d: %v", q.line, err))
+		}
+	}
+	rw.finish(errorStrings(&errs))
+}
+
+// addJoined adds the errors of an errors.Join one by one.
+func addJoined(l *config.ErrorList, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			addJoined(l, e)
+		}
+		return
+	}
+	l.Add(err)
+}
+
+// errorStrings renders the errors one per line of text.
+func errorStrings(l *config.ErrorList) []string {
 	var out []string
-	for _, l := range strings.Split(err.Error(), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
+	for _, e := range l.Errors() {
+		for line := range strings.SplitSeq(e.Error(), "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
 		}
 	}
 	return out
@@ -216,33 +247,6 @@ type RequestError struct {
 }
 
 func (e *RequestError) Error() string { return strings.Join(e.Errors, "\n") }
-
-// Do sends lines to the daemon at socket and returns its output. A refused
-// request is a *RequestError; anything else is a connection problem.
-func Do(socket string, lines []string, asJSON bool) (string, error) {
-	c, err := net.DialTimeout("unix", socket, 5*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	if err := json.NewEncoder(c).Encode(Request{Lines: lines, JSON: asJSON}); err != nil {
-		return "", err
-	}
-	if uc, ok := c.(*net.UnixConn); ok {
-		uc.CloseWrite()
-	}
-	var resp Response
-	if err := json.NewDecoder(c).Decode(&resp); err != nil {
-		return "", fmt.Errorf("reading the daemon's answer: %w", err)
-	}
-	if !resp.OK {
-		if len(resp.Errors) == 0 {
-			resp.Errors = []string{"ctl: request failed"}
-		}
-		return resp.Output, &RequestError{Errors: resp.Errors, Output: resp.Output}
-	}
-	return resp.Output, nil
-}
 
 // IsRequestError reports whether err is a refusal by the daemon.
 func IsRequestError(err error) bool {

@@ -124,14 +124,9 @@ func TestForwardsBetweenNamespaces(t *testing.T) {
 	d := tp.start(t)
 	if err := tp.ping(tp.h1, "10.2.0.2", 3); err != nil {
 		var b strings.Builder
-		q, _, _ := ctlsock.ParseQuery("stats")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctlsock.ParseQuery("neigh show nud all")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctlsock.ParseQuery("link show")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctlsock.ParseQuery("route show table all")
-		q.Answer(&b, d.Controller(), false)
+		resp := ctlsock.Handler{Ctl: d.Controller()}.Do(ctlsock.Request{
+			Lines: []string{"stats", "neigh show nud all", "link show", "route show table all"}})
+		b.WriteString(resp.Output)
 		for _, p := range d.metricsSource().Ports() {
 			b.WriteString(fmt.Sprintf("%s %+v\n", p.Name, p.Stats))
 		}
