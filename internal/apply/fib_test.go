@@ -117,4 +117,3 @@ func dump(f *fib.FIB) string {
 	}
 	return b.String()
 }
-

@@ -130,6 +130,7 @@ func TestAbbreviations(t *testing.T) {
 		{"route ap 10.0.0.0/8 dev eth0", "route append 10.0.0.0/8 dev eth0"},
 		{"neigh r 10.0.0.2 lladdr 02:00:00:00:00:02 dev eth0", "neigh replace 10.0.0.2 lladdr 02:00:00:00:00:02 dev eth0"},
 		{"link c eth0 down", "link set eth0 down"},
+		{"link s eth0 up", "link set eth0 up"}, // set comes before show in iplink.c
 		// route arguments (iproute_modify): m metric, t table (tos is
 		// exact), pro protocol, types abbreviate (b broadcast, u unreachable)
 		{"route add 10.0.0.0/8 dev eth0 m 5", "route add 10.0.0.0/8 dev eth0 metric 5"},

@@ -37,7 +37,8 @@ type Response struct {
 type responseWriter struct {
 	bw      *bufio.Writer
 	started bool
-	err     error // the first write error: the client is gone or too slow
+	carry   []byte // the start of a UTF-8 sequence that the next Write completes
+	err     error  // the first write error: the client is gone or too slow
 }
 
 func newResponseWriter(w io.Writer, bufSize int) *responseWriter {
@@ -58,6 +59,44 @@ func (r *responseWriter) Write(p []byte) (int, error) {
 		return 0, r.err
 	}
 	r.start()
+	n := len(p)
+	if len(r.carry) > 0 {
+		// Complete the sequence the last Write ended in the middle of.
+		k := min(utf8.UTFMax-len(r.carry), len(p))
+		head := append(r.carry, p[:k]...)
+		r.carry = nil
+		size := len(head)
+		if utf8.FullRune(head) {
+			_, size = utf8.DecodeRune(head)
+		} else if k == len(p) {
+			r.carry = head // still incomplete
+			return n, r.flushErr()
+		}
+		used := size - (len(head) - k)
+		if used <= 0 { // the carried bytes alone were invalid
+			r.escape(head[:len(head)-k])
+			used = 0
+		} else {
+			r.escape(head[:size])
+		}
+		p = p[used:]
+	}
+	// Keep an incomplete sequence at the end for the next Write.
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(p[i]) {
+			if p[i] >= utf8.RuneSelf && !utf8.FullRune(p[i:]) {
+				r.carry = append([]byte(nil), p[i:]...)
+				p = p[:i]
+			}
+			break
+		}
+	}
+	r.escape(p)
+	return n, r.flushErr()
+}
+
+// escape writes p as the inside of a JSON string.
+func (r *responseWriter) escape(p []byte) {
 	bw := r.bw
 	for i := 0; i < len(p); {
 		c := p[i]
@@ -102,7 +141,6 @@ func (r *responseWriter) Write(p []byte) (int, error) {
 		}
 		i++
 	}
-	return len(p), r.flushErr()
 }
 
 // flushErr notes a write error of the buffered writer (the buffer flushes
@@ -122,6 +160,8 @@ func (r *responseWriter) finish(errs []string) error {
 		return r.err
 	}
 	r.start()
+	r.escape(r.carry) // a sequence the output never completed: invalid
+	r.carry = nil
 	if errs == nil {
 		errs = []string{}
 	}

@@ -14,7 +14,7 @@
 // parsed, the config lines are applied in one Controller.Apply; when that
 // succeeded, the queries are answered in order, streamed into the response
 // through a bounded buffer: a client that stops reading is dropped after
-// WriteTimeout, and at most answerSlots requests render at once, so clients
+// WriteTimeout, and one request renders at a time (answerSlots), so clients
 // that never read cannot make the daemon hold their answers in memory.
 //
 // Locking: each connection is served on its own goroutine; the controller
@@ -42,10 +42,16 @@ const maxRequest = 64 << 20
 
 // Defaults of the server's limits.
 const (
-	DefaultReadTimeout  = 30 * time.Second // to receive the whole request
-	DefaultWriteTimeout = 5 * time.Second  // for each write of the answer
-	answerSlots         = 2                // requests rendering answers at once
-	answerBuffer        = 32 << 10         // bytes buffered per connection
+	DefaultReadTimeout   = 30 * time.Second // to receive the whole request
+	DefaultWriteTimeout  = 5 * time.Second  // for each write of the answer
+	DefaultAnswerTimeout = time.Minute      // for the whole answer
+	// answerSlots is how many requests render answers at once: an answer
+	// in flight holds a copy of the table it lists (about 1.5 times the
+	// text), so this bounds the memory of answers whatever the number of
+	// clients. Answers are quick; a client that stops reading loses its
+	// slot after WriteTimeout, one that reads too slowly after AnswerTimeout.
+	answerSlots  = 1
+	answerBuffer = 32 << 10 // bytes buffered per connection
 )
 
 // Handler is what requests act on.
@@ -60,9 +66,9 @@ type Server struct {
 	sock *socketFile
 	h    Handler
 
-	// ReadTimeout and WriteTimeout bound reading the request and each write
-	// of the answer; set them before Serve.
-	ReadTimeout, WriteTimeout time.Duration
+	// ReadTimeout bounds reading the request, WriteTimeout each write of
+	// the answer, AnswerTimeout the whole answer; set them before Serve.
+	ReadTimeout, WriteTimeout, AnswerTimeout time.Duration
 
 	slots chan struct{} // answerSlots tokens
 
@@ -80,7 +86,7 @@ func Listen(path string, h Handler) (*Server, error) {
 		return nil, err
 	}
 	return &Server{sock: sock, h: h, ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout,
-		slots: make(chan struct{}, answerSlots)}, nil
+		AnswerTimeout: DefaultAnswerTimeout, slots: make(chan struct{}, answerSlots)}, nil
 }
 
 // Serve accepts connections until Close.
@@ -122,7 +128,7 @@ func (s *Server) Close() error {
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
-	rw := newResponseWriter(deadlineWriter{c, s.WriteTimeout}, answerBuffer)
+	rw := newResponseWriter(&deadlineWriter{c: c, d: s.WriteTimeout, total: s.AnswerTimeout}, answerBuffer)
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
 		rw.finish([]string{"ctl: bad request: " + err.Error()})
@@ -132,15 +138,26 @@ func (s *Server) serveConn(c net.Conn) {
 }
 
 // deadlineWriter gives every write to the connection its own deadline: a
-// client that reads slowly but steadily is served, one that stops reading
-// is dropped after d.
+// client that reads steadily is served, one that stops reading is dropped
+// after d; all of the answer must have gone out total after the first
+// write.
 type deadlineWriter struct {
-	c net.Conn
-	d time.Duration
+	c     net.Conn
+	d     time.Duration
+	total time.Duration
+	end   time.Time // set at the first write
 }
 
-func (w deadlineWriter) Write(p []byte) (int, error) {
-	w.c.SetWriteDeadline(time.Now().Add(w.d))
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	now := time.Now()
+	if w.end.IsZero() {
+		w.end = now.Add(w.total)
+	}
+	dl := now.Add(w.d)
+	if w.end.Before(dl) {
+		dl = w.end
+	}
+	w.c.SetWriteDeadline(dl)
 	return w.c.Write(p)
 }
 
