@@ -20,6 +20,9 @@ package apply
 //   dev:N        a bridge or VLAN interface N exists (re-creating it resets all on it)
 //   brport:P     P's bridge membership and everything on it (vlan, fdb, link flags, mdb):
 //                redone as a unit; its inverse is `nomaster`, which resets all of it
+//   brports:B    the memberships of bridge B and the lines on its ports (what
+//                `link set B type bridge` lines changing vlan_filtering or
+//                vlan_default_pvid depend on: they change what those lines do)
 //   iface:P      the router interface of port P (it exists while P is not bridged)
 //   brattr:B:O   bridge attribute O (ageing_time, fdb_max_learned)
 //   hostvlan:B:V the host membership a VLAN interface brings
@@ -246,8 +249,33 @@ type logical struct {
 
 func normalise(cmds []config.Command, bridges map[string]bool) []logical {
 	var out []logical
+	masters := map[string]string{} // each port's bridge at this point of the file
 	for i := range cmds {
-		out = append(out, logicalOf(&cmds[i], bridges)...)
+		c := &cmds[i]
+		lgs := logicalOf(c, bridges)
+		if c.Bridge != nil {
+			// A port's lines also own its bridge's brports key (see
+			// bridgeSetLogicals).
+			for j := range lgs {
+				for _, k := range lgs[j].own {
+					if p, ok := strings.CutPrefix(k, "brport:"); ok && masters[p] != "" {
+						lgs[j].own = append(lgs[j].own, "brports:"+masters[p])
+						break
+					}
+				}
+			}
+		}
+		if l := c.Link; l != nil && l.Op == "set" && (l.Master != "" || l.NoMaster) {
+			masters[l.Name] = l.Master
+		}
+		if l := c.Link; l != nil && l.Op == "delete" {
+			for p, m := range masters {
+				if m == l.Name {
+					delete(masters, p)
+				}
+			}
+		}
+		out = append(out, lgs...)
 	}
 	return out
 }
@@ -339,7 +367,7 @@ func linkLogical(c *config.Command) []logical {
 		if l.Master != "" {
 			set("master "+name+" "+l.Master, config.LinkCmd{Op: "set", Name: name, Master: l.Master},
 				&config.LinkCmd{Op: "set", Name: name, NoMaster: true},
-				[]string{"brport:" + name, "iface:" + name}, "dev:"+l.Master)
+				[]string{"brport:" + name, "iface:" + name, "brports:" + l.Master}, "dev:"+l.Master)
 		}
 		if l.NoMaster {
 			set("nomaster "+name, config.LinkCmd{Op: "set", Name: name, NoMaster: true}, nil,
@@ -395,7 +423,10 @@ func bridgeAttrLogicals(c *config.Command, keys []string) []logical {
 // bridgeSetLogicals: `link set BR type bridge OPTIONS` at file level. The
 // attributes that the reset of a bridge cannot undo one by one
 // (vlan_filtering and vlan_default_pvid move ports' VLANs) own the bridge
-// itself: a change re-creates it, as for its `link add` line.
+// itself: a change re-creates it, as for its `link add` line. They also
+// depend on the bridge's memberships (brports:B): a port joining again
+// after such a line gets the VLANs of the new defaults, so re-doing any
+// membership of B re-does the line, and with it the bridge.
 func bridgeSetLogicals(c *config.Command) []logical {
 	name := c.Link.Name
 	var attrs []string
@@ -411,7 +442,10 @@ func bridgeSetLogicals(c *config.Command) []logical {
 				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
 			}),
 			own:  []string{"dev:" + name},
-			deps: []string{"dev:" + name},
+			deps: []string{"dev:" + name, "brports:" + name},
+			// Pulled too, so that moving port lines across it counts as a
+			// change of order.
+			pulls: []string{"brports:" + name},
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].text < out[j].text })

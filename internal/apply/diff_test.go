@@ -87,7 +87,7 @@ func genLine(r *rand.Rand) string {
 	}
 	mac := func() string { return fmt.Sprintf("02:00:00:00:%02x:%02x", r.IntN(4), r.IntN(8)) }
 	pick := func(opts ...string) string { return opts[r.IntN(len(opts))] }
-	switch r.IntN(22) {
+	switch r.IntN(23) {
 	case 0:
 		opts := ""
 		if r.IntN(2) == 0 {
@@ -172,6 +172,19 @@ func genLine(r *rand.Rand) string {
 		return "link set " + dev + pick(" down", " up", " down")
 	case 19:
 		return "link set " + dev + pick(" mtu 9000", " mtu 1400", " address 02:aa:00:00:00:01")
+	case 22:
+		opts := ""
+		for _, o := range []string{" ageing_time " + pick("1000", "500"), " fdb_max_learned " + pick("0", "20"),
+			" vlan_filtering " + pick("0", "1"), " vlan_default_pvid " + pick("1", "20"), " flood_defer " + pick("4", "-1"),
+			" mcast_prefilter " + pick("0", "1")} {
+			if r.IntN(3) == 0 {
+				opts += o
+			}
+		}
+		if opts == "" {
+			opts = " ageing_time 700"
+		}
+		return "link set dev " + br + " type bridge" + opts
 	case 20, 21:
 		n := subnet(dev)
 		return fmt.Sprintf("neigh %s 10.%d.0.%d lladdr %s dev %s nud %s", pick("add", "replace"), n, r.IntN(4)+20, mac(), dev,
