@@ -102,26 +102,44 @@ func (c *Change) Abort() { c.done = true }
 func (c *Change) Ops() []Op { return c.ops }
 
 // ---- the view used by validation ----
+//
+// The view models what an op's apply does to what later ops can see: the
+// bridges with their options and their own VLANs (and the local FDB
+// entries of the bridge address that come with them), the ports with their
+// bridge and VLANs, and the FDB and mdb entries, including the flushes
+// that joining, leaving and losing VLANs cause. Anything not yet touched by
+// the batch is read from the live state. TestViewMatchesCommit checks that
+// a committed batch leaves exactly the state the view predicted.
 
 type vidBits [64]uint64
 
 func (b *vidBits) has(v uint16) bool { return b[v>>6]&(1<<(v&63)) != 0 }
 func (b *vidBits) set(v uint16)      { b[v>>6] |= 1 << (v & 63) }
 func (b *vidBits) clr(v uint16)      { b[v>>6] &^= 1 << (v & 63) }
+func (b *vidBits) put(v uint16, on bool) {
+	if on {
+		b.set(v)
+	} else {
+		b.clr(v)
+	}
+}
 
 type brModel struct {
-	exists      bool
-	filtering   bool
-	defaultPVID uint16
-	mac         MAC
-	self        vidBits
+	exists       bool
+	filtering    bool
+	defaultPVID  uint16
+	mac          MAC // zero for a bridge of the batch with a random address
+	self         vidBits
+	selfUntagged vidBits
+	selfPVID     uint16
 }
 
 type portModel struct {
-	exists bool
-	master string
-	vlans  vidBits
-	pvid   uint16
+	exists   bool
+	master   string
+	vlans    vidBits
+	untagged vidBits
+	pvid     uint16
 }
 
 type fdbModelKey struct {
@@ -132,12 +150,19 @@ type fdbModelKey struct {
 type fdbModel struct {
 	present bool
 	learned bool   // a learned entry: replaced silently by fdb add
+	static  bool   // never flushed with a port's VLAN (local, static)
 	dev     string // port name, or the bridge name for bridge entries
 }
 
 type mdbModelKey struct {
 	br, port string
 	key      uint64
+}
+
+// portVID names a port's membership in one VLAN.
+type portVID struct {
+	port string
+	vid  uint16
 }
 
 type view struct {
@@ -147,10 +172,12 @@ type view struct {
 	fdb     map[fdbModelKey]fdbModel
 	mdb     map[mdbModelKey]bool
 	// Entries the committed state still has but the batch will have flushed
-	// by the time it gets there: those of ports that left their bridge, and
-	// all of bridges that were deleted (even if created again).
+	// by the time it gets there: those of ports that left their bridge, all
+	// of bridges that were deleted (even if created again), and the
+	// non-static ones of port-VLANs that were removed.
 	releasedPorts  map[string]bool
 	deletedBridges map[string]bool
+	flushedVLANs   map[portVID]bool
 }
 
 func (v *view) bridge(name string) *brModel {
@@ -162,8 +189,12 @@ func (v *view) bridge(name string) *brModel {
 		cfg := b.cfg.Load()
 		m.exists, m.filtering, m.defaultPVID, m.mac = true, cfg.vlanFiltering, cfg.defaultPVID, b.MAC
 		b.vlans.each(func(vid uint16, vl *vlan) {
-			if vl.self.Load()&pvMember != 0 {
+			if f := vl.self.Load(); f&pvMember != 0 {
 				m.self.set(vid)
+				m.selfUntagged.put(vid, f&pvUntagged != 0)
+				if f&pvPVID != 0 {
+					m.selfPVID = vid
+				}
 			}
 		})
 	}
@@ -182,8 +213,9 @@ func (v *view) port(name string) *portModel {
 			m.master = b.Name
 		}
 		p.vlans.each(func(vid uint16, pv *PortVLAN) {
-			if pv.Member() {
+			if f := pv.flags.Load(); f&pvMember != 0 {
 				m.vlans.set(vid)
+				m.untagged.put(vid, f&pvUntagged != 0)
 			}
 		})
 		m.pvid = p.PVID()
@@ -207,39 +239,193 @@ func (v *view) fdbEntry(br string, key uint64) fdbModel {
 	if !ok {
 		return fdbModel{}
 	}
-	m := fdbModel{present: true, learned: flags&fdbLearned != 0, dev: br}
+	m := fdbModel{present: true, learned: flags&fdbLearned != 0, static: flags&fdbStatic != 0, dev: br}
 	if pv != nil {
 		m.dev = pv.port.Name
-		if v.releasedPorts[m.dev] {
+		if v.releasedPorts[m.dev] || !m.static && keyVID(key) != 0 && v.flushedVLANs[portVID{m.dev, keyVID(key)}] {
 			return fdbModel{}
 		}
 	}
 	return m
 }
 
-// enslave records p joining br in the view (with the default pvid VLAN).
-func (v *view) enslave(pm *portModel, br string) {
+// forgetFDB removes from the view the entries of bridge br that match.
+func (v *view) forgetFDB(br string, match func(key uint64, e fdbModel) bool) {
+	for k, e := range v.fdb {
+		if k.br == br && e.present && match(k.key, e) {
+			v.fdb[k] = fdbModel{}
+		}
+	}
+}
+
+// putLocal records a local (permanent) entry of the bridge device.
+func (v *view) putLocal(br string, mac MAC, vid uint16) {
+	if !mac.IsZero() {
+		v.fdb[fdbModelKey{br, fdbKey(mac, vid)}] = fdbModel{present: true, static: true, dev: br}
+	}
+}
+
+// enslave records pm joining br (leaving its bridge first), as
+// addPortLocked: the default pvid VLAN, pvid and untagged.
+func (v *view) enslave(name string, pm *portModel, br string) {
+	if pm.master != "" && pm.master != br {
+		v.release(name, pm)
+	}
 	pm.exists = true
+	if pm.master == br {
+		return
+	}
 	pm.master = br
-	pm.vlans = vidBits{}
-	pm.pvid = 0
 	if pvid := v.bridge(br).defaultPVID; pvid != 0 {
-		pm.vlans.set(pvid)
-		pm.pvid = pvid
+		v.portVLANAdd(name, pm, pvid, true, true)
+	}
+}
+
+// release records pm leaving its bridge, as releasePortLocked: its VLANs,
+// FDB entries and mdb memberships go.
+func (v *view) release(name string, pm *portModel) {
+	br := pm.master
+	v.releasedPorts[name] = true
+	v.forgetFDB(br, func(_ uint64, e fdbModel) bool { return e.dev == name })
+	for k := range v.mdb {
+		if k.br == br && k.port == name {
+			v.mdb[k] = false
+		}
+	}
+	pm.master, pm.vlans, pm.untagged, pm.pvid = "", vidBits{}, vidBits{}, 0
+}
+
+// portVLANAdd records portVLANAddLocked: the flags are replaced.
+func (v *view) portVLANAdd(name string, pm *portModel, vid uint16, pvid, untagged bool) {
+	pm.vlans.set(vid)
+	pm.untagged.put(vid, untagged)
+	if pvid {
+		pm.pvid = vid
+	} else if pm.pvid == vid {
+		pm.pvid = 0
+	}
+}
+
+// portVLANDel records portVLANDelLocked: the port's non-static entries in
+// the VLAN are flushed.
+func (v *view) portVLANDel(name string, pm *portModel, vid uint16) {
+	if !pm.vlans.has(vid) {
+		return
+	}
+	pm.vlans.clr(vid)
+	pm.untagged.clr(vid)
+	if pm.pvid == vid {
+		pm.pvid = 0
+	}
+	v.flushedVLANs[portVID{name, vid}] = true
+	v.forgetFDB(pm.master, func(key uint64, e fdbModel) bool { return e.dev == name && keyVID(key) == vid && !e.static })
+}
+
+// selfVLANAdd records selfVLANAddLocked: the bridge address becomes a local
+// entry in a VLAN the bridge joins.
+func (v *view) selfVLANAdd(name string, bm *brModel, vid uint16, pvid, untagged bool) {
+	if !bm.self.has(vid) {
+		v.putLocal(name, bm.mac, vid)
+	}
+	bm.self.set(vid)
+	bm.selfUntagged.put(vid, untagged)
+	if pvid {
+		bm.selfPVID = vid
+	} else if bm.selfPVID == vid {
+		bm.selfPVID = 0
+	}
+}
+
+// selfVLANDel records selfVLANDelLocked.
+func (v *view) selfVLANDel(name string, bm *brModel, vid uint16) {
+	if !bm.self.has(vid) {
+		return
+	}
+	bm.self.clr(vid)
+	bm.selfUntagged.clr(vid)
+	if bm.selfPVID == vid {
+		bm.selfPVID = 0
+	}
+	if !bm.mac.IsZero() {
+		k := fdbModelKey{name, fdbKey(bm.mac, vid)}
+		if e := v.fdbEntry(name, k.key); e.present && e.dev == name {
+			v.fdb[k] = fdbModel{}
+		}
+	}
+}
+
+// moveDefaultPVID records moveDefaultPVIDLocked: the bridge and the ports
+// whose pvid is still the old default (pvid, untagged) move to the new one.
+func (v *view) moveDefaultPVID(name string, bm *brModel, oldVID, newVID uint16) {
+	if oldVID != 0 {
+		if bm.self.has(oldVID) && bm.selfPVID == oldVID && bm.selfUntagged.has(oldVID) {
+			v.selfVLANDel(name, bm, oldVID)
+			if newVID != 0 {
+				v.selfVLANAdd(name, bm, newVID, true, true)
+			}
+		}
+	} else if newVID != 0 && bm.selfPVID == 0 {
+		v.selfVLANAdd(name, bm, newVID, true, true)
+	}
+	for pname := range v.d.byName {
+		v.port(pname) // pull every live port into the view
+	}
+	for pname, pm := range v.ports {
+		if pm.master != name {
+			continue
+		}
+		if oldVID != 0 {
+			if pm.vlans.has(oldVID) && pm.pvid == oldVID && pm.untagged.has(oldVID) {
+				v.portVLANDel(pname, pm, oldVID)
+				if newVID != 0 {
+					v.portVLANAdd(pname, pm, newVID, true, true)
+				}
+			}
+		} else if newVID != 0 && pm.pvid == 0 {
+			v.portVLANAdd(pname, pm, newVID, true, true)
+		}
 	}
 }
 
 func (d *Domain) validateLocked(ops []Op) []OpError {
+	_, errs := d.checkLocked(ops)
+	return errs
+}
+
+// checkLocked checks ops in order and returns the view they leave: the
+// state a commit of the list must produce (when nothing failed).
+func (d *Domain) checkLocked(ops []Op) (*view, []OpError) {
 	v := &view{d: d, bridges: map[string]*brModel{}, ports: map[string]*portModel{},
 		fdb: map[fdbModelKey]fdbModel{}, mdb: map[mdbModelKey]bool{},
-		releasedPorts: map[string]bool{}, deletedBridges: map[string]bool{}}
+		releasedPorts: map[string]bool{}, deletedBridges: map[string]bool{}, flushedVLANs: map[portVID]bool{}}
 	var errs []OpError
 	for i, op := range ops {
 		if err := v.check(op); err != nil {
 			errs = append(errs, OpError{Index: i, Op: op, Err: err})
 		}
 	}
-	return errs
+	return v, errs
+}
+
+// mdbEntry reports whether the view has port in group key of bridge br.
+func (v *view) mdbEntry(br, port string, key uint64) bool {
+	k := mdbModelKey{br, port, key}
+	if cur, ok := v.mdb[k]; ok {
+		return cur
+	}
+	if v.deletedBridges[br] || v.releasedPorts[port] || !v.bridge(br).exists {
+		return false
+	}
+	if b := v.d.bridges[br]; b != nil {
+		if mg := b.mdb[key]; mg != nil {
+			for _, p := range mg.ports {
+				if p.Name == port {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func checkAttrs(a BridgeAttrs) error {

@@ -46,8 +46,9 @@ func (o BridgeAdd) check(v *view) error {
 	if o.Attrs.MAC != nil {
 		m.mac = *o.Attrs.MAC
 	}
+	v.putLocal(o.Name, m.mac, 0)
 	if m.defaultPVID != 0 {
-		m.self.set(m.defaultPVID)
+		v.selfVLANAdd(o.Name, m, m.defaultPVID, true, true)
 	}
 	return nil
 }
@@ -72,8 +73,10 @@ func (o BridgeSet) check(v *view) error {
 	if o.Attrs.VLANFiltering != nil {
 		m.filtering = *o.Attrs.VLANFiltering
 	}
-	if o.Attrs.DefaultPVID != nil {
+	if o.Attrs.DefaultPVID != nil && *o.Attrs.DefaultPVID != m.defaultPVID {
+		old := m.defaultPVID
 		m.defaultPVID = *o.Attrs.DefaultPVID
+		v.moveDefaultPVID(o.Name, m, old, m.defaultPVID)
 	}
 	return nil
 }
@@ -89,15 +92,20 @@ func (o BridgeDel) check(v *view) error {
 	if !m.exists {
 		return fmt.Errorf("cannot find bridge %q", o.Name)
 	}
-	m.exists = false
-	v.deletedBridges[o.Name] = true
 	for name := range v.d.byName {
 		v.port(name) // pull every live port into the view
 	}
 	for name, pm := range v.ports {
 		if pm.master == o.Name {
-			v.releasedPorts[name] = true
-			pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
+			v.release(name, pm)
+		}
+	}
+	*m = brModel{}
+	v.deletedBridges[o.Name] = true
+	v.forgetFDB(o.Name, func(uint64, fdbModel) bool { return true })
+	for k := range v.mdb {
+		if k.br == o.Name {
+			v.mdb[k] = false
 		}
 	}
 	return nil
@@ -138,12 +146,11 @@ func (o SetMaster) check(v *view) error {
 		return fmt.Errorf("%s is a bridge: bridges cannot be bridge ports", o.Port)
 	}
 	pm := v.port(o.Port)
-	if pm.master != "" && pm.master != o.Master {
-		v.releasedPorts[o.Port] = true // leaving its bridge flushes its entries
-	}
 	if o.Master == "" {
 		pm.exists = true
-		pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
+		if pm.master != "" {
+			v.release(o.Port, pm)
+		}
 		return nil
 	}
 	if !v.bridge(o.Master).exists {
@@ -152,9 +159,7 @@ func (o SetMaster) check(v *view) error {
 		}
 		return fmt.Errorf("cannot find bridge %q", o.Master)
 	}
-	if pm.master != o.Master {
-		v.enslave(pm, o.Master)
-	}
+	v.enslave(o.Port, pm, o.Master)
 	return nil
 }
 
@@ -181,7 +186,7 @@ func (o VLANAdd) check(v *view) error {
 	}
 	if bm := v.bridge(o.Dev); bm.exists {
 		for vid := lo; vid <= hi; vid++ {
-			bm.self.set(vid)
+			v.selfVLANAdd(o.Dev, bm, vid, o.PVID, o.Untagged)
 		}
 		return nil
 	}
@@ -193,12 +198,7 @@ func (o VLANAdd) check(v *view) error {
 		return err
 	}
 	for vid := lo; vid <= hi; vid++ {
-		pm.vlans.set(vid)
-	}
-	if o.PVID {
-		pm.pvid = lo
-	} else if pm.pvid >= lo && pm.pvid <= hi {
-		pm.pvid = 0
+		v.portVLANAdd(o.Dev, pm, vid, o.PVID, o.Untagged)
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func (o VLANDel) check(v *view) error {
 			}
 		}
 		for vid := lo; vid <= hi; vid++ {
-			bm.self.clr(vid)
+			v.selfVLANDel(o.Dev, bm, vid)
 		}
 		return nil
 	}
@@ -249,10 +249,7 @@ func (o VLANDel) check(v *view) error {
 		}
 	}
 	for vid := lo; vid <= hi; vid++ {
-		pm.vlans.clr(vid)
-		if pm.pvid == vid {
-			pm.pvid = 0
-		}
+		v.portVLANDel(o.Dev, pm, vid)
 	}
 	return nil
 }
@@ -283,7 +280,7 @@ func (o FDBAdd) check(v *view) error {
 		if cur.present && !cur.learned && !o.Replace {
 			return fmt.Errorf("fdb entry %s vlan %d already exists", keyMAC(key), keyVID(key))
 		}
-		v.fdb[fdbModelKey{br, key}] = fdbModel{present: true, dev: devName}
+		v.fdb[fdbModelKey{br, key}] = fdbModel{present: true, static: o.Kind != FDBDynamic, dev: devName}
 		return nil
 	})
 }
@@ -378,16 +375,7 @@ func (v *view) checkMDB(br, port string, g MAC, vid uint16, add bool) error {
 		return fmt.Errorf("VLAN %d is not configured on %s", vid, port)
 	}
 	k := mdbModelKey{br, port, fdbKey(g, vid)}
-	cur, ok := v.mdb[k]
-	if !ok && !v.deletedBridges[br] && !v.releasedPorts[port] {
-		if b := v.d.bridges[br]; b != nil {
-			if mg := b.mdb[k.key]; mg != nil {
-				for _, p := range mg.ports {
-					cur = cur || p.Name == port
-				}
-			}
-		}
-	}
+	cur := v.mdbEntry(br, port, k.key)
 	if add && cur {
 		return fmt.Errorf("mdb entry %s vid %d on %s already exists", g, vid, port)
 	}
