@@ -102,10 +102,13 @@ func (p *pending) fail(pos config.Pos, err error) {
 }
 
 // routerAction is work for the router after the commit, in command order:
-// a neighbour change (neigh != nil) or a flush of a device that went down.
+// a neighbour change (neigh != nil), a flush of a device that went down
+// (its non-permanent entries), or of a device whose MAC changed (all its
+// entries: neigh_changeaddr).
 type routerAction struct {
 	neigh    *neighOp
 	flushDev string
+	macDev   string
 }
 
 // Apply applies commands entirely or not at all. Query commands (show, get)
@@ -337,6 +340,12 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 			}
 			p.addL2(l2.BridgeAdd{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
 		case "vlan":
+			if c.e.Domain().Port(l.Name) != nil {
+				// A name once used as a port stays one (ports are never
+				// deleted): as for bridges, l2's "already exists".
+				p.fail(cmd.Pos, fmt.Errorf("device %s already exists", l.Name))
+				return
+			}
 			if !bridges[l.Parent] {
 				p.fail(cmd.Pos, fmt.Errorf("%s: link %s is not a bridge", l.Name, l.Parent))
 				return
@@ -417,7 +426,10 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 		}
 		if len(l.Address) == 6 {
 			// The all-zero address restores the default (reload inverses).
-			s.MAC = l2.MAC(net.HardwareAddr(l.Address))
+			if mac := l2.MAC(net.HardwareAddr(l.Address)); mac != s.MAC {
+				s.MAC = mac
+				p.actions = append(p.actions, routerAction{macDev: l.Name})
+			}
 		}
 		p.settings[l.Name] = s
 	default:

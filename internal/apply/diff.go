@@ -598,7 +598,10 @@ func nexthopLogical(c *config.Command) logical {
 func neighLogical(c *config.Command) logical {
 	o := c.Neigh
 	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.Dev + ":" + o.IP.String()},
-		deps: []string{"dev:" + o.Dev, "iface:" + o.Dev, "mac:" + o.Dev}}
+		deps: []string{"dev:" + o.Dev, "iface:" + o.Dev, "mac:" + o.Dev},
+		// A MAC change flushes the entries before it, not those after it:
+		// moving the entry across a `link set D address` line is a change.
+		pulls: []string{"mac:" + o.Dev}}
 	if o.State != config.NUDPermanent {
 		// A link-down line after it in the file flushes it: it follows the
 		// link state lines, and re-doing it re-does them.

@@ -11,8 +11,9 @@ package apply
 // the interfaces the batch leaves (bridges, VLAN interfaces, ports outside a
 // bridge) and the flushes the batch causes, so an `add` of an existing entry
 // or a `del` of a missing one fails the whole batch with the kernel's words.
-// After the commit runActions flushes removed interfaces and interfaces
-// whose MAC changed (neigh_changeaddr), then runs the actions in order.
+// After the commit runActions flushes removed interfaces, then runs the
+// actions in order; a `link set D address M` line flushes D's entries
+// (neigh_changeaddr) where it stands, as Linux does for a batch.
 //
 // Admin link down flushes the device's non-permanent entries (as carrier
 // loss does in Linux; Linux's admin down also drops permanent ones: netfwd
@@ -98,6 +99,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 	}
 	before := ifaceMap(r.Ifaces())
 	m := neighModel{entries: map[neighKey]neighEntry{}, cleared: map[string]bool{}, flushed: map[string]bool{}}
+	macLines := macActions(p)
 	for name, ifc := range before {
 		kindNow := ""
 		switch {
@@ -108,7 +110,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		case isIface(name):
 			kindNow = "port"
 		}
-		if kindNow != ifc.Kind.String() || p.settings[name].MAC != c.settings[name].MAC {
+		if kindNow != ifc.Kind.String() || p.settings[name].MAC != c.settings[name].MAC && !macLines[name] {
 			m.cleared[name] = true
 		}
 	}
@@ -129,6 +131,15 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		return e
 	}
 	for _, a := range p.actions {
+		if a.macDev != "" {
+			m.cleared[a.macDev] = true
+			for k := range m.entries {
+				if k.dev == a.macDev {
+					m.entries[k] = neighEntry{}
+				}
+			}
+			continue
+		}
 		if a.neigh == nil {
 			m.flushed[a.flushDev] = true
 			for k, e := range m.entries {
@@ -168,9 +179,21 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 	}
 }
 
+// macActions lists the devices whose MAC the batch's lines change: their
+// flush happens where the line stands, not before everything else.
+func macActions(p *pending) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range p.actions {
+		if a.macDev != "" {
+			m[a.macDev] = true
+		}
+	}
+	return m
+}
+
 // runActions does the router's work after a commit: flushes for interfaces
-// that went away or changed their MAC, then the batch's neighbour changes
-// and link-down flushes in order. A neighbour the table refuses at this
+// that went away or whose MAC changed otherwise (a bridge re-created), then
+// the batch's neighbour changes, link-down and MAC-change flushes in order. A neighbour the table refuses at this
 // point (table full of non-permanent entries) is reported; the rest of the
 // batch stays applied.
 func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
@@ -179,17 +202,24 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 	now := c.e.Domain().Clock().Now()
 	var acts l3.NeighActions
 	after := ifaceMap(r.Ifaces())
+	macLines := macActions(p)
 	for name, old := range before {
 		n := after[name]
 		switch {
 		case n == nil || n.Kind != old.Kind:
 			t.FlushDev(old.Index, false, now, &acts)
-		case n.MAC != old.MAC:
+		case n.MAC != old.MAC && !macLines[name]:
 			t.ChangeAddr(n.Index, now, &acts)
 		}
 	}
 	var errs []error
 	for _, a := range p.actions {
+		if a.macDev != "" {
+			if ifc := after[a.macDev]; ifc != nil {
+				t.ChangeAddr(ifc.Index, now, &acts)
+			}
+			continue
+		}
 		if a.neigh == nil {
 			if ifc := after[a.flushDev]; ifc != nil {
 				t.FlushDev(ifc.Index, true, now, &acts)

@@ -68,16 +68,21 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 		ml, _ := c.FDBMaxLearned(br.Name)
 		fmt.Fprintf(&b, "bridge %s filtering %v ageing %v max_learned %d host_pvid %d\n",
 			br.Name, br.VLANFiltering(), br.AgeingTime(), ml, br.HostPVID())
+		// FDB entries sorted by text: the order of ports is the order their
+		// names were first seen, not configuration.
 		now := e.Domain().Clock().Now()
 		entries := br.FDB().Entries()
+		var fdb []string
 		for i := range entries {
 			j := show.FDBEntryOf(br, &entries[i], now)
 			line := strings.TrimSpace(string(j.AppendText(nil)))
 			for m, n := range macs {
 				line = strings.ReplaceAll(line, m, n)
 			}
-			fmt.Fprintf(&b, "fdb %s\n", line)
+			fdb = append(fdb, "fdb "+line+"\n")
 		}
+		sort.Strings(fdb)
+		b.WriteString(strings.Join(fdb, ""))
 		// Ports are listed in the order they joined the bridge: a reload
 		// that re-enslaves ports may change it (flooding order only).
 		vl := br.VLANMemberships()
