@@ -1,8 +1,9 @@
-// Package control applies configuration to a running engine: the daemon's
-// config file (and its reloads), the control socket and replay all go
-// through Apply, which checks a whole batch of commands against the bridge,
-// the FIB, the router and the neighbour table and then applies all of it or
-// none of it.
+// Package apply is netfwd's one applier: it applies configuration parsed by
+// internal/config to a running engine. The daemon's config file (and its
+// reloads, diffed by diff.go), the control socket and replay all go through
+// Controller.Apply, which checks a whole batch of commands against the
+// bridge, the FIB, the router and the neighbour table and then applies all
+// of it or none of it; LoadFIB (fib.go) does the same for a bare FIB.
 //
 // Flow: commands are sorted to their subsystems in file order: link and
 // bridge lines become bridge operations (validated together by
@@ -13,7 +14,10 @@
 // the bridge change commits, the router's interfaces are rebuilt, the FIB
 // transaction publishes, and the router's ordered actions run (neighbour
 // changes, flushes of interfaces that went down, were removed or changed
-// their MAC).
+// their MAC). A batch that passed the checks commits whole; the one thing
+// that can still fail after the check is adding a non-permanent neighbour
+// to a table the datapath filled meanwhile (gc_thresh3, "no buffer space
+// available"), reported with its line while the rest stays applied.
 //
 // Interface state is the admin state of the configuration combined with the
 // carrier state the daemon reports (SetCarrier, carrier.go): an interface is
@@ -245,13 +249,16 @@ func (p *pending) addL2(op l2.Op, pos config.Pos, lenient bool) {
 	p.l2lenient = append(p.l2lenient, lenient)
 }
 
+// joinErrs reports the batch's errors in line order, at most
+// config.MaxErrors of them in full (a bad million-line reload must not
+// become a million-line log message).
 func (p *pending) joinErrs() error {
 	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Pos.Line < p.errs[j].Pos.Line })
-	errs := make([]error, len(p.errs))
-	for i, e := range p.errs {
-		errs[i] = e
+	l := config.ErrorList{File: p.errs[0].Pos.File}
+	for _, e := range p.errs {
+		l.Add(e)
 	}
-	return errors.Join(errs...)
+	return l.Err()
 }
 
 // prepareL2 validates the bridge ops; failing lenient ops are dropped and

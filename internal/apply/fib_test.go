@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -116,4 +117,26 @@ func dump(f *fib.FIB) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// A batch with very many bad lines reports config.MaxErrors of them and
+// counts the rest: reload errors stay small enough to log.
+func TestApplyErrorsBounded(t *testing.T) {
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "route add 10.%d.%d.0/24 via 192.0.2.9\n", i/256, i%256) // no route to the gateway
+	}
+	cmds, errs := config.Parse("big.conf", strings.NewReader(b.String()))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	err := newTestController().Apply(cmds)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != config.MaxErrors+1 || !strings.HasPrefix(lines[0], "big.conf:1: ") ||
+		lines[len(lines)-1] != "big.conf:5000: 4900 more errors up to this line not shown" {
+		t.Fatalf("%d lines, first %q, last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
 }
