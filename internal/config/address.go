@@ -34,7 +34,7 @@ var addrArgs = table("address argument",
 		exact("autojoin"), exact("proto")),
 )
 
-func parseAddr(cmd *Command, w *Words) error {
+func parseAddr(cmd *Command, w *words) error {
 	op, err := verb(w, addrCommands, "show")
 	if err != nil {
 		return err

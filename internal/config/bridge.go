@@ -117,7 +117,7 @@ func parseVID(s string) (uint16, error) {
 	return uint16(v), nil
 }
 
-func parseBridgeVLAN(cmd *Command, w *Words, compress bool) error {
+func parseBridgeVLAN(cmd *Command, w *words, compress bool) error {
 	op, err := verb(w, bridgeVLANCommands, "show")
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func parseBridgeVLAN(cmd *Command, w *Words, compress bool) error {
 	return nil
 }
 
-func parseBridgeFDB(cmd *Command, w *Words) error {
+func parseBridgeFDB(cmd *Command, w *words) error {
 	op, err := verb(w, bridgeFDBCommands, "show")
 	if err != nil {
 		return err
@@ -274,7 +274,7 @@ func parseBridgeFDB(cmd *Command, w *Words) error {
 	return nil
 }
 
-func parseBridgeLink(cmd *Command, w *Words) error {
+func parseBridgeLink(cmd *Command, w *words) error {
 	if _, err := verb(w, bridgeLinkCommands, "show"); err != nil {
 		return err
 	}
@@ -339,7 +339,7 @@ func parseBridgeLink(cmd *Command, w *Words) error {
 	return nil
 }
 
-func parseBridgeMDB(cmd *Command, w *Words) error {
+func parseBridgeMDB(cmd *Command, w *words) error {
 	op, err := verb(w, bridgeMDBCommands, "")
 	if err != nil {
 		return err

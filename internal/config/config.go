@@ -95,7 +95,7 @@ func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
 	if i := strings.IndexByte(line, '#'); i >= 0 {
 		line = line[:i]
 	}
-	w := NewWords(strings.Fields(line))
+	w := newWords(strings.Fields(line))
 	if !w.More() {
 		return Command{}, false, nil
 	}
@@ -108,7 +108,7 @@ func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
 
 // parseCommand reads `[ip] [OPTIONS] OBJECT ...` or `bridge [OPTIONS]
 // OBJECT ...`.
-func parseCommand(cmd *Command, w *Words) error {
+func parseCommand(cmd *Command, w *words) error {
 	switch w.Peek() {
 	case "bridge":
 		w.Next()
@@ -160,7 +160,7 @@ func parseCommand(cmd *Command, w *Words) error {
 // readOptions reads the options before the object (`ip -j -4 route ...`,
 // `bridge -j -compressvlans vlan show`): -j asks for JSON answers, -4 is
 // the only family netfwd has, compress is set by -compressvlans.
-func readOptions(cmd *Command, w *Words, t *keywords, compress *bool) error {
+func readOptions(cmd *Command, w *words, t *keywords, compress *bool) error {
 	for w.More() && strings.HasPrefix(w.Peek(), "-") {
 		opt := w.Next()
 		if opt == "--" {
@@ -186,7 +186,7 @@ func readOptions(cmd *Command, w *Words, t *keywords, compress *bool) error {
 }
 
 // parseBridgeCommand reads the rest of `bridge [OPTIONS] OBJECT ...`.
-func parseBridgeCommand(cmd *Command, w *Words) error {
+func parseBridgeCommand(cmd *Command, w *words) error {
 	compress := false
 	if err := readOptions(cmd, w, bridgeOptions, &compress); err != nil {
 		return err
@@ -212,7 +212,7 @@ func parseBridgeCommand(cmd *Command, w *Words) error {
 
 // verb reads an object's command word (`add`, `del`, `show`, ...) from the
 // object's table; with no word left, iproute2 lists (dflt).
-func verb(w *Words, t *keywords, dflt string) (string, error) {
+func verb(w *words, t *keywords, dflt string) (string, error) {
 	if !w.More() {
 		if dflt == "" {
 			return "", fmt.Errorf("%s: missing command", t.what)

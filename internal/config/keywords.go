@@ -76,15 +76,15 @@ func table(what string, parts ...any) *keywords {
 	return t
 }
 
-// Matches is iproute2's matches(): word is a non-empty prefix of keyword.
-func Matches(word, keyword string) bool {
+// matches is iproute2's matches(): word is a non-empty prefix of keyword.
+func matches(word, keyword string) bool {
 	return word != "" && len(word) <= len(keyword) && keyword[:len(word)] == word
 }
 
 // find returns the first keyword of the table that word names.
 func (t *keywords) find(word string) (keyword, bool) {
 	for _, k := range t.table {
-		if word == k.word || !k.exact && Matches(word, k.word) {
+		if word == k.word || !k.exact && matches(word, k.word) {
 			return k, true
 		}
 	}

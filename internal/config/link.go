@@ -81,7 +81,7 @@ var vlanLinkOptions = table("vlan option",
 		kw("ingress-qos-map"), kw("egress-qos-map"), kw("help")),
 )
 
-func parseLink(cmd *Command, w *Words) error {
+func parseLink(cmd *Command, w *words) error {
 	op, err := verb(w, linkCommands, "show")
 	if err != nil {
 		return err
@@ -209,7 +209,7 @@ func parseLink(cmd *Command, w *Words) error {
 }
 
 // parseLinkType reads `type KIND [KIND OPTIONS]`, the rest of the line.
-func parseLinkType(c *LinkCmd, w *Words, kind string) error {
+func parseLinkType(c *LinkCmd, w *words, kind string) error {
 	switch {
 	case kind == "bridge":
 		c.Kind = kind

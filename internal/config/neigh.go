@@ -88,7 +88,7 @@ func parseNUDFilter(v string) (uint16, error) {
 	return uint16(nudBits[means]), nil
 }
 
-func parseNeigh(cmd *Command, w *Words) error {
+func parseNeigh(cmd *Command, w *words) error {
 	op, err := verb(w, neighCommands, "show")
 	if err != nil {
 		return err

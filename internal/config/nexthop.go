@@ -38,7 +38,7 @@ var nexthopShowArgs = table("nexthop show argument",
 	unsupported(kw("protocol"), kw("fdb"), kw("help")),
 )
 
-func parseNexthop(cmd *Command, w *Words) error {
+func parseNexthop(cmd *Command, w *words) error {
 	op, err := verb(w, nexthopCommands, "show")
 	if err != nil {
 		return err
@@ -120,7 +120,7 @@ func parseNexthop(cmd *Command, w *Words) error {
 	return nil
 }
 
-func nexthopID(w *Words, key string) (uint32, error) {
+func nexthopID(w *words, key string) (uint32, error) {
 	v, err := w.Value(key)
 	if err != nil {
 		return 0, err

@@ -88,7 +88,7 @@ func (Reload) Name() string      { return "reload" }
 // ipstats.c's commands.
 var statsCommands = table("stats command", kw("show"), unsupported(kw("set"), kw("help")))
 
-func parseStats(w *Words) (Query, error) {
+func parseStats(w *words) (Query, error) {
 	if w.More() {
 		if _, err := statsCommands.must(w.Next()); err != nil {
 			return nil, err
@@ -110,7 +110,7 @@ var listFilters = table("address/link show argument",
 )
 
 // parseListFilter reads `[up] [[dev] D]`.
-func parseListFilter(w *Words) (dev string, up bool, err error) {
+func parseListFilter(w *words) (dev string, up bool, err error) {
 	for w.More() {
 		a := w.Next()
 		means, ok, err := listFilters.lookup(a)
@@ -144,7 +144,7 @@ var routeGetArgs = table("route get argument",
 		kw("dport"), kw("ipproto"), exact("flowlabel")),
 )
 
-func parseRouteGet(w *Words) (Query, error) {
+func parseRouteGet(w *words) (Query, error) {
 	var q RouteGet
 	for w.More() {
 		a := w.Next()
@@ -177,7 +177,7 @@ var routeShowArgs = table("route show argument",
 		kw("match"), kw("exact")),
 )
 
-func parseRouteShow(w *Words) (Query, error) {
+func parseRouteShow(w *words) (Query, error) {
 	q := RouteShow{Table: tableMain}
 	for w.More() {
 		a := w.Next()
@@ -210,7 +210,7 @@ var neighShowArgs = table("neigh show argument",
 	unsupported(exact("proxy"), kw("protocol")),
 )
 
-func parseNeighShow(w *Words) (Query, error) {
+func parseNeighShow(w *words) (Query, error) {
 	var q NeighShow
 	for w.More() {
 		a := w.Next()

@@ -57,7 +57,7 @@ var pathArgs = table("nexthop argument",
 	exact("via"), exact("dev"), exact("weight"), exact("onlink"), unsupported(kw("realms"), exact("encap"), exact("as")),
 )
 
-func parseRoute(cmd *Command, w *Words) error {
+func parseRoute(cmd *Command, w *words) error {
 	op, err := verb(w, routeCommands, "show")
 	if err != nil {
 		return err
@@ -78,7 +78,7 @@ func parseRoute(cmd *Command, w *Words) error {
 	return nil
 }
 
-func parseRouteSpec(w *Words, s *fib.RouteSpec) error {
+func parseRouteSpec(w *words, s *fib.RouteSpec) error {
 	havePrefix := false
 	for w.More() {
 		a := w.Next()
@@ -164,7 +164,7 @@ func parseRouteSpec(w *Words, s *fib.RouteSpec) error {
 }
 
 // routeDst reads iproute_modify's default branch: `[to] [TYPE] PREFIX`.
-func routeDst(w *Words, a string, s *fib.RouteSpec, havePrefix *bool) error {
+func routeDst(w *words, a string, s *fib.RouteSpec, havePrefix *bool) error {
 	var err error
 	if a == "to" {
 		if a, err = w.Value(a); err != nil {
@@ -197,7 +197,7 @@ func routeDst(w *Words, a string, s *fib.RouteSpec, havePrefix *bool) error {
 
 // parsePath reads the attributes of one `nexthop` of a multipath route, up
 // to the next word that is not one of them.
-func parsePath(w *Words) (fib.Path, error) {
+func parsePath(w *words) (fib.Path, error) {
 	var p fib.Path
 	for w.More() {
 		means, ok, err := pathArgs.lookup(w.Peek())

@@ -31,9 +31,9 @@ type AddrInfo struct {
 	Secondary bool   `json:"secondary,omitempty"`
 }
 
-// AddressList returns the addresses an `address show` query selects, by
+// addressList returns the addresses an `address show` query selects, by
 // interface index.
-func AddressList(st State, q config.AddrShow) []Address {
+func addressList(st State, q config.AddrShow) []Address {
 	e := st.Engine()
 	byDev := map[string][]fib.Address{}
 	var order []string
@@ -66,9 +66,9 @@ func AddressList(st State, q config.AddrShow) []Address {
 	return list
 }
 
-// Addresses answers `ip address show`.
-func Addresses(w io.Writer, st State, q config.AddrShow, asJSON bool) error {
-	list := AddressList(st, q)
+// addresses answers `ip address show`.
+func addresses(w io.Writer, st State, q config.AddrShow, asJSON bool) error {
+	list := addressList(st, q)
 	if asJSON {
 		a := jsonArray{w: w}
 		for _, l := range list {

@@ -68,8 +68,8 @@ func (j *FDBEntry) AppendText(b []byte) []byte {
 	return b
 }
 
-// FDB answers `bridge fdb show`.
-func FDB(w io.Writer, d *l2.Domain, q config.FDBShow, asJSON bool) error {
+// fdb answers `bridge fdb show`.
+func fdb(w io.Writer, d *l2.Domain, q config.FDBShow, asJSON bool) error {
 	a := jsonArray{w: w}
 	now := d.Clock().Now()
 	var line []byte

@@ -26,9 +26,9 @@ type Link struct {
 	Master    string   `json:"master,omitempty"`
 }
 
-// LinkList returns the interfaces a `link show` query selects; an unknown
+// linkList returns the interfaces a `link show` query selects; an unknown
 // device is an error, as iproute2's.
-func LinkList(st State, q config.LinkShow) ([]Link, error) {
+func linkList(st State, q config.LinkShow) ([]Link, error) {
 	e := st.Engine()
 	var list []Link
 	seen := map[string]bool{}
@@ -85,9 +85,9 @@ func linkState(st State, name string, up bool) (string, []string) {
 	return "DOWN", flags
 }
 
-// Links answers `ip link show`.
-func Links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
-	list, err := LinkList(st, q)
+// links answers `ip link show`.
+func links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
+	list, err := linkList(st, q)
 	if err != nil {
 		return err
 	}

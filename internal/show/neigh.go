@@ -11,8 +11,8 @@ import (
 	"github.com/netfwd/netfwd/l3"
 )
 
-// Neighbours answers `ip neigh show`.
-func Neighbours(w io.Writer, e *l3.Engine, q config.NeighShow, asJSON bool) error {
+// neighbours answers `ip neigh show`.
+func neighbours(w io.Writer, e *l3.Engine, q config.NeighShow, asJSON bool) error {
 	f := l3.NeighShowFilter{States: q.NUD}
 	if q.Dev != "" {
 		ifc := e.Router().Iface(q.Dev)

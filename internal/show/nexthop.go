@@ -29,8 +29,8 @@ type NexthopMember struct {
 	Weight uint16 `json:"weight,omitempty"`
 }
 
-// Nexthops answers `ip nexthop show [id N]`.
-func Nexthops(w io.Writer, f *fib.FIB, q config.NexthopShow, asJSON bool) error {
+// nexthops answers `ip nexthop show [id N]`.
+func nexthops(w io.Writer, f *fib.FIB, q config.NexthopShow, asJSON bool) error {
 	a := jsonArray{w: w}
 	var b []byte
 	for _, id := range f.NexthopIDs() {

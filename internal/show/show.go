@@ -2,7 +2,7 @@
 // of `ip route show`, `ip address show`, `ip link show`, `ip nexthop show`,
 // `ip neigh show`, `bridge fdb show` and `bridge vlan show`, and their `-j`
 // JSON, plus netfwd's counters (`stats`) and `route get` answers. One value
-// type per object (Route, Link, Address, Nexthop, FDBEntry, VLANs) is both
+// type per object (Route, Link, Address, Nexthop, FDBEntry, DevVLANs) is both
 // the JSON object and the source of the text line, so the two forms cannot
 // drift apart.
 //
@@ -47,19 +47,19 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 	case config.RouteShow:
 		return Routes(w, e.FIB(), q.Table, asJSON)
 	case config.FDBShow:
-		return FDB(w, e.Domain(), q, asJSON)
+		return fdb(w, e.Domain(), q, asJSON)
 	case config.VLANShow:
-		return VLANs(w, e.Domain(), q, asJSON)
+		return vlans(w, e.Domain(), q, asJSON)
 	case config.NeighShow:
-		return Neighbours(w, e, q, asJSON)
+		return neighbours(w, e, q, asJSON)
 	case config.LinkShow:
-		return Links(w, st, q, asJSON)
+		return links(w, st, q, asJSON)
 	case config.AddrShow:
-		return Addresses(w, st, q, asJSON)
+		return addresses(w, st, q, asJSON)
 	case config.NexthopShow:
-		return Nexthops(w, e.FIB(), q, asJSON)
+		return nexthops(w, e.FIB(), q, asJSON)
 	case config.Stats:
-		return Stats(w, e, asJSON)
+		return stats(w, e, asJSON)
 	}
 	return fmt.Errorf("%s: not answered here", q.Name())
 }

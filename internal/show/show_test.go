@@ -145,7 +145,7 @@ func TestRouteOutput(t *testing.T) {
 	}
 }
 
-// Links and addresses, with `up` filtering on the admin state.
+// links and addresses, with `up` filtering on the admin state.
 func TestLinkAndAddressOutput(t *testing.T) {
 	c := setup(t, nil,
 		"address add 192.0.2.1/24 dev eth0",

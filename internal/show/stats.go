@@ -14,8 +14,8 @@ import (
 	"github.com/netfwd/netfwd/l3"
 )
 
-// Counters returns the counters `stats` prints, by name.
-func Counters(e *l3.Engine) map[string]uint64 {
+// counters returns the counters `stats` prints, by name.
+func counters(e *l3.Engine) map[string]uint64 {
 	s := e.Stats()
 	d := e.Domain().Stats()
 	m := map[string]uint64{
@@ -40,9 +40,9 @@ func Counters(e *l3.Engine) map[string]uint64 {
 	return m
 }
 
-// Stats answers `stats`.
-func Stats(w io.Writer, e *l3.Engine, asJSON bool) error {
-	m := Counters(e)
+// stats answers `stats`.
+func stats(w io.Writer, e *l3.Engine, asJSON bool) error {
+	m := counters(e)
 	if asJSON {
 		b, err := json.Marshal(m)
 		if err != nil {

@@ -27,9 +27,9 @@ type VLANEntry struct {
 	Flags   []string `json:"flags"` // PVID, Egress Untagged
 }
 
-// VLANsOf describes one device's membership; compress merges consecutive
+// vlansOf describes one device's membership; compress merges consecutive
 // VLANs with equal flags (never the pvid) into ranges, as `bridge -c`.
-func VLANsOf(m l2.VLANMembership, compress bool) DevVLANs {
+func vlansOf(m l2.VLANMembership, compress bool) DevVLANs {
 	j := DevVLANs{Ifname: m.Dev}
 	for _, v := range m.VLANs {
 		if n := len(j.VLANs); compress && n > 0 && !v.PVID {
@@ -61,9 +61,9 @@ func hasFlag(flags []string, f string) bool {
 	return false
 }
 
-// VLANs answers `bridge vlan show` (the text header comes first, even with
+// vlans answers `bridge vlan show` (the text header comes first, even with
 // nothing to list, as iproute2 prints it).
-func VLANs(w io.Writer, d *l2.Domain, q config.VLANShow, asJSON bool) error {
+func vlans(w io.Writer, d *l2.Domain, q config.VLANShow, asJSON bool) error {
 	a := jsonArray{w: w}
 	var sb strings.Builder
 	if !asJSON {
@@ -74,7 +74,7 @@ func VLANs(w io.Writer, d *l2.Domain, q config.VLANShow, asJSON bool) error {
 			if q.Dev != "" && m.Dev != q.Dev {
 				continue
 			}
-			j := VLANsOf(m, q.Compress)
+			j := vlansOf(m, q.Compress)
 			if asJSON {
 				a.add(j)
 				continue
