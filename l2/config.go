@@ -124,22 +124,58 @@ func (b *vidBits) put(v uint16, on bool) {
 	}
 }
 
+// vlanSet is a device's VLAN memberships: which, their egress untagged
+// flag, and the pvid.
+type vlanSet struct {
+	member, untagged vidBits
+	pvid             uint16
+}
+
+func (s *vlanSet) has(vid uint16) bool { return s.member.has(vid) }
+
+// add joins vid, replacing its flags (portVLANAddLocked, selfVLANAddLocked):
+// without pvid the VID stops being the pvid.
+func (s *vlanSet) add(vid uint16, pvid, untagged bool) {
+	s.member.set(vid)
+	s.untagged.put(vid, untagged)
+	if pvid {
+		s.pvid = vid
+	} else if s.pvid == vid {
+		s.pvid = 0
+	}
+}
+
+// del leaves vid and reports whether the device was a member.
+func (s *vlanSet) del(vid uint16) bool {
+	if !s.member.has(vid) {
+		return false
+	}
+	s.member.clr(vid)
+	s.untagged.clr(vid)
+	if s.pvid == vid {
+		s.pvid = 0
+	}
+	return true
+}
+
+// isDefault reports whether vid is the pvid, untagged (what a change of
+// vlan_default_pvid moves).
+func (s *vlanSet) isDefault(vid uint16) bool {
+	return s.member.has(vid) && s.pvid == vid && s.untagged.has(vid)
+}
+
 type brModel struct {
-	exists       bool
-	filtering    bool
-	defaultPVID  uint16
-	mac          MAC // zero for a bridge of the batch with a random address
-	self         vidBits
-	selfUntagged vidBits
-	selfPVID     uint16
+	exists      bool
+	filtering   bool
+	defaultPVID uint16
+	mac         MAC     // zero for a bridge of the batch with a random address
+	self        vlanSet // the bridge's own VLANs
 }
 
 type portModel struct {
-	exists   bool
-	master   string
-	vlans    vidBits
-	untagged vidBits
-	pvid     uint16
+	exists bool
+	master string
+	vlans  vlanSet
 }
 
 type fdbModelKey struct {
@@ -190,11 +226,7 @@ func (v *view) bridge(name string) *brModel {
 		m.exists, m.filtering, m.defaultPVID, m.mac = true, cfg.vlanFiltering, cfg.defaultPVID, b.MAC
 		b.vlans.each(func(vid uint16, vl *vlan) {
 			if f := vl.self.Load(); f&pvMember != 0 {
-				m.self.set(vid)
-				m.selfUntagged.put(vid, f&pvUntagged != 0)
-				if f&pvPVID != 0 {
-					m.selfPVID = vid
-				}
+				m.self.add(vid, f&pvPVID != 0, f&pvUntagged != 0)
 			}
 		})
 	}
@@ -214,11 +246,10 @@ func (v *view) port(name string) *portModel {
 		}
 		p.vlans.each(func(vid uint16, pv *PortVLAN) {
 			if f := pv.flags.Load(); f&pvMember != 0 {
-				m.vlans.set(vid)
-				m.untagged.put(vid, f&pvUntagged != 0)
+				m.vlans.add(vid, false, f&pvUntagged != 0)
 			}
 		})
-		m.pvid = p.PVID()
+		m.vlans.pvid = p.PVID()
 	}
 	v.ports[name] = m
 	return m
@@ -277,7 +308,7 @@ func (v *view) enslave(name string, pm *portModel, br string) {
 	}
 	pm.master = br
 	if pvid := v.bridge(br).defaultPVID; pvid != 0 {
-		v.portVLANAdd(name, pm, pvid, true, true)
+		pm.vlans.add(pvid, true, true)
 	}
 }
 
@@ -292,30 +323,14 @@ func (v *view) release(name string, pm *portModel) {
 			v.mdb[k] = false
 		}
 	}
-	pm.master, pm.vlans, pm.untagged, pm.pvid = "", vidBits{}, vidBits{}, 0
-}
-
-// portVLANAdd records portVLANAddLocked: the flags are replaced.
-func (v *view) portVLANAdd(name string, pm *portModel, vid uint16, pvid, untagged bool) {
-	pm.vlans.set(vid)
-	pm.untagged.put(vid, untagged)
-	if pvid {
-		pm.pvid = vid
-	} else if pm.pvid == vid {
-		pm.pvid = 0
-	}
+	pm.master, pm.vlans = "", vlanSet{}
 }
 
 // portVLANDel records portVLANDelLocked: the port's non-static entries in
 // the VLAN are flushed.
 func (v *view) portVLANDel(name string, pm *portModel, vid uint16) {
-	if !pm.vlans.has(vid) {
+	if !pm.vlans.del(vid) {
 		return
-	}
-	pm.vlans.clr(vid)
-	pm.untagged.clr(vid)
-	if pm.pvid == vid {
-		pm.pvid = 0
 	}
 	v.flushedVLANs[portVID{name, vid}] = true
 	v.forgetFDB(pm.master, func(key uint64, e fdbModel) bool { return e.dev == name && keyVID(key) == vid && !e.static })
@@ -327,24 +342,13 @@ func (v *view) selfVLANAdd(name string, bm *brModel, vid uint16, pvid, untagged 
 	if !bm.self.has(vid) {
 		v.putLocal(name, bm.mac, vid)
 	}
-	bm.self.set(vid)
-	bm.selfUntagged.put(vid, untagged)
-	if pvid {
-		bm.selfPVID = vid
-	} else if bm.selfPVID == vid {
-		bm.selfPVID = 0
-	}
+	bm.self.add(vid, pvid, untagged)
 }
 
 // selfVLANDel records selfVLANDelLocked.
 func (v *view) selfVLANDel(name string, bm *brModel, vid uint16) {
-	if !bm.self.has(vid) {
+	if !bm.self.del(vid) {
 		return
-	}
-	bm.self.clr(vid)
-	bm.selfUntagged.clr(vid)
-	if bm.selfPVID == vid {
-		bm.selfPVID = 0
 	}
 	if !bm.mac.IsZero() {
 		k := fdbModelKey{name, fdbKey(bm.mac, vid)}
@@ -358,13 +362,13 @@ func (v *view) selfVLANDel(name string, bm *brModel, vid uint16) {
 // whose pvid is still the old default (pvid, untagged) move to the new one.
 func (v *view) moveDefaultPVID(name string, bm *brModel, oldVID, newVID uint16) {
 	if oldVID != 0 {
-		if bm.self.has(oldVID) && bm.selfPVID == oldVID && bm.selfUntagged.has(oldVID) {
+		if bm.self.isDefault(oldVID) {
 			v.selfVLANDel(name, bm, oldVID)
 			if newVID != 0 {
 				v.selfVLANAdd(name, bm, newVID, true, true)
 			}
 		}
-	} else if newVID != 0 && bm.selfPVID == 0 {
+	} else if newVID != 0 && bm.self.pvid == 0 {
 		v.selfVLANAdd(name, bm, newVID, true, true)
 	}
 	for pname := range v.d.byName {
@@ -375,14 +379,14 @@ func (v *view) moveDefaultPVID(name string, bm *brModel, oldVID, newVID uint16) 
 			continue
 		}
 		if oldVID != 0 {
-			if pm.vlans.has(oldVID) && pm.pvid == oldVID && pm.untagged.has(oldVID) {
+			if pm.vlans.isDefault(oldVID) {
 				v.portVLANDel(pname, pm, oldVID)
 				if newVID != 0 {
-					v.portVLANAdd(pname, pm, newVID, true, true)
+					pm.vlans.add(newVID, true, true)
 				}
 			}
-		} else if newVID != 0 && pm.pvid == 0 {
-			v.portVLANAdd(pname, pm, newVID, true, true)
+		} else if newVID != 0 && pm.vlans.pvid == 0 {
+			pm.vlans.add(newVID, true, true)
 		}
 	}
 }

@@ -198,7 +198,7 @@ func (o VLANAdd) check(v *view) error {
 		return err
 	}
 	for vid := lo; vid <= hi; vid++ {
-		v.portVLANAdd(o.Dev, pm, vid, o.PVID, o.Untagged)
+		pm.vlans.add(vid, o.PVID, o.Untagged)
 	}
 	return nil
 }

@@ -136,14 +136,23 @@ func viewFDBKeys() []uint64 {
 	return keys
 }
 
-func vidList(b *vidBits) string {
-	var s []string
+// vlanList renders a device's VLANs: [1u 10p] is 1 untagged and 10 the
+// pvid, tagged.
+func vlanList(s *vlanSet) string {
+	var out []string
 	for v := range uint16(maxVID + 1) {
-		if b.has(v) {
-			s = append(s, strconv.Itoa(int(v)))
+		if s.has(v) {
+			w := strconv.Itoa(int(v))
+			if s.untagged.has(v) {
+				w += "u"
+			}
+			if s.pvid == v {
+				w += "p"
+			}
+			out = append(out, w)
 		}
 	}
-	return strings.Join(s, ",")
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // describeView renders what the view says the state is.
@@ -154,7 +163,7 @@ func describeView(v *view) string {
 		if !m.exists {
 			continue
 		}
-		out = append(out, fmt.Sprintf("bridge %s filtering %v pvid %d self [%s]", name, m.filtering, m.defaultPVID, vidList(&m.self)))
+		out = append(out, fmt.Sprintf("bridge %s filtering %v default_pvid %d self %s", name, m.filtering, m.defaultPVID, vlanList(&m.self)))
 		for _, k := range viewFDBKeys() {
 			if e := v.fdbEntry(name, k); e.present {
 				out = append(out, fmt.Sprintf("fdb %s %s vlan %d dev %s", name, keyMAC(k), keyVID(k), e.dev))
@@ -172,7 +181,7 @@ func describeView(v *view) string {
 	}
 	for _, name := range viewPorts {
 		if m := v.port(name); m.exists {
-			out = append(out, fmt.Sprintf("port %s master %q vlans [%s] pvid %d", name, m.master, vidList(&m.vlans), m.pvid))
+			out = append(out, fmt.Sprintf("port %s master %q vlans %s", name, m.master, vlanList(&m.vlans)))
 		}
 	}
 	sort.Strings(out)
@@ -190,13 +199,13 @@ func describeLive(d *Domain) string {
 			continue
 		}
 		cfg := b.cfg.Load()
-		var self vidBits
+		var self vlanSet
 		b.vlans.each(func(vid uint16, vl *vlan) {
-			if vl.self.Load()&pvMember != 0 {
-				self.set(vid)
+			if f := vl.self.Load(); f&pvMember != 0 {
+				self.add(vid, f&pvPVID != 0, f&pvUntagged != 0)
 			}
 		})
-		out = append(out, fmt.Sprintf("bridge %s filtering %v pvid %d self [%s]", name, cfg.vlanFiltering, cfg.defaultPVID, vidList(&self)))
+		out = append(out, fmt.Sprintf("bridge %s filtering %v default_pvid %d self %s", name, cfg.vlanFiltering, cfg.defaultPVID, vlanList(&self)))
 		for _, k := range viewFDBKeys() {
 			if pv, _, ok := b.fdb.lookup(k); ok {
 				dev := name
@@ -221,13 +230,14 @@ func describeLive(d *Domain) string {
 		if b := p.bridge.Load(); b != nil {
 			master = b.Name
 		}
-		var vlans vidBits
+		var vlans vlanSet
 		p.vlans.each(func(vid uint16, pv *PortVLAN) {
-			if pv.Member() {
-				vlans.set(vid)
+			if f := pv.flags.Load(); f&pvMember != 0 {
+				vlans.add(vid, false, f&pvUntagged != 0)
 			}
 		})
-		out = append(out, fmt.Sprintf("port %s master %q vlans [%s] pvid %d", name, master, vidList(&vlans), p.PVID()))
+		vlans.pvid = p.PVID()
+		out = append(out, fmt.Sprintf("port %s master %q vlans %s", name, master, vlanList(&vlans)))
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
