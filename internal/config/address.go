@@ -72,10 +72,9 @@ func parseAddr(cmd *Command, w *words) error {
 		}
 		switch means {
 		case "dev":
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&c.Dev, v); err != nil {
 				return err
 			}
-			c.Dev = v
 		case "broadcast":
 			if v != "+" && v != "-" {
 				if _, err := addr4(v); err != nil {

@@ -152,10 +152,9 @@ func parseBridgeVLAN(cmd *Command, w *words, compress bool) error {
 				return err
 			}
 			if means == "dev" {
-				if err := checkDevName(v); err != nil {
+				if err := setDev(&dev, v); err != nil {
 					return err
 				}
-				dev = v
 			} else if vid, end, err = parseVIDRange(v); err != nil {
 				return err
 			}
@@ -240,10 +239,9 @@ func parseBridgeFDB(cmd *Command, w *words) error {
 				return err
 			}
 			if means == "dev" {
-				if err := checkDevName(v); err != nil {
+				if err := setDev(&add.Dev, v); err != nil {
 					return err
 				}
-				add.Dev = v
 			} else {
 				if add.VID, err = parseVID(v); err != nil {
 					return err
@@ -294,10 +292,9 @@ func parseBridgeLink(cmd *Command, w *words) error {
 		}
 		switch means {
 		case "dev":
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&op.Dev, v); err != nil {
 				return err
 			}
-			op.Dev = v
 		case "state":
 			s, err := strconv.ParseUint(v, 10, 8)
 			if err != nil {

@@ -99,10 +99,9 @@ func parseLink(cmd *Command, w *words) error {
 		if c.Name != "" && c.Name != v {
 			return fmt.Errorf("either \"dev\" is duplicate, or %s is garbage", Quote(v))
 		}
-		if err := checkDevName(v); err != nil {
+		if err := setDev(&c.Name, v); err != nil {
 			return err
 		}
-		c.Name = v
 		return nil
 	}
 	for w.More() && c.Kind == "" {
@@ -148,9 +147,7 @@ func parseLink(cmd *Command, w *words) error {
 			if op != "add" {
 				return fmt.Errorf("link %s: %s is only for link add", op, Quote(a))
 			}
-			if err = checkDevName(v); err == nil {
-				c.Parent = v
-			}
+			err = setDev(&c.Parent, v)
 		case "address":
 			c.Address, err = parseLinkAddress(v)
 		case "mtu":
@@ -160,9 +157,7 @@ func parseLink(cmd *Command, w *words) error {
 			}
 			c.MTU = m
 		case "master":
-			if err = checkDevName(v); err == nil {
-				c.Master = v
-			}
+			err = setDev(&c.Master, v)
 		case "type":
 			err = parseLinkType(c, w, v)
 		}
@@ -263,6 +258,15 @@ func parseLinkAddress(v string) (net.HardwareAddr, error) {
 		return nil, fmt.Errorf("address %s: cannot assign requested address (multicast, broadcast and all-zero addresses are refused)", mac)
 	}
 	return mac, nil
+}
+
+// setDev stores an interface name after checking it (checkDevName).
+func setDev(dst *string, name string) error {
+	if err := checkDevName(name); err != nil {
+		return err
+	}
+	*dst = name
+	return nil
 }
 
 // checkDevName applies the kernel's rule for interface names

@@ -130,10 +130,9 @@ func parseNeigh(cmd *Command, w *words) error {
 			}
 			c.LLAddr, c.HasLLAddr = [6]byte(mac), true
 		case "dev":
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&c.Dev, v); err != nil {
 				return err
 			}
-			c.Dev = v
 		case "nud":
 			st, err := nudStates.must(v)
 			if err != nil {

@@ -83,10 +83,9 @@ func parseNexthop(cmd *Command, w *words) error {
 			if err != nil {
 				return err
 			}
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&s.Single.Dev, v); err != nil {
 				return err
 			}
-			s.Single.Dev = v
 		case "onlink":
 			s.Single.OnLink = true
 		case "blackhole":

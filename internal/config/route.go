@@ -151,10 +151,9 @@ func parseRouteSpec(w *words, s *fib.RouteSpec) error {
 				return err
 			}
 		case "dev":
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&s.Dev, v); err != nil {
 				return err
 			}
-			s.Dev = v
 		}
 	}
 	if !havePrefix {
@@ -222,10 +221,9 @@ func parsePath(w *words) (fib.Path, error) {
 				return p, err
 			}
 		case "dev":
-			if err := checkDevName(v); err != nil {
+			if err := setDev(&p.Dev, v); err != nil {
 				return p, err
 			}
-			p.Dev = v
 		case "weight":
 			n, err := strconv.ParseUint(v, 10, 16)
 			if err != nil || n == 0 || n > 256 {
