@@ -5,7 +5,11 @@ package main
 // loaded from a config file, queried as `ip route get|show` would be.
 // route get answers from stdin when no address is given: one line out per
 // line in, flushed whenever the input has nothing more buffered, so it works
-// both interactively and for millions of piped addresses.
+// both interactively and for millions of piped addresses. The config file
+// is read and applied by the daemon's reader and applier
+// (apply.LoadFIBFile), the table argument of route show is read as the rest
+// of a `route show` line (iproute2's abbreviations: `t all`), and answers
+// are printed by internal/show, as the control socket prints them.
 
 import (
 	"bufio"
