@@ -210,10 +210,12 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		rw.finish(errorStrings(&errs))
 		return
 	}
-	if len(queries) > 0 && slots != nil {
-		slots <- struct{}{}
-		defer func() { <-slots }()
-	}
+	held := false // an answer slot, taken for the first answer rendered (not for reload)
+	defer func() {
+		if held {
+			<-slots
+		}
+	}()
 	for _, q := range queries {
 		if _, ok := q.q.(config.Reload); ok {
 			if h.Reload == nil {
@@ -222,6 +224,10 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 				addJoined(&errs, err)
 			}
 			continue
+		}
+		if slots != nil && !held {
+			slots <- struct{}{}
+			held = true
 		}
 		if err := show.Answer(rw, h.Ctl, q.q, q.json); err != nil {
 			if rw.err != nil {
