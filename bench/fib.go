@@ -25,7 +25,7 @@ import (
 
 	"github.com/gaissmai/bart"
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/fulltable"
 	"github.com/netfwd/netfwd/nexthop"
 )
@@ -235,7 +235,7 @@ func runFIB(o Options) ([]Record, error) {
 	runtime.ReadMemStats(&before)
 	f := fib.New(fib.Options{})
 	start := time.Now()
-	if err := config.LoadFIB(f, "full.conf", bytes.NewReader(text), len(s.Main)); err != nil {
+	if err := apply.LoadFIB(f, "full.conf", bytes.NewReader(text), len(s.Main)); err != nil {
 		return nil, err
 	}
 	took := time.Since(start)

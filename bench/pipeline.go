@@ -17,8 +17,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/internal/fulltable"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
@@ -41,9 +41,9 @@ type PipelineCase struct {
 	Out    int // frames handed to the sink
 }
 
-func newCase(conf string, compiled bool) (*l3.Engine, *control.Controller, error) {
+func newCase(conf string, compiled bool) (*l3.Engine, *apply.Controller, error) {
 	e := l3.NewEngine(l3.EngineOptions{Compiled: compiled})
-	c := control.New(e)
+	c := apply.New(e)
 	cmds, errs := config.Parse("pipeline.conf", strings.NewReader(conf))
 	if len(errs) > 0 {
 		return nil, nil, errs[0]

@@ -14,7 +14,8 @@ package l2
 // Commit takes Domain.mu, checks that no other change was committed since
 // Prepare (the configuration generation), re-validating if one was, and
 // applies the ops in order with the *Locked methods, which cannot fail on a
-// validated list. Callers (the config reader, the control socket) are
+// validated list. Each op's check and apply live side by side in
+// config_ops.go; this file holds the batch machinery and the view. Callers (the config reader, the control socket) are
 // expected to serialise changes; the generation check makes a race safe.
 
 import (
@@ -101,26 +102,80 @@ func (c *Change) Abort() { c.done = true }
 func (c *Change) Ops() []Op { return c.ops }
 
 // ---- the view used by validation ----
+//
+// The view models what an op's apply does to what later ops can see: the
+// bridges with their options and their own VLANs (and the local FDB
+// entries of the bridge address that come with them), the ports with their
+// bridge and VLANs, and the FDB and mdb entries, including the flushes
+// that joining, leaving and losing VLANs cause. Anything not yet touched by
+// the batch is read from the live state. TestViewMatchesCommit checks that
+// a committed batch leaves exactly the state the view predicted.
 
 type vidBits [64]uint64
 
 func (b *vidBits) has(v uint16) bool { return b[v>>6]&(1<<(v&63)) != 0 }
 func (b *vidBits) set(v uint16)      { b[v>>6] |= 1 << (v & 63) }
 func (b *vidBits) clr(v uint16)      { b[v>>6] &^= 1 << (v & 63) }
+func (b *vidBits) put(v uint16, on bool) {
+	if on {
+		b.set(v)
+	} else {
+		b.clr(v)
+	}
+}
+
+// vlanSet is a device's VLAN memberships: which, their egress untagged
+// flag, and the pvid.
+type vlanSet struct {
+	member, untagged vidBits
+	pvid             uint16
+}
+
+func (s *vlanSet) has(vid uint16) bool { return s.member.has(vid) }
+
+// add joins vid, replacing its flags (portVLANAddLocked, selfVLANAddLocked):
+// without pvid the VID stops being the pvid.
+func (s *vlanSet) add(vid uint16, pvid, untagged bool) {
+	s.member.set(vid)
+	s.untagged.put(vid, untagged)
+	if pvid {
+		s.pvid = vid
+	} else if s.pvid == vid {
+		s.pvid = 0
+	}
+}
+
+// del leaves vid and reports whether the device was a member.
+func (s *vlanSet) del(vid uint16) bool {
+	if !s.member.has(vid) {
+		return false
+	}
+	s.member.clr(vid)
+	s.untagged.clr(vid)
+	if s.pvid == vid {
+		s.pvid = 0
+	}
+	return true
+}
+
+// isDefault reports whether vid is the pvid, untagged (what a change of
+// vlan_default_pvid moves).
+func (s *vlanSet) isDefault(vid uint16) bool {
+	return s.member.has(vid) && s.pvid == vid && s.untagged.has(vid)
+}
 
 type brModel struct {
 	exists      bool
 	filtering   bool
 	defaultPVID uint16
-	mac         MAC
-	self        vidBits
+	mac         MAC     // zero for a bridge of the batch with a random address
+	self        vlanSet // the bridge's own VLANs
 }
 
 type portModel struct {
 	exists bool
 	master string
-	vlans  vidBits
-	pvid   uint16
+	vlans  vlanSet
 }
 
 type fdbModelKey struct {
@@ -131,12 +186,19 @@ type fdbModelKey struct {
 type fdbModel struct {
 	present bool
 	learned bool   // a learned entry: replaced silently by fdb add
+	static  bool   // never flushed with a port's VLAN (local, static)
 	dev     string // port name, or the bridge name for bridge entries
 }
 
 type mdbModelKey struct {
 	br, port string
 	key      uint64
+}
+
+// portVID names a port's membership in one VLAN.
+type portVID struct {
+	port string
+	vid  uint16
 }
 
 type view struct {
@@ -146,10 +208,12 @@ type view struct {
 	fdb     map[fdbModelKey]fdbModel
 	mdb     map[mdbModelKey]bool
 	// Entries the committed state still has but the batch will have flushed
-	// by the time it gets there: those of ports that left their bridge, and
-	// all of bridges that were deleted (even if created again).
+	// by the time it gets there: those of ports that left their bridge, all
+	// of bridges that were deleted (even if created again), and the
+	// non-static ones of port-VLANs that were removed.
 	releasedPorts  map[string]bool
 	deletedBridges map[string]bool
+	flushedVLANs   map[portVID]bool
 }
 
 func (v *view) bridge(name string) *brModel {
@@ -161,8 +225,8 @@ func (v *view) bridge(name string) *brModel {
 		cfg := b.cfg.Load()
 		m.exists, m.filtering, m.defaultPVID, m.mac = true, cfg.vlanFiltering, cfg.defaultPVID, b.MAC
 		b.vlans.each(func(vid uint16, vl *vlan) {
-			if vl.self.Load()&pvMember != 0 {
-				m.self.set(vid)
+			if f := vl.self.Load(); f&pvMember != 0 {
+				m.self.add(vid, f&pvPVID != 0, f&pvUntagged != 0)
 			}
 		})
 	}
@@ -181,11 +245,11 @@ func (v *view) port(name string) *portModel {
 			m.master = b.Name
 		}
 		p.vlans.each(func(vid uint16, pv *PortVLAN) {
-			if pv.Member() {
-				m.vlans.set(vid)
+			if f := pv.flags.Load(); f&pvMember != 0 {
+				m.vlans.add(vid, false, f&pvUntagged != 0)
 			}
 		})
-		m.pvid = p.PVID()
+		m.vlans.pvid = p.PVID()
 	}
 	v.ports[name] = m
 	return m
@@ -206,39 +270,166 @@ func (v *view) fdbEntry(br string, key uint64) fdbModel {
 	if !ok {
 		return fdbModel{}
 	}
-	m := fdbModel{present: true, learned: flags&fdbLearned != 0, dev: br}
+	m := fdbModel{present: true, learned: flags&fdbLearned != 0, static: flags&fdbStatic != 0, dev: br}
 	if pv != nil {
 		m.dev = pv.port.Name
-		if v.releasedPorts[m.dev] {
+		if v.releasedPorts[m.dev] || !m.static && keyVID(key) != 0 && v.flushedVLANs[portVID{m.dev, keyVID(key)}] {
 			return fdbModel{}
 		}
 	}
 	return m
 }
 
-// enslave records p joining br in the view (with the default pvid VLAN).
-func (v *view) enslave(pm *portModel, br string) {
+// forgetFDB removes from the view the entries of bridge br that match.
+func (v *view) forgetFDB(br string, match func(key uint64, e fdbModel) bool) {
+	for k, e := range v.fdb {
+		if k.br == br && e.present && match(k.key, e) {
+			v.fdb[k] = fdbModel{}
+		}
+	}
+}
+
+// putLocal records a local (permanent) entry of the bridge device.
+func (v *view) putLocal(br string, mac MAC, vid uint16) {
+	if !mac.IsZero() {
+		v.fdb[fdbModelKey{br, fdbKey(mac, vid)}] = fdbModel{present: true, static: true, dev: br}
+	}
+}
+
+// enslave records pm joining br (leaving its bridge first), as
+// addPortLocked: the default pvid VLAN, pvid and untagged.
+func (v *view) enslave(name string, pm *portModel, br string) {
+	if pm.master != "" && pm.master != br {
+		v.release(name, pm)
+	}
 	pm.exists = true
+	if pm.master == br {
+		return
+	}
 	pm.master = br
-	pm.vlans = vidBits{}
-	pm.pvid = 0
 	if pvid := v.bridge(br).defaultPVID; pvid != 0 {
-		pm.vlans.set(pvid)
-		pm.pvid = pvid
+		pm.vlans.add(pvid, true, true)
+	}
+}
+
+// release records pm leaving its bridge, as releasePortLocked: its VLANs,
+// FDB entries and mdb memberships go.
+func (v *view) release(name string, pm *portModel) {
+	br := pm.master
+	v.releasedPorts[name] = true
+	v.forgetFDB(br, func(_ uint64, e fdbModel) bool { return e.dev == name })
+	for k := range v.mdb {
+		if k.br == br && k.port == name {
+			v.mdb[k] = false
+		}
+	}
+	pm.master, pm.vlans = "", vlanSet{}
+}
+
+// portVLANDel records portVLANDelLocked: the port's non-static entries in
+// the VLAN are flushed.
+func (v *view) portVLANDel(name string, pm *portModel, vid uint16) {
+	if !pm.vlans.del(vid) {
+		return
+	}
+	v.flushedVLANs[portVID{name, vid}] = true
+	v.forgetFDB(pm.master, func(key uint64, e fdbModel) bool { return e.dev == name && keyVID(key) == vid && !e.static })
+}
+
+// selfVLANAdd records selfVLANAddLocked: the bridge address becomes a local
+// entry in a VLAN the bridge joins.
+func (v *view) selfVLANAdd(name string, bm *brModel, vid uint16, pvid, untagged bool) {
+	if !bm.self.has(vid) {
+		v.putLocal(name, bm.mac, vid)
+	}
+	bm.self.add(vid, pvid, untagged)
+}
+
+// selfVLANDel records selfVLANDelLocked.
+func (v *view) selfVLANDel(name string, bm *brModel, vid uint16) {
+	if !bm.self.del(vid) {
+		return
+	}
+	if !bm.mac.IsZero() {
+		k := fdbModelKey{name, fdbKey(bm.mac, vid)}
+		if e := v.fdbEntry(name, k.key); e.present && e.dev == name {
+			v.fdb[k] = fdbModel{}
+		}
+	}
+}
+
+// moveDefaultPVID records moveDefaultPVIDLocked: the bridge and the ports
+// whose pvid is still the old default (pvid, untagged) move to the new one.
+func (v *view) moveDefaultPVID(name string, bm *brModel, oldVID, newVID uint16) {
+	if oldVID != 0 {
+		if bm.self.isDefault(oldVID) {
+			v.selfVLANDel(name, bm, oldVID)
+			if newVID != 0 {
+				v.selfVLANAdd(name, bm, newVID, true, true)
+			}
+		}
+	} else if newVID != 0 && bm.self.pvid == 0 {
+		v.selfVLANAdd(name, bm, newVID, true, true)
+	}
+	for pname := range v.d.byName {
+		v.port(pname) // pull every live port into the view
+	}
+	for pname, pm := range v.ports {
+		if pm.master != name {
+			continue
+		}
+		if oldVID != 0 {
+			if pm.vlans.isDefault(oldVID) {
+				v.portVLANDel(pname, pm, oldVID)
+				if newVID != 0 {
+					pm.vlans.add(newVID, true, true)
+				}
+			}
+		} else if newVID != 0 && pm.vlans.pvid == 0 {
+			pm.vlans.add(newVID, true, true)
+		}
 	}
 }
 
 func (d *Domain) validateLocked(ops []Op) []OpError {
+	_, errs := d.checkLocked(ops)
+	return errs
+}
+
+// checkLocked checks ops in order and returns the view they leave: the
+// state a commit of the list must produce (when nothing failed).
+func (d *Domain) checkLocked(ops []Op) (*view, []OpError) {
 	v := &view{d: d, bridges: map[string]*brModel{}, ports: map[string]*portModel{},
 		fdb: map[fdbModelKey]fdbModel{}, mdb: map[mdbModelKey]bool{},
-		releasedPorts: map[string]bool{}, deletedBridges: map[string]bool{}}
+		releasedPorts: map[string]bool{}, deletedBridges: map[string]bool{}, flushedVLANs: map[portVID]bool{}}
 	var errs []OpError
 	for i, op := range ops {
 		if err := v.check(op); err != nil {
 			errs = append(errs, OpError{Index: i, Op: op, Err: err})
 		}
 	}
-	return errs
+	return v, errs
+}
+
+// mdbEntry reports whether the view has port in group key of bridge br.
+func (v *view) mdbEntry(br, port string, key uint64) bool {
+	k := mdbModelKey{br, port, key}
+	if cur, ok := v.mdb[k]; ok {
+		return cur
+	}
+	if v.deletedBridges[br] || v.releasedPorts[port] || !v.bridge(br).exists {
+		return false
+	}
+	if b := v.d.bridges[br]; b != nil {
+		if mg := b.mdb[key]; mg != nil {
+			for _, p := range mg.ports {
+				if p.Name == port {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func checkAttrs(a BridgeAttrs) error {
@@ -285,241 +476,13 @@ func (v *view) memberPort(dev string) (*portModel, *brModel, error) {
 	return pm, v.bridge(pm.master), nil
 }
 
+// check validates one op against the view and records its effect there.
 func (v *view) check(op Op) error {
-	switch o := op.(type) {
-	case BridgeAdd:
-		if o.Name == "" {
-			return errors.New("missing bridge name")
-		}
-		if v.bridge(o.Name).exists || v.port(o.Name).exists {
-			return fmt.Errorf("device %s already exists", o.Name)
-		}
-		if err := checkAttrs(o.Attrs); err != nil {
-			return err
-		}
-		m := v.bridges[o.Name]
-		*m = brModel{exists: true, defaultPVID: 1}
-		if o.Attrs.VLANFiltering != nil {
-			m.filtering = *o.Attrs.VLANFiltering
-		}
-		if o.Attrs.DefaultPVID != nil {
-			m.defaultPVID = *o.Attrs.DefaultPVID
-		}
-		if o.Attrs.MAC != nil {
-			m.mac = *o.Attrs.MAC
-		}
-		if m.defaultPVID != 0 {
-			m.self.set(m.defaultPVID)
-		}
-	case BridgeSet:
-		m := v.bridge(o.Name)
-		if !m.exists {
-			return fmt.Errorf("cannot find bridge %q", o.Name)
-		}
-		if o.Attrs.MAC != nil {
-			return errors.New("the bridge address can only be set when it is created")
-		}
-		if err := checkAttrs(o.Attrs); err != nil {
-			return err
-		}
-		if o.Attrs.VLANFiltering != nil {
-			m.filtering = *o.Attrs.VLANFiltering
-		}
-		if o.Attrs.DefaultPVID != nil {
-			m.defaultPVID = *o.Attrs.DefaultPVID
-		}
-	case BridgeDel:
-		m := v.bridge(o.Name)
-		if !m.exists {
-			return fmt.Errorf("cannot find bridge %q", o.Name)
-		}
-		m.exists = false
-		v.deletedBridges[o.Name] = true
-		for name := range v.d.byName {
-			v.port(name) // pull every live port into the view
-		}
-		for name, pm := range v.ports {
-			if pm.master == o.Name {
-				v.releasedPorts[name] = true
-				pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
-			}
-		}
-	case PortAdd:
-		if o.Name == "" {
-			return errors.New("missing port name")
-		}
-		if v.bridge(o.Name).exists {
-			return fmt.Errorf("%s is a bridge, not a port", o.Name)
-		}
-		v.port(o.Name).exists = true
-	case SetMaster:
-		if o.Port == "" {
-			return errors.New("missing device name")
-		}
-		if v.bridge(o.Port).exists {
-			return fmt.Errorf("%s is a bridge: bridges cannot be bridge ports", o.Port)
-		}
-		pm := v.port(o.Port)
-		if pm.master != "" && pm.master != o.Master {
-			v.releasedPorts[o.Port] = true // leaving its bridge flushes its entries
-		}
-		if o.Master == "" {
-			pm.exists = true
-			pm.master, pm.vlans, pm.pvid = "", vidBits{}, 0
-			return nil
-		}
-		if !v.bridge(o.Master).exists {
-			if v.port(o.Master).exists {
-				return fmt.Errorf("%s is not a bridge", o.Master)
-			}
-			return fmt.Errorf("cannot find bridge %q", o.Master)
-		}
-		if pm.master != o.Master {
-			v.enslave(pm, o.Master)
-		}
-	case VLANAdd:
-		lo, hi, err := checkRange(o.VID, o.VIDEnd)
-		if err != nil {
-			return err
-		}
-		if o.PVID && lo != hi {
-			return errors.New("pvid cannot be given for a VLAN range")
-		}
-		if bm := v.bridge(o.Dev); bm.exists {
-			for vid := lo; vid <= hi; vid++ {
-				bm.self.set(vid)
-			}
-			return nil
-		}
-		if o.Self {
-			return fmt.Errorf("self is only valid with the bridge device, %s is a port", o.Dev)
-		}
-		pm, _, err := v.memberPort(o.Dev)
-		if err != nil {
-			return err
-		}
-		for vid := lo; vid <= hi; vid++ {
-			pm.vlans.set(vid)
-		}
-		if o.PVID {
-			pm.pvid = lo
-		} else if pm.pvid >= lo && pm.pvid <= hi {
-			pm.pvid = 0
-		}
-	case VLANDel:
-		lo, hi, err := checkRange(o.VID, o.VIDEnd)
-		if err != nil {
-			return err
-		}
-		if bm := v.bridge(o.Dev); bm.exists {
-			for vid := lo; vid <= hi; vid++ {
-				if !bm.self.has(vid) {
-					return fmt.Errorf("VLAN %d is not configured on %s", vid, o.Dev)
-				}
-			}
-			for vid := lo; vid <= hi; vid++ {
-				bm.self.clr(vid)
-			}
-			return nil
-		}
-		if o.Self {
-			return fmt.Errorf("self is only valid with the bridge device, %s is a port", o.Dev)
-		}
-		pm, _, err := v.memberPort(o.Dev)
-		if err != nil {
-			return err
-		}
-		for vid := lo; vid <= hi; vid++ {
-			if !pm.vlans.has(vid) {
-				return fmt.Errorf("VLAN %d is not configured on %s", vid, o.Dev)
-			}
-		}
-		for vid := lo; vid <= hi; vid++ {
-			pm.vlans.clr(vid)
-			if pm.pvid == vid {
-				pm.pvid = 0
-			}
-		}
-	case FDBAdd:
-		return v.checkFDB(o.MAC, o.Dev, o.VID, o.HasVID, o.Kind == FDBPermanent, func(br string, key uint64, devName string) error {
-			if o.Sticky && o.Kind == FDBPermanent {
-				return errors.New("sticky entries cannot be local/permanent")
-			}
-			cur := v.fdbEntry(br, key)
-			if cur.present && !cur.learned && !o.Replace {
-				return fmt.Errorf("fdb entry %s vlan %d already exists", keyMAC(key), keyVID(key))
-			}
-			v.fdb[fdbModelKey{br, key}] = fdbModel{present: true, dev: devName}
-			return nil
-		})
-	case FDBDel:
-		return v.checkFDB(o.MAC, o.Dev, o.VID, o.HasVID, true, func(br string, key uint64, devName string) error {
-			cur := v.fdbEntry(br, key)
-			if !cur.present || cur.dev != devName {
-				return fmt.Errorf("fdb entry %s vlan %d on %s not found", keyMAC(key), keyVID(key), devName)
-			}
-			v.fdb[fdbModelKey{br, key}] = fdbModel{}
-			return nil
-		})
-	case LinkSet:
-		if _, _, err := v.memberPort(o.Dev); err != nil {
-			return err
-		}
-		if o.Set&o.Clear != 0 {
-			return errors.New("a flag is both set and cleared")
-		}
-		if o.State != nil && *o.State > StateBlocking {
-			return fmt.Errorf("invalid port state %d (0-4)", *o.State)
-		}
-	case MDBAdd, MDBDel:
-		var br, port string
-		var g MAC
-		var vid uint16
-		add := false
-		if a, ok := o.(MDBAdd); ok {
-			br, port, g, vid, add = a.Bridge, a.Port, a.Group, a.VID, true
-		} else {
-			d := o.(MDBDel)
-			br, port, g, vid = d.Bridge, d.Port, d.Group, d.VID
-		}
-		if !v.bridge(br).exists {
-			return fmt.Errorf("cannot find bridge %q", br)
-		}
-		pm, _, err := v.memberPort(port)
-		if err != nil {
-			return err
-		}
-		if pm.master != br {
-			return fmt.Errorf("%s is not a port of %s", port, br)
-		}
-		if err := checkGroup(g); err != nil {
-			return err
-		}
-		if vid != 0 && (vid > maxVID || !pm.vlans.has(vid)) {
-			return fmt.Errorf("VLAN %d is not configured on %s", vid, port)
-		}
-		k := mdbModelKey{br, port, fdbKey(g, vid)}
-		cur, ok := v.mdb[k]
-		if !ok && !v.deletedBridges[br] && !v.releasedPorts[port] {
-			if b := v.d.bridges[br]; b != nil {
-				if mg := b.mdb[k.key]; mg != nil {
-					for _, p := range mg.ports {
-						cur = cur || p.Name == port
-					}
-				}
-			}
-		}
-		if add && cur {
-			return fmt.Errorf("mdb entry %s vid %d on %s already exists", g, vid, port)
-		}
-		if !add && !cur {
-			return fmt.Errorf("mdb entry %s vid %d on %s not found", g, vid, port)
-		}
-		v.mdb[k] = add
-	default:
+	o, ok := op.(configOp)
+	if !ok {
 		return fmt.Errorf("unsupported operation %T", op)
 	}
-	return nil
+	return o.check(v)
 }
 
 // checkFDB resolves an fdb add/del target to (bridge, keys) and calls each
@@ -572,84 +535,7 @@ func (v *view) checkFDB(mac MAC, dev string, vid uint16, hasVID, local bool, eac
 
 // ---- apply (Domain.mu held; ops validated) ----
 
-func (d *Domain) applyLocked(op Op) {
-	switch o := op.(type) {
-	case BridgeAdd:
-		d.newBridgeLocked(o.Name, o.Attrs)
-	case BridgeSet:
-		d.bridges[o.Name].setAttrsLocked(o.Attrs)
-	case BridgeDel:
-		b := d.bridges[o.Name]
-		for len(b.members) > 0 {
-			b.releasePortLocked(b.members[0])
-		}
-		delete(d.bridges, o.Name)
-	case PortAdd:
-		d.ensurePortLocked(o.Name, o.MAC)
-	case SetMaster:
-		p := d.ensurePortLocked(o.Port, MAC{})
-		if o.Master == "" {
-			if b := p.bridge.Load(); b != nil {
-				b.releasePortLocked(p)
-			}
-			return
-		}
-		d.bridges[o.Master].addPortLocked(p)
-	case VLANAdd:
-		lo, hi, _ := checkRange(o.VID, o.VIDEnd)
-		if b := d.bridges[o.Dev]; b != nil {
-			for vid := lo; vid <= hi; vid++ {
-				b.selfVLANAddLocked(vid, o.PVID, o.Untagged)
-			}
-			return
-		}
-		p := d.byName[o.Dev]
-		b := p.bridge.Load()
-		for vid := lo; vid <= hi; vid++ {
-			b.portVLANAddLocked(p, vid, o.PVID, o.Untagged)
-		}
-	case VLANDel:
-		lo, hi, _ := checkRange(o.VID, o.VIDEnd)
-		if b := d.bridges[o.Dev]; b != nil {
-			for vid := lo; vid <= hi; vid++ {
-				b.selfVLANDelLocked(vid)
-			}
-			return
-		}
-		p := d.byName[o.Dev]
-		b := p.bridge.Load()
-		for vid := lo; vid <= hi; vid++ {
-			b.portVLANDelLocked(p, vid)
-		}
-	case FDBAdd:
-		flags := uint64(0)
-		switch o.Kind {
-		case FDBPermanent:
-			flags |= fdbLocal | fdbStatic
-		case FDBStatic:
-			flags |= fdbStatic
-		}
-		if o.Sticky {
-			flags |= fdbSticky
-		}
-		d.eachFDBTargetLocked(o.Dev, o.MAC, o.VID, o.HasVID, func(b *Bridge, key uint64, pv *PortVLAN) {
-			b.fdb.putLocked(key, pv, flags, true, d.clock.Now())
-		})
-	case FDBDel:
-		d.eachFDBTargetLocked(o.Dev, o.MAC, o.VID, o.HasVID, func(b *Bridge, key uint64, pv *PortVLAN) {
-			if dst, _, ok := b.fdb.m.lookupLocked(key); ok && dst == pv {
-				b.fdb.deleteLocked(key)
-			}
-		})
-	case LinkSet:
-		p := d.byName[o.Dev]
-		p.bridge.Load().setPortLocked(p, o.Set, o.Clear, o.State, o.MaxLearned)
-	case MDBAdd:
-		d.bridges[o.Bridge].addMDBLocked(d.byName[o.Port], o.Group, o.VID)
-	case MDBDel:
-		d.bridges[o.Bridge].delMDBLocked(d.byName[o.Port], o.Group, o.VID)
-	}
-}
+func (d *Domain) applyLocked(op Op) { op.(configOp).apply(d) }
 
 // eachFDBTargetLocked mirrors checkFDB on the live state; fn runs with the
 // FDB writer lock held.

@@ -1,82 +1,36 @@
 package l2
 
-// iproute2 output: `bridge fdb show` and `bridge vlan show`, byte for byte
-// in iproute2's text format (including its trailing spaces), so scripts that
-// parse Linux output parse ours.
-//
-// Order: Linux dumps in hash order; we sort (fdb: by port, bridge device
-// last, then VID and MAC; vlan: ports in creation order, then the bridge).
+// The bridge's VLAN memberships as `bridge vlan show` lists them: one
+// consistent snapshot (taken under Domain.mu) of its ports, in creation
+// order, then the bridge itself. Rendering (iproute2 text, -j JSON, -c
+// ranges) is internal/show's; the FDB's listing is FDB.Entries.
 
-import (
-	"fmt"
-	"io"
-	"strings"
-)
-
-// WriteFDB writes the bridge's FDB as `bridge fdb show br BR` prints it:
-// "MAC dev DEV [vlan V ][sticky ]master BR STATE", STATE being permanent
-// (local), static, stale (dynamic, past ageing_time but not yet aged out)
-// or empty (dynamic).
-func (b *Bridge) WriteFDB(w io.Writer) error {
-	now := b.d.clock.Now()
-	ageing := b.cfg.Load().ageing
-	var sb strings.Builder
-	for _, e := range b.fdb.Entries() {
-		dev := b.Name
-		if e.Port != nil {
-			dev = e.Port.Name
-		}
-		fmt.Fprintf(&sb, "%s dev %s ", e.MAC, dev)
-		if e.VID != 0 {
-			fmt.Fprintf(&sb, "vlan %d ", e.VID)
-		}
-		if e.Sticky {
-			sb.WriteString("sticky ")
-		}
-		fmt.Fprintf(&sb, "master %s ", b.Name)
-		switch {
-		case e.Local:
-			sb.WriteString("permanent")
-		case e.Static:
-			sb.WriteString("static")
-		case e.Updated+ageing <= now:
-			sb.WriteString("stale")
-		}
-		sb.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, sb.String())
-	return err
+// VLANMembership is one device's VLANs.
+type VLANMembership struct {
+	Dev   string // a port, or the bridge itself
+	VLANs []VLANFlags
 }
 
-// vlanLine is one VLAN (or range) of one device.
-type vlanLine struct {
-	lo, hi         uint16
-	pvid, untagged bool
+// VLANFlags is one VLAN of a device.
+type VLANFlags struct {
+	VID      uint16
+	PVID     bool // untagged frames in are classified into it
+	Untagged bool // frames leave without a tag
 }
 
-// WriteVLANs writes `bridge vlan show` for the bridge's ports and the
-// bridge itself; compress merges consecutive VLANs with equal flags into
-// ranges, like `bridge -c vlan show`.
-func (b *Bridge) WriteVLANs(w io.Writer, compress bool) error {
+// VLANMemberships lists the VLANs of the bridge's ports and of the bridge
+// itself; devices without VLANs are left out.
+func (b *Bridge) VLANMemberships() []VLANMembership {
 	b.d.mu.Lock()
-	type dev struct {
-		name  string
-		lines []vlanLine
-	}
-	var devs []dev
+	defer b.d.mu.Unlock()
+	var out []VLANMembership
 	add := func(name string, each func(fn func(vid uint16, flags uint32))) {
-		var ls []vlanLine
+		m := VLANMembership{Dev: name}
 		each(func(vid uint16, f uint32) {
-			l := vlanLine{lo: vid, hi: vid, pvid: f&pvPVID != 0, untagged: f&pvUntagged != 0}
-			if n := len(ls); compress && n > 0 && !l.pvid && !ls[n-1].pvid &&
-				ls[n-1].hi+1 == vid && ls[n-1].untagged == l.untagged {
-				ls[n-1].hi = vid
-				return
-			}
-			ls = append(ls, l)
+			m.VLANs = append(m.VLANs, VLANFlags{VID: vid, PVID: f&pvPVID != 0, Untagged: f&pvUntagged != 0})
 		})
-		if len(ls) > 0 {
-			devs = append(devs, dev{name, ls})
+		if len(m.VLANs) > 0 {
+			out = append(out, m)
 		}
 	}
 	members := append([]*Port(nil), b.members...)
@@ -97,32 +51,7 @@ func (b *Bridge) WriteVLANs(w io.Writer, compress bool) error {
 			}
 		})
 	})
-	b.d.mu.Unlock()
-
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "%-16s  %s  \n", "port", "vlan-id")
-	for _, d := range devs {
-		for i, l := range d.lines {
-			name := ""
-			if i == 0 {
-				name = d.name
-			}
-			fmt.Fprintf(&sb, "%-16s  %d", name, l.lo)
-			if l.hi != l.lo {
-				fmt.Fprintf(&sb, "-%d", l.hi)
-			}
-			if l.pvid {
-				sb.WriteString(" PVID")
-			}
-			if l.untagged {
-				sb.WriteString(" Egress Untagged")
-			}
-			sb.WriteByte('\n')
-		}
-		sb.WriteByte('\n')
-	}
-	_, err := io.WriteString(w, sb.String())
-	return err
+	return out
 }
 
 func sortPortsByID(ps []*Port) {

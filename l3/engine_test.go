@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -37,14 +37,14 @@ link set eth0 mtu 1400
 type rig struct {
 	t  *testing.T
 	e  *l3.Engine
-	c  *control.Controller
+	c  *apply.Controller
 	w  *l3.Worker
 	hw map[string]l2.MAC // host MACs
 }
 
 func newRig(t *testing.T) *rig {
 	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
-	c := control.New(e)
+	c := apply.New(e)
 	cmds, errs := config.Parse("test.conf", strings.NewReader(testConfig))
 	if len(errs) > 0 {
 		t.Fatal(errs)

@@ -17,8 +17,8 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/mdlayher/packet"
 
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/l2"
@@ -175,7 +175,7 @@ func TestICMPLikeLinux(t *testing.T) {
 
 	// netfwd with the same configuration.
 	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewMonotonicClock(), RateLimit: l3.RateLimitConfig{PerDestBurst: 1000}})
-	c := control.New(e)
+	c := apply.New(e)
 	conf := `address add 10.0.1.1/24 dev r0
 address add 10.0.2.1/24 dev r1
 link set r1 mtu 1400

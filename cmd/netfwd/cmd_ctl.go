@@ -12,7 +12,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 )
 
 func init() {
@@ -61,10 +61,10 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	out, err := ctl.Do(*sock, lines, *asJSON)
+	out, err := ctlsock.Do(*sock, lines, *asJSON)
 	io.WriteString(stdout, out)
 	if err != nil {
-		if ctl.IsRequestError(err) {
+		if ctlsock.IsRequestError(err) {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}

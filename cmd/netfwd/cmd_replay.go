@@ -24,8 +24,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/netfwd/netfwd/docs/examples"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -132,7 +132,7 @@ func replay(cfgFile string, ins []string, outDir string) (string, error) {
 		clock.ns = frames[0].ts.UnixNano()
 	}
 	e := l3.NewEngine(l3.EngineOptions{Clock: clock})
-	ctl := control.New(e)
+	ctl := apply.New(e)
 	f, err := os.Open(cfgFile)
 	if err != nil {
 		return "", err

@@ -5,19 +5,23 @@ package main
 // loaded from a config file, queried as `ip route get|show` would be.
 // route get answers from stdin when no address is given: one line out per
 // line in, flushed whenever the input has nothing more buffered, so it works
-// both interactively and for millions of piped addresses.
+// both interactively and for millions of piped addresses. The config file
+// is read and applied by the daemon's reader and applier
+// (apply.LoadFIBFile), the table argument of route show is read as the rest
+// of a `route show` line (iproute2's abbreviations: `t all`), and answers
+// are printed by internal/show, as the control socket prints them.
 
 import (
 	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/show"
 )
 
 func init() {
@@ -63,7 +67,7 @@ func runRoute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	f := fib.New(opts)
 	if *cfgFile != "" {
-		if err := config.LoadFIBFile(f, *cfgFile); err != nil {
+		if err := apply.LoadFIBFile(f, *cfgFile); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
@@ -83,7 +87,7 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 	defer w.Flush()
 	var buf []byte
 	answer := func(s string) {
-		buf = ctl.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
+		buf = show.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
 		w.Write(buf)
 	}
 	if len(addrs) > 0 {
@@ -113,43 +117,24 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 	}
 }
 
+// routeShow answers `route show [table T]`: the arguments are read as the
+// rest of a `route show` line, by the same reader as config lines.
 func routeShow(f *fib.FIB, words []string, asJSON bool, stdout, stderr io.Writer) int {
-	table := fib.TableMain
-	for len(words) > 0 {
-		if words[0] != "table" || len(words) < 2 {
-			fmt.Fprintf(stderr, "netfwd route show: unexpected %q (want: table local|main|all|N)\n", words[0])
-			return 2
+	line := "route show " + strings.Join(words, " ")
+	cmd, _, err := config.ParseLine(config.Pos{File: "route show", Line: 1}, line)
+	q, ok := cmd.Query.(config.RouteShow)
+	if err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("not a route show query: %s", config.Quote(line))
 		}
-		if words[1] == "all" {
-			table = fib.TableAll
-		} else if t, ok := fib.ParseTable(words[1]); ok {
-			table = t
-		} else {
-			fmt.Fprintf(stderr, "netfwd route show: invalid table %q\n", words[1])
-			return 2
-		}
-		words = words[2:]
+		fmt.Fprintf(stderr, "netfwd route show: %v\n", err)
+		return 2
 	}
-	routes := f.Routes(table)
-	withTable := table == fib.TableAll
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	if asJSON {
-		out := make([]fib.JSONRoute, len(routes))
-		for i, r := range routes {
-			out[i] = r.JSON(withTable)
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		w.Write(b)
-		w.WriteByte('\n')
-		return 0
-	}
-	for _, r := range routes {
-		fmt.Fprintln(w, r.Format(withTable))
+	if err := show.Routes(w, f, q.Table, asJSON || cmd.JSON); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	return 0
 }

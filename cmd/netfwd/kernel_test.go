@@ -19,8 +19,9 @@ import (
 	"testing"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/show"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -177,7 +178,7 @@ func kernelRound(t *testing.T, seed uint64) {
 	for i, l := range lines {
 		cmd, ok, err := config.ParseLine(config.Pos{File: "routes.batch", Line: i + 1}, l)
 		if err == nil && ok {
-			err = config.ApplyFIBCommand(tx, &cmd)
+			err = apply.FIBCommand(tx, &cmd)
 		}
 		if err != nil {
 			ours[i+1] = err.Error()
@@ -243,7 +244,7 @@ func kernelRound(t *testing.T, seed uint64) {
 		var o struct {
 			Type, Gateway, Dev, Prefsrc, Error, Prefix string
 		}
-		line := ctl.AppendRouteGet(nil, f, a.String(), true)
+		line := show.AppendRouteGet(nil, f, a.String(), true)
 		if err := json.Unmarshal(line, &o); err != nil {
 			t.Fatalf("netfwd route get -j %s: %q: %v", a, line, err)
 		}

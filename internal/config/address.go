@@ -1,8 +1,9 @@
 package config
 
-// `address add|del A[/L] dev D` (iproute2's `brd +`, `broadcast +`, `label`
-// and `scope` are accepted; the broadcast is always the subnet's last
-// address, as the kernel derives it).
+// `address add|del A[/L] dev D` (iproute2's `brd +`, `broadcast ADDR`,
+// `label L` and `scope S` are accepted; the broadcast is always the
+// subnet's last address, as the kernel derives it), and the `address show`
+// query, with ipaddress.c's keyword tables.
 
 import (
 	"errors"
@@ -12,71 +13,100 @@ import (
 
 // AddrCmd is a parsed address line.
 type AddrCmd struct {
-	Op     string // add, delete, show
+	Op     string // add, delete
 	Dev    string
 	Prefix netip.Prefix
 }
 
-func parseAddr(args []string) (*AddrCmd, error) {
-	op, err := command("address", args, "add", "delete", "del", "show", "list")
+// addrCommands is do_ipaddr's chain.
+var addrCommands = table("address command",
+	kw("add"), unsupported(kw("change"), exact("chg"), kw("replace")), kw("delete"), kw("list", "show"),
+	kw("show"), kw("lst", "show"), unsupported(kw("flush"), kw("save"), kw("showdump"), kw("restore"), kw("help")),
+)
+
+// addrArgs is ipaddr_modify's chain (the address flags, compared exactly,
+// follow preferred_lft in iproute2; netfwd has none of them).
+var addrArgs = table("address argument",
+	unsupported(exact("peer"), exact("remote")), kw("broadcast"), exact("brd", "broadcast"),
+	unsupported(exact("anycast")), exact("scope"), exact("dev"), exact("label"),
+	unsupported(kw("metric"), kw("priority"), kw("preference"), kw("valid_lft"), kw("preferred_lft"),
+		exact("home"), exact("nodad"), exact("optimistic"), exact("noprefixroute"), exact("mngtmpaddr"),
+		exact("autojoin"), exact("proto")),
+)
+
+func parseAddr(cmd *Command, w *words) error {
+	op, err := verb(w, addrCommands, "show")
 	if err != nil {
-		return nil, err
+		return err
+	}
+	if op == "show" {
+		dev, up, err := parseListFilter(w)
+		if err != nil {
+			return err
+		}
+		cmd.Query = AddrShow{Dev: dev, Up: up}
+		return nil
 	}
 	c := &AddrCmd{Op: op}
-	args = args[1:]
 	have := false
-	for w := NewWords(args); w.More(); {
+	for w.More() {
 		a := w.Next()
-		switch a {
-		case "dev", "brd", "broadcast", "label", "scope", "local":
-			v, err := w.Value(a)
-			if err != nil {
-				return nil, err
-			}
-			switch a {
-			case "dev":
-				c.Dev = v
-			case "local":
-				if err := c.setPrefix(v, &have); err != nil {
-					return nil, err
+		means, ok, err := addrArgs.lookup(a)
+		if err != nil {
+			return err
+		}
+		if !ok { // the default branch: [local] A[/L]
+			if a == "local" {
+				if a, err = w.Value(a); err != nil {
+					return err
 				}
 			}
-		default:
-			if op == "show" && c.Dev == "" {
-				c.Dev = a
-				continue
-			}
 			if err := c.setPrefix(a, &have); err != nil {
-				return nil, err
+				return err
+			}
+			continue
+		}
+		v, err := w.Value(a)
+		if err != nil {
+			return err
+		}
+		switch means {
+		case "dev":
+			if err := setDev(&c.Dev, v); err != nil {
+				return err
+			}
+		case "broadcast":
+			if v != "+" && v != "-" {
+				if _, err := addr4(v); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if op == "show" {
-		return c, nil
-	}
 	if !have {
-		return nil, errors.New("missing address")
+		return errors.New("missing address")
 	}
 	if c.Dev == "" {
-		return nil, errors.New("missing \"dev DEVICE\"")
+		return errors.New("missing \"dev DEVICE\"")
 	}
-	return c, nil
+	cmd.Addr = c
+	return nil
 }
 
 func (c *AddrCmd) setPrefix(s string, have *bool) error {
 	if *have {
-		return fmt.Errorf("unexpected %q", s)
+		return fmt.Errorf("unexpected %s (the address is given twice)", Quote(s))
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		a, err := parseAddr4(s)
+		a, err := addr4(s)
 		if err != nil {
-			return fmt.Errorf("invalid address %q", s)
+			return fmt.Errorf("invalid address %s", Quote(s))
 		}
 		p = netip.PrefixFrom(a, 32)
 	}
 	if !p.Addr().Is4() {
-		return fmt.Errorf("%q is not an IPv4 address", s)
+		return fmt.Errorf("%s is not an IPv4 address", Quote(s))
 	}
 	c.Prefix, *have = p, true
 	return nil

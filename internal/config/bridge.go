@@ -1,9 +1,11 @@
 package config
 
 // `bridge vlan|fdb|link|mdb ...` lines, parsed into the bridge's typed
-// operations (package l2), and the bridge options of `link add ... type
-// bridge`. Syntax errors are found here; semantic ones (no such port, VLAN
-// not on the port) when the bridge validates the whole file.
+// operations (package l2) with the keyword tables of iproute2's bridge/*.c,
+// the `bridge fdb show` and `bridge vlan show` queries, and the bridge
+// options of `link add|set ... type bridge`. Syntax errors are found here;
+// semantic ones (no such port, VLAN not on the port) when the bridge
+// validates the whole batch.
 
 import (
 	"errors"
@@ -18,52 +20,78 @@ import (
 // BridgeCmd is a parsed bridge line.
 type BridgeCmd struct {
 	Op l2.Op
-	// Show: `bridge fdb show` / `bridge vlan show` (control socket queries).
-	Show string
 }
 
-// NeighCmd is a neighbour line, kept as words for the router (package l3).
-type NeighCmd struct {
-	Args []string
-}
+// bridgeVLANCommands is do_vlan's chain (bridge/vlan.c).
+var bridgeVLANCommands = table("bridge vlan command",
+	kw("add"), kw("delete"), kw("show"), kw("lst", "show"), kw("list", "show"),
+	unsupported(kw("tunnelshow"), kw("set"), exact("global"), kw("help")),
+)
 
-func parseNeigh(args []string) (*NeighCmd, error) {
-	if len(args) < 1 {
-		return nil, errors.New("neigh: missing command")
-	}
-	return &NeighCmd{Args: args}, nil
-}
+// bridgeVLANArgs is vlan_modify's chain.
+var bridgeVLANArgs = table("bridge vlan argument",
+	exact("dev"), exact("vid"), exact("self"), exact("master"), exact("pvid"), exact("untagged"),
+	unsupported(exact("tunnel_info")),
+)
 
-func parseBridge(args []string) (*BridgeCmd, error) {
-	if len(args) < 2 {
-		return nil, errors.New("bridge: want \"bridge OBJECT COMMAND ...\"")
-	}
-	obj, verbArg, rest := args[0], args[1], args[2:]
-	if verbArg == "show" || verbArg == "list" {
-		return &BridgeCmd{Show: obj}, nil
-	}
-	var err error
-	var op l2.Op
-	switch obj {
-	case "vlan":
-		op, err = parseBridgeVLAN(verbArg, rest)
-	case "fdb":
-		op, err = parseBridgeFDB(verbArg, rest)
-	case "link":
-		if verbArg != "set" {
-			return nil, fmt.Errorf("bridge link: unknown command %q (want set)", verbArg)
-		}
-		op, err = parseBridgeLink(rest)
-	case "mdb":
-		op, err = parseBridgeMDB(verbArg, rest)
-	default:
-		return nil, fmt.Errorf("bridge: unknown object %q (want vlan, fdb, link or mdb)", obj)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &BridgeCmd{Op: op}, nil
-}
+// bridgeVLANShowArgs is vlan_show's chain.
+var bridgeVLANShowArgs = table("bridge vlan show argument", exact("dev"), unsupported(exact("vid")))
+
+// bridgeFDBCommands is do_fdb's chain (bridge/fdb.c).
+var bridgeFDBCommands = table("bridge fdb command",
+	kw("add"), kw("append", "add"), kw("replace"), kw("delete"), unsupported(kw("get")), kw("show"),
+	kw("lst", "show"), kw("list", "show"), unsupported(exact("flush"), kw("help")),
+)
+
+// bridgeFDBArgs is fdb_modify's chain (the default branch is `[to] MAC`).
+var bridgeFDBArgs = table("bridge fdb argument",
+	exact("dev"), unsupported(exact("dst"), exact("nhid"), exact("port"), exact("vni"), exact("src_vni"),
+		exact("via")),
+	exact("self"), kw("master"), unsupported(kw("router")), kw("local", "permanent"), kw("permanent"),
+	kw("temp", "static"), kw("static"), kw("dynamic"), kw("vlan"), unsupported(kw("use"), kw("extern_learn")),
+	kw("sticky"), unsupported(exact("activity_notify"), exact("inactive"), exact("norefresh")),
+)
+
+// bridgeFDBShowArgs is fdb_show's chain.
+var bridgeFDBShowArgs = table("bridge fdb show argument",
+	exact("brport", "dev"), exact("dev"), exact("br"),
+	unsupported(exact("vlan"), exact("state"), exact("dynamic")),
+)
+
+// bridgeLinkCommands is do_link's chain (bridge/link.c).
+var bridgeLinkCommands = table("bridge link command",
+	kw("set"), kw("change", "set"), unsupported(kw("show"), kw("lst"), kw("list"), kw("help")),
+)
+
+// bridgeLinkArgs is brlink_modify's chain, then netfwd's per-port
+// fdb_max_learned.
+var bridgeLinkArgs = table("bridge link argument",
+	exact("dev"), unsupported(exact("guard"), exact("hairpin"), exact("fastleave"), exact("root_block")),
+	exact("learning"), unsupported(exact("learning_sync")), exact("flood"), unsupported(exact("mcast_router")),
+	exact("mcast_flood"), exact("bcast_flood"),
+	unsupported(exact("mcast_to_unicast"), exact("mcast_max_groups"), exact("cost"), exact("priority")),
+	exact("state"), unsupported(exact("hwmode")), exact("self"), exact("master"), exact("neigh_suppress"),
+	unsupported(exact("neigh_vlan_suppress"), exact("neigh_forward_grat"), exact("vlan_tunnel")),
+	exact("isolated"),
+	unsupported(exact("locked"), exact("mab"), exact("backup_port"), exact("nobackup_port"), exact("backup_nhid")),
+	exact("fdb_max_learned"),
+)
+
+// bridgeMDBCommands is do_mdb's chain (bridge/mdb.c).
+var bridgeMDBCommands = table("bridge mdb command",
+	kw("add"), unsupported(exact("replace")), kw("delete"),
+	unsupported(kw("show"), kw("lst"), kw("list"), exact("get"), exact("flush"), kw("help")),
+)
+
+// bridgeMDBArgs is mdb_modify's chain.
+var bridgeMDBArgs = table("bridge mdb argument",
+	exact("dev"), exact("grp"), exact("port"), exact("permanent"), exact("temp"), exact("vid"),
+	unsupported(exact("src"), exact("filter_mode"), exact("source_list"), exact("proto"), exact("dst"),
+		exact("dst_port"), exact("vni"), exact("src_vni"), exact("via")),
+)
+
+// stpStates are bridge/link.c's state names, by number.
+var stpStates = []string{"disabled", "listening", "learning", "forwarding", "blocking"}
 
 func parseVIDRange(s string) (uint16, uint16, error) {
 	a, b, isRange := strings.Cut(s, "-")
@@ -76,7 +104,7 @@ func parseVIDRange(s string) (uint16, uint16, error) {
 	}
 	hi, err := parseVID(b)
 	if err != nil || hi < lo {
-		return 0, 0, fmt.Errorf("invalid VLAN range %q", s)
+		return 0, 0, fmt.Errorf("invalid VLAN range %s", Quote(s))
 	}
 	return lo, hi, nil
 }
@@ -84,34 +112,51 @@ func parseVIDRange(s string) (uint16, uint16, error) {
 func parseVID(s string) (uint16, error) {
 	v, err := strconv.ParseUint(s, 10, 16)
 	if err != nil || v < 1 || v > 4094 {
-		return 0, fmt.Errorf("invalid VLAN id %q (1-4094)", s)
+		return 0, fmt.Errorf("invalid VLAN id %s (1-4094)", Quote(s))
 	}
 	return uint16(v), nil
 }
 
-func parseBridgeVLAN(verb string, args []string) (l2.Op, error) {
-	if verb != "add" && verb != "del" && verb != "delete" {
-		return nil, fmt.Errorf("bridge vlan: unknown command %q (want add or del)", verb)
+func parseBridgeVLAN(cmd *Command, w *words, compress bool) error {
+	op, err := verb(w, bridgeVLANCommands, "show")
+	if err != nil {
+		return err
+	}
+	if op == "show" {
+		q := VLANShow{Compress: compress}
+		for w.More() {
+			a := w.Next()
+			if _, err := bridgeVLANShowArgs.must(a); err != nil {
+				return err
+			}
+			if q.Dev, err = w.Value(a); err != nil {
+				return err
+			}
+		}
+		cmd.Query = q
+		return nil
 	}
 	var dev string
 	var vid, end uint16
 	var pvid, untagged, self bool
-	w := NewWords(args)
 	for w.More() {
-		switch k := w.Next(); k {
-		case "dev":
-			v, err := w.Value(k)
+		a := w.Next()
+		means, err := bridgeVLANArgs.must(a)
+		if err != nil {
+			return err
+		}
+		switch means {
+		case "dev", "vid":
+			v, err := w.Value(a)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			dev = v
-		case "vid":
-			v, err := w.Value(k)
-			if err != nil {
-				return nil, err
-			}
-			if vid, end, err = parseVIDRange(v); err != nil {
-				return nil, err
+			if means == "dev" {
+				if err := setDev(&dev, v); err != nil {
+					return err
+				}
+			} else if vid, end, err = parseVIDRange(v); err != nil {
+				return err
 			}
 		case "pvid":
 			pvid = true
@@ -119,54 +164,91 @@ func parseBridgeVLAN(verb string, args []string) (l2.Op, error) {
 			untagged = true
 		case "self":
 			self = true
-		case "master":
-		default:
-			return nil, fmt.Errorf("bridge vlan: unexpected %q", k)
 		}
 	}
 	if dev == "" || vid == 0 {
-		return nil, errors.New("bridge vlan: need \"dev DEV vid VID\"")
+		return errors.New("bridge vlan: need \"dev DEV vid VID\"")
 	}
-	if verb == "add" {
-		return l2.VLANAdd{Dev: dev, VID: vid, VIDEnd: end, PVID: pvid, Untagged: untagged, Self: self}, nil
+	if op == "add" {
+		cmd.Bridge = &BridgeCmd{Op: l2.VLANAdd{Dev: dev, VID: vid, VIDEnd: end, PVID: pvid, Untagged: untagged, Self: self}}
+		return nil
 	}
 	if pvid || untagged {
-		return nil, errors.New("bridge vlan del takes no pvid/untagged")
+		return errors.New("bridge vlan del takes no pvid/untagged")
 	}
-	return l2.VLANDel{Dev: dev, VID: vid, VIDEnd: end, Self: self}, nil
+	cmd.Bridge = &BridgeCmd{Op: l2.VLANDel{Dev: dev, VID: vid, VIDEnd: end, Self: self}}
+	return nil
 }
 
-func parseBridgeFDB(verb string, args []string) (l2.Op, error) {
-	if verb != "add" && verb != "replace" && verb != "del" && verb != "delete" && verb != "append" {
-		return nil, fmt.Errorf("bridge fdb: unknown command %q (want add, replace or del)", verb)
-	}
-	if len(args) == 0 {
-		return nil, errors.New("bridge fdb: missing MAC address")
-	}
-	mac, err := l2.ParseMAC(args[0])
+func parseBridgeFDB(cmd *Command, w *words) error {
+	op, err := verb(w, bridgeFDBCommands, "show")
 	if err != nil {
-		return nil, fmt.Errorf("bridge fdb: invalid MAC address %q", args[0])
+		return err
 	}
-	add := l2.FDBAdd{MAC: mac, Kind: l2.FDBPermanent, Replace: verb == "replace"}
-	w := NewWords(args[1:])
+	if op == "show" {
+		var q FDBShow
+		for w.More() {
+			a := w.Next()
+			means, err := bridgeFDBShowArgs.must(a)
+			if err != nil {
+				return err
+			}
+			v, err := w.Value(a)
+			if err != nil {
+				return err
+			}
+			if err := checkDevName(v); err != nil {
+				return err
+			}
+			if means == "br" {
+				q.Bridge = v
+			} else {
+				q.Port = v
+			}
+		}
+		cmd.Query = q
+		return nil
+	}
+	add := l2.FDBAdd{Kind: l2.FDBPermanent, Replace: op == "replace"}
+	haveMAC := false
 	for w.More() {
-		switch k := w.Next(); k {
-		case "dev":
-			v, err := w.Value(k)
+		a := w.Next()
+		means, ok, err := bridgeFDBArgs.lookup(a)
+		if err != nil {
+			return err
+		}
+		if !ok { // the default branch: [to] MAC
+			if a == "to" {
+				if a, err = w.Value(a); err != nil {
+					return err
+				}
+			}
+			if haveMAC {
+				return fmt.Errorf("bridge fdb: unexpected %s (the address is given twice)", Quote(a))
+			}
+			if add.MAC, err = l2.ParseMAC(a); err != nil {
+				return fmt.Errorf("bridge fdb: invalid MAC address %s", Quote(a))
+			}
+			haveMAC = true
+			continue
+		}
+		switch means {
+		case "dev", "vlan":
+			v, err := w.Value(a)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			add.Dev = v
-		case "vlan":
-			v, err := w.Value(k)
-			if err != nil {
-				return nil, err
+			if means == "dev" {
+				if err := setDev(&add.Dev, v); err != nil {
+					return err
+				}
+			} else {
+				if add.VID, err = parseVID(v); err != nil {
+					return err
+				}
+				add.HasVID = true
 			}
-			if add.VID, err = parseVID(v); err != nil {
-				return nil, err
-			}
-			add.HasVID = true
-		case "local", "permanent":
+		case "permanent":
 			add.Kind = l2.FDBPermanent
 		case "static":
 			add.Kind = l2.FDBStatic
@@ -174,64 +256,71 @@ func parseBridgeFDB(verb string, args []string) (l2.Op, error) {
 			add.Kind = l2.FDBDynamic
 		case "sticky":
 			add.Sticky = true
-		case "self", "master":
-		default:
-			return nil, fmt.Errorf("bridge fdb: unexpected %q", k)
 		}
+	}
+	if !haveMAC {
+		return errors.New("bridge fdb: missing MAC address")
 	}
 	if add.Dev == "" {
-		return nil, errors.New("bridge fdb: need \"dev DEV\"")
+		return errors.New("bridge fdb: need \"dev DEV\"")
 	}
-	if verb == "del" || verb == "delete" {
-		return l2.FDBDel{MAC: add.MAC, Dev: add.Dev, VID: add.VID, HasVID: add.HasVID}, nil
+	if op == "delete" {
+		cmd.Bridge = &BridgeCmd{Op: l2.FDBDel{MAC: add.MAC, Dev: add.Dev, VID: add.VID, HasVID: add.HasVID}}
+		return nil
 	}
-	return add, nil
+	cmd.Bridge = &BridgeCmd{Op: add}
+	return nil
 }
 
-func parseOnOff(k, v string) (bool, error) {
-	switch v {
-	case "on":
-		return true, nil
-	case "off":
-		return false, nil
+func parseBridgeLink(cmd *Command, w *words) error {
+	if _, err := verb(w, bridgeLinkCommands, "show"); err != nil {
+		return err
 	}
-	return false, fmt.Errorf("%s: want on or off, got %q", k, v)
-}
-
-func parseBridgeLink(args []string) (l2.Op, error) {
 	op := l2.LinkSet{}
-	w := NewWords(args)
 	for w.More() {
-		k := w.Next()
-		v, err := w.Value(k)
+		a := w.Next()
+		means, err := bridgeLinkArgs.must(a)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch k {
+		if means == "self" || means == "master" {
+			continue
+		}
+		v, err := w.Value(a)
+		if err != nil {
+			return err
+		}
+		switch means {
 		case "dev":
-			op.Dev = v
+			if err := setDev(&op.Dev, v); err != nil {
+				return err
+			}
 		case "state":
 			s, err := strconv.ParseUint(v, 10, 8)
-			if err != nil || s > 4 {
-				return nil, fmt.Errorf("invalid state %q (0-4)", v)
+			if err != nil {
+				s = uint64(len(stpStates))
+				for i, n := range stpStates {
+					if v == n {
+						s = uint64(i)
+					}
+				}
+			}
+			if s >= uint64(len(stpStates)) {
+				return fmt.Errorf("invalid STP port state %s (0-4 or %s)", Quote(v), strings.Join(stpStates, ", "))
 			}
 			st := l2.PortState(s)
 			op.State = &st
 		case "fdb_max_learned":
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil {
-				return nil, fmt.Errorf("invalid fdb_max_learned %q", v)
+				return fmt.Errorf("invalid fdb_max_learned %s", Quote(v))
 			}
-			m := uint32(n)
-			op.MaxLearned = &m
+			op.MaxLearned = new(uint32(n))
 		default:
-			f, ok := l2.ParsePortFlag(k)
-			if !ok {
-				return nil, fmt.Errorf("bridge link set: unknown option %q", k)
-			}
-			on, err := parseOnOff(k, v)
+			f, _ := l2.ParsePortFlag(means)
+			on, err := onOff(means, v)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if on {
 				op.Set |= f
@@ -241,82 +330,104 @@ func parseBridgeLink(args []string) (l2.Op, error) {
 		}
 	}
 	if op.Dev == "" {
-		return nil, errors.New("bridge link set: need \"dev DEV\"")
+		return errors.New("bridge link set: need \"dev DEV\"")
 	}
-	return op, nil
+	cmd.Bridge = &BridgeCmd{Op: op}
+	return nil
 }
 
-func parseBridgeMDB(verb string, args []string) (l2.Op, error) {
-	if verb != "add" && verb != "del" && verb != "delete" {
-		return nil, fmt.Errorf("bridge mdb: unknown command %q (want add or del)", verb)
+func parseBridgeMDB(cmd *Command, w *words) error {
+	op, err := verb(w, bridgeMDBCommands, "")
+	if err != nil {
+		return err
 	}
 	var br, port string
 	var grp l2.MAC
 	var vid uint16
 	haveGrp := false
-	w := NewWords(args)
 	for w.More() {
-		k := w.Next()
-		if k == "permanent" || k == "temp" {
+		a := w.Next()
+		means, err := bridgeMDBArgs.must(a)
+		if err != nil {
+			return err
+		}
+		if means == "permanent" || means == "temp" {
 			continue
 		}
-		v, err := w.Value(k)
+		v, err := w.Value(a)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		switch k {
-		case "dev":
-			br = v
-		case "port":
-			port = v
+		switch means {
+		case "dev", "port":
+			if err := checkDevName(v); err != nil {
+				return err
+			}
+			if means == "dev" {
+				br = v
+			} else {
+				port = v
+			}
 		case "grp":
 			if grp, err = l2.ParseMAC(v); err != nil || grp[0]&1 == 0 {
-				return nil, fmt.Errorf("invalid group %q (a multicast MAC address)", v)
+				return fmt.Errorf("invalid group %s (a multicast MAC address)", Quote(v))
 			}
 			haveGrp = true
 		case "vid":
 			if vid, err = parseVID(v); err != nil {
-				return nil, err
+				return err
 			}
-		default:
-			return nil, fmt.Errorf("bridge mdb: unexpected %q", k)
 		}
 	}
 	if br == "" || port == "" || !haveGrp {
-		return nil, errors.New("bridge mdb: need \"dev BRIDGE port PORT grp GROUP\"")
+		return errors.New("bridge mdb: need \"dev BRIDGE port PORT grp GROUP\"")
 	}
-	if verb == "add" {
-		return l2.MDBAdd{Bridge: br, Port: port, Group: grp, VID: vid}, nil
+	if op == "add" {
+		cmd.Bridge = &BridgeCmd{Op: l2.MDBAdd{Bridge: br, Port: port, Group: grp, VID: vid}}
+	} else {
+		cmd.Bridge = &BridgeCmd{Op: l2.MDBDel{Bridge: br, Port: port, Group: grp, VID: vid}}
 	}
-	return l2.MDBDel{Bridge: br, Port: port, Group: grp, VID: vid}, nil
+	return nil
 }
 
-// BridgeAttrs turns the options of `link add NAME type bridge ...` into the
-// bridge's attributes.
+// BridgeAttrs turns the options of `link add|set NAME type bridge ...`
+// (keyed by their full names) into the bridge's attributes.
 func BridgeAttrs(opts map[string]string, mac []byte) (l2.BridgeAttrs, error) {
 	var a l2.BridgeAttrs
 	for k, v := range opts {
+		if k == "flood_defer" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return a, fmt.Errorf("bridge option %s: invalid value %s", k, Quote(v))
+			}
+			a.FloodDeferThreshold = new(n)
+			continue
+		}
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
-			return a, fmt.Errorf("bridge option %s: invalid value %q", k, v)
+			return a, fmt.Errorf("bridge option %s: invalid value %s", k, Quote(v))
 		}
 		switch k {
-		case "vlan_filtering":
+		case "vlan_filtering", "mcast_prefilter":
 			if n > 1 {
-				return a, fmt.Errorf("vlan_filtering: want 0 or 1")
+				return a, fmt.Errorf("%s: want 0 or 1", k)
 			}
-			a.VLANFiltering = l2.Ptr(n == 1)
+			if k == "vlan_filtering" {
+				a.VLANFiltering = new(n == 1)
+			} else {
+				a.McastPrefilter = new(n == 1)
+			}
 		case "ageing_time":
-			a.AgeingTime = l2.Ptr(time.Duration(n) * 10 * time.Millisecond) // centiseconds
+			a.AgeingTime = new(time.Duration(n) * 10 * time.Millisecond) // centiseconds
 		case "fdb_max_learned":
-			a.FDBMaxLearned = l2.Ptr(uint32(n))
+			a.FDBMaxLearned = new(uint32(n))
 		case "vlan_default_pvid":
 			if n > 4094 {
 				return a, fmt.Errorf("vlan_default_pvid: want 0-4094")
 			}
-			a.DefaultPVID = l2.Ptr(uint16(n))
+			a.DefaultPVID = new(uint16(n))
 		default:
-			return a, fmt.Errorf("unsupported bridge option %q (want vlan_filtering, ageing_time, fdb_max_learned, vlan_default_pvid)", k)
+			return a, fmt.Errorf("unsupported bridge option %s", Quote(k))
 		}
 	}
 	if len(mac) == 6 {

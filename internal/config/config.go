@@ -1,16 +1,19 @@
-// Package config reads netfwd's configuration: the line syntax of an
+// Package config is netfwd's one reader of command lines: the syntax of an
 // `ip -batch` file (plus `bridge ...` lines), one command per line, `#`
-// comments. The same reader serves the daemon's config file, the control
-// socket and `route get --config`.
+// comments. The daemon's config file, its reloads, the control socket and
+// `route get --config` all read lines here, with one abbreviation rule,
+// iproute2's (keywords.go): `ip r g ADDR`, `route s`, `rou show`,
+// `ip -j r s` and `link show up` mean what they mean to iproute2, wherever
+// they are read.
 //
-// Flow: Parse turns text into commands, checking syntax line by line and
-// collecting every error as FILE:LINE: reason. Apply then runs the commands
-// against a transaction of the state they change; a command that fails there
-// is reported the same way, and the caller aborts the whole transaction if
-// anything failed, so a file is applied entirely or not at all.
+// Flow: ParseLine turns one line into a Command: configuration (a route,
+// address, nexthop, link, bridge or neighbour change, checked for syntax
+// here and for meaning by the applier, internal/apply) or a query (a typed
+// value of query.go, answered by internal/show). Parse and Stream read whole
+// texts and report every bad line as FILE:LINE: reason, with bounded output
+// (errors.go).
 //
-// Locking: none; parsing is pure, applying runs inside the caller's
-// transaction.
+// Locking: none; parsing is pure.
 package config
 
 import (
@@ -21,27 +24,13 @@ import (
 	"strings"
 )
 
-// Pos is where a command came from.
-type Pos struct {
-	File string
-	Line int
-}
-
-func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
-
-// Error is one problem with one line.
-type Error struct {
-	Pos Pos
-	Err error
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Pos, e.Err) }
-func (e *Error) Unwrap() error { return e.Err }
-
 // Command is one parsed line.
 type Command struct {
 	Pos  Pos
 	Text string // the line as written, for messages
+	// JSON is set by `-j` on the line (`ip -j route show`): the query's
+	// answer is JSON.
+	JSON bool
 	// Exactly one of these is set.
 	Route   *RouteCmd
 	Addr    *AddrCmd
@@ -49,10 +38,15 @@ type Command struct {
 	Link    *LinkCmd
 	Bridge  *BridgeCmd
 	Neigh   *NeighCmd
+	Query   Query
 }
 
+// MaxLine is the longest line read (longer ones are an error).
+const MaxLine = 1 << 20
+
 // Parse reads a whole config text. It returns the commands of all lines that
-// parsed and an error for each line that did not.
+// parsed and an error for each line that did not (at most MaxErrors of
+// them in full, see ErrorList).
 func Parse(file string, r io.Reader) ([]Command, []error) {
 	var cmds []Command
 	errs := Stream(file, r, func(c *Command) error {
@@ -65,12 +59,13 @@ func Parse(file string, r io.Reader) ([]Command, []error) {
 // Stream parses a config text line by line and hands each command to fn,
 // without keeping them: a 900,000-line route file goes straight into the
 // transaction. It returns one positioned error per line that failed to parse
-// or that fn refused; lines after an error are still parsed and handed on,
-// so the caller sees every problem (and aborts its transaction).
+// or that fn refused (bounded as ErrorList does); lines after an error are
+// still parsed and handed on, so the caller sees every problem (and aborts
+// its transaction).
 func Stream(file string, r io.Reader, fn func(*Command) error) []error {
-	var errs []error
+	errs := ErrorList{File: file}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 64*1024), MaxLine)
 	n := 0
 	for sc.Scan() {
 		n++
@@ -80,94 +75,149 @@ func Stream(file string, r io.Reader, fn func(*Command) error) []error {
 			err = fn(&cmd)
 		}
 		if err != nil {
-			errs = append(errs, &Error{pos, err})
+			errs.Add(&Error{pos, err})
 		}
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, &Error{Pos{file, n + 1}, err})
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("line longer than %d bytes (the rest of the file is not read)", MaxLine)
+		}
+		errs.Add(&Error{Pos{file, n + 1}, err})
 	}
-	return errs
+	return errs.Errors()
 }
 
 // ParseLine parses one line; ok is false for blank and comment lines.
 func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
+	if len(line) > MaxLine {
+		return Command{}, false, fmt.Errorf("line longer than %d bytes", MaxLine)
+	}
 	if i := strings.IndexByte(line, '#'); i >= 0 {
 		line = line[:i]
 	}
-	args := strings.Fields(line)
-	if len(args) == 0 {
+	w := newWords(strings.Fields(line))
+	if !w.More() {
 		return Command{}, false, nil
 	}
-	if args[0] == "ip" { // tolerate full `ip ...` command lines
-		args = args[1:]
-	}
-	for len(args) > 0 && (args[0] == "-4" || args[0] == "-b" || args[0] == "-batch") {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		return Command{}, false, fmt.Errorf("missing object")
-	}
 	cmd = Command{Pos: pos, Text: strings.TrimSpace(line)}
-	obj, rest := args[0], args[1:]
-	switch {
-	case matches(obj, "route", 1):
-		cmd.Route, err = parseRoute(rest)
-	case matches(obj, "address", 1) || obj == "addr":
-		cmd.Addr, err = parseAddr(rest)
-	case obj == "nexthop" || obj == "nh":
-		cmd.Nexthop, err = parseNexthop(rest)
-	case matches(obj, "link", 1):
-		cmd.Link, err = parseLink(rest)
-	case obj == "bridge":
-		cmd.Bridge, err = parseBridge(rest)
-	case matches(obj, "neighbour", 1) || matches(obj, "neighbor", 1) || obj == "neigh":
-		cmd.Neigh, err = parseNeigh(rest)
-	default:
-		err = fmt.Errorf("unknown object %q (want route, address, nexthop, link, neigh or bridge)", obj)
+	if err := parseCommand(&cmd, w); err != nil {
+		return Command{}, false, err
 	}
-	return cmd, err == nil, err
+	return cmd, true, nil
 }
 
-// matches is iproute2's abbreviation rule: s is a prefix of word, at least
-// min characters long.
-func matches(s, word string, min int) bool {
-	return len(s) >= min && len(s) <= len(word) && word[:len(s)] == s
+// parseCommand reads `[ip] [OPTIONS] OBJECT ...` or `bridge [OPTIONS]
+// OBJECT ...`.
+func parseCommand(cmd *Command, w *words) error {
+	switch w.Peek() {
+	case "bridge":
+		w.Next()
+		return parseBridgeCommand(cmd, w)
+	case "ip":
+		w.Next()
+	}
+	if err := readOptions(cmd, w, ipOptions, nil); err != nil {
+		return err
+	}
+	if !w.More() {
+		return errors.New("missing object")
+	}
+	word := w.Next()
+	obj, err := ipObjects.must(word)
+	if err != nil {
+		return err
+	}
+	switch obj {
+	case "route":
+		return parseRoute(cmd, w)
+	case "address":
+		return parseAddr(cmd, w)
+	case "nexthop":
+		return parseNexthop(cmd, w)
+	case "link":
+		return parseLink(cmd, w)
+	case "neigh":
+		return parseNeigh(cmd, w)
+	case "stats":
+		cmd.Query, err = parseStats(w)
+		return err
+	case "reload":
+		if w.More() {
+			return fmt.Errorf("reload: unexpected %s", Quote(w.Next()))
+		}
+		cmd.Query = Reload{}
+		return nil
+	case "bridge":
+		return parseBridgeCommand(cmd, w)
+	case "bridge-fdb":
+		return parseBridgeFDB(cmd, w)
+	case "bridge-vlan":
+		return parseBridgeVLAN(cmd, w, false)
+	}
+	return fmt.Errorf("unknown object %s", Quote(word))
 }
 
-// command reads the verb of an object's line (args[0]) with iproute2's
-// abbreviations and aliases: "del" is "delete", "list" is "show".
-func command(object string, args []string, allowed ...string) (string, error) {
-	if len(args) == 0 {
-		return "", errors.New(object + ": missing command")
+// readOptions reads the options before the object (`ip -j -4 route ...`,
+// `bridge -j -compressvlans vlan show`): -j asks for JSON answers, -4 is
+// the only family netfwd has, compress is set by -compressvlans.
+func readOptions(cmd *Command, w *words, t *keywords, compress *bool) error {
+	for w.More() && strings.HasPrefix(w.Peek(), "-") {
+		opt := w.Next()
+		if opt == "--" {
+			return nil
+		}
+		if strings.HasPrefix(opt, "--") {
+			opt = opt[1:]
+		}
+		means, err := t.must(opt)
+		if err != nil {
+			return err
+		}
+		switch means {
+		case "-json":
+			cmd.JSON = true
+		case "-6":
+			return errors.New("netfwd is IPv4 only (-6)")
+		case "-compressvlans":
+			*compress = true
+		}
 	}
-	op, err := verb(args[0], allowed...)
-	switch op {
-	case "del":
-		op = "delete"
-	case "list":
-		op = "show"
-	}
-	return op, err
+	return nil
 }
 
-// verb maps an iproute2 verb (abbreviations allowed) to its canonical name.
-func verb(s string, allowed ...string) (string, error) {
-	for _, v := range allowed {
-		if s == v {
-			return v, nil
-		}
+// parseBridgeCommand reads the rest of `bridge [OPTIONS] OBJECT ...`.
+func parseBridgeCommand(cmd *Command, w *words) error {
+	compress := false
+	if err := readOptions(cmd, w, bridgeOptions, &compress); err != nil {
+		return err
 	}
-	for _, v := range allowed {
-		min := 1
-		if v == "delete" || v == "del" {
-			min = 3
-		}
-		if v == "change" || v == "replace" || v == "append" {
-			min = 3
-		}
-		if matches(s, v, min) {
-			return v, nil
-		}
+	if !w.More() {
+		return errors.New("bridge: missing object")
 	}
-	return "", fmt.Errorf("unknown command %q (want %s)", s, strings.Join(allowed, ", "))
+	obj, err := bridgeObjects.must(w.Next())
+	if err != nil {
+		return err
+	}
+	switch obj {
+	case "vlan":
+		return parseBridgeVLAN(cmd, w, compress)
+	case "fdb":
+		return parseBridgeFDB(cmd, w)
+	case "link":
+		return parseBridgeLink(cmd, w)
+	default: // mdb
+		return parseBridgeMDB(cmd, w)
+	}
+}
+
+// verb reads an object's command word (`add`, `del`, `show`, ...) from the
+// object's table; with no word left, iproute2 lists (dflt).
+func verb(w *words, t *keywords, dflt string) (string, error) {
+	if !w.More() {
+		if dflt == "" {
+			return "", fmt.Errorf("%s: missing command", t.what)
+		}
+		return dflt, nil
+	}
+	return t.must(w.Next())
 }

@@ -1,8 +1,9 @@
 package config
 
-// `route add|append|replace|change|del [TYPE] PREFIX [via GW] [dev D]
+// `route add|append|replace|change|delete [TYPE] PREFIX [via GW] [dev D]
 //  [nhid N] [nexthop via GW dev D weight W ...] [table T] [metric M]
-//  [proto P] [scope S] [src A] [onlink]`, and `route get|show` for queries.
+//  [proto P] [scope S] [src A] [onlink]`, and the `route show|get` queries,
+// with iproute.c's keyword tables.
 
 import (
 	"errors"
@@ -15,163 +16,144 @@ import (
 
 // RouteCmd is a parsed route line.
 type RouteCmd struct {
-	Op   string // add, append, replace, change, delete, get, show
+	Op   string // add, append, replace, change, delete
 	Spec fib.RouteSpec
-	// Show and get arguments.
-	ShowTable uint32 // show: fib.TableAll for "table all"
-	GetAddr   netip.Addr
 }
 
-func parseRoute(args []string) (*RouteCmd, error) {
-	op, err := command("route", args, "add", "append", "replace", "change", "delete", "del", "get", "show", "list")
+const (
+	tableMain = fib.TableMain
+	tableAll  = fib.TableAll
+)
+
+// routeCommands is do_iproute's chain.
+var routeCommands = table("route command",
+	kw("add"), kw("change"), exact("chg", "change"), kw("replace"), unsupported(kw("prepend")), kw("append"),
+	unsupported(kw("test")), kw("delete"), kw("list", "show"), kw("show"), kw("lst", "show"), kw("get"),
+	unsupported(kw("flush"), kw("save"), kw("restore"), kw("showdump"), kw("help")),
+)
+
+// routeArgs is iproute_modify's chain.
+var routeArgs = table("route argument",
+	exact("src"), unsupported(exact("as")), exact("via"), unsupported(exact("from"), exact("tos"), kw("dsfield"),
+		exact("expires")),
+	kw("metric"), kw("priority", "metric"), exact("preference", "metric"), exact("scope"),
+	unsupported(exact("mtu"), exact("hoplimit"), exact("advmss"), kw("reordering"), exact("rtt"), exact("rto_min"),
+		kw("window"), kw("cwnd"), kw("initcwnd"), kw("initrwnd"), kw("features"), kw("quickack"), kw("congctl"),
+		kw("rttvar"), kw("ssthresh"), kw("realms")),
+	exact("onlink"), exact("nexthop"), exact("nhid"), kw("protocol"), kw("table"), unsupported(kw("vrf")),
+	exact("dev"), exact("oif", "dev"),
+	unsupported(kw("pref"), exact("encap"), exact("ttl-propagate"), kw("fastopen_no_cookie")),
+)
+
+// routeTypes is rtnl_rtntype_a2n's chain.
+var routeTypes = table("route type",
+	exact("local"), unsupported(exact("nat")), kw("broadcast"), exact("brd", "broadcast"),
+	unsupported(kw("anycast"), kw("multicast")), kw("prohibit"), kw("unreachable"), kw("blackhole"),
+	unsupported(kw("xresolve")), kw("unicast"), exact("throw"),
+)
+
+// pathArgs is parse_one_nh's chain (one `nexthop` of a multipath route).
+var pathArgs = table("nexthop argument",
+	exact("via"), exact("dev"), exact("weight"), exact("onlink"), unsupported(kw("realms"), exact("encap"), exact("as")),
+)
+
+func parseRoute(cmd *Command, w *words) error {
+	op, err := verb(w, routeCommands, "show")
 	if err != nil {
-		return nil, err
+		return err
+	}
+	switch op {
+	case "show":
+		cmd.Query, err = parseRouteShow(w)
+		return err
+	case "get":
+		cmd.Query, err = parseRouteGet(w)
+		return err
 	}
 	c := &RouteCmd{Op: op}
-	args = args[1:]
-	switch op {
-	case "get":
-		if len(args) > 0 && args[0] == "to" {
-			args = args[1:]
-		}
-		if len(args) != 1 {
-			return nil, errors.New("route get: want one address")
-		}
-		a, err := parseAddr4(args[0])
-		if err != nil {
-			return nil, err
-		}
-		c.GetAddr = a
-		return c, nil
-	case "show":
-		c.ShowTable = fib.TableMain
-		for len(args) > 0 {
-			if args[0] != "table" || len(args) < 2 {
-				return nil, fmt.Errorf("route show: unexpected %q (want: table local|main|all|N)", args[0])
-			}
-			if args[1] == "all" {
-				c.ShowTable = fib.TableAll
-			} else if t, ok := fib.ParseTable(args[1]); ok {
-				c.ShowTable = t
-			} else {
-				return nil, fmt.Errorf("invalid table %q", args[1])
-			}
-			args = args[2:]
-		}
-		return c, nil
+	if err := parseRouteSpec(w, &c.Spec); err != nil {
+		return err
 	}
-	if err := parseRouteSpec(args, &c.Spec); err != nil {
-		return nil, err
-	}
-	return c, nil
+	cmd.Route = c
+	return nil
 }
 
-func parseRouteSpec(args []string, s *fib.RouteSpec) error {
+func parseRouteSpec(w *words, s *fib.RouteSpec) error {
 	havePrefix := false
-	next := func(i *int, what string) (string, error) {
-		if *i+1 >= len(args) {
-			return "", fmt.Errorf("%q needs %s", args[*i], what)
+	for w.More() {
+		a := w.Next()
+		means, ok, err := routeArgs.lookup(a)
+		if err != nil {
+			return err
 		}
-		*i++
-		return args[*i], nil
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		var v string
-		var err error
-		switch a {
-		case "via":
-			if v, err = next(&i, "an address"); err != nil {
+		if !ok {
+			if err := routeDst(w, a, s, &havePrefix); err != nil {
 				return err
 			}
-			if v == "inet" {
-				if v, err = next(&i, "an address"); err != nil {
-					return err
-				}
-			}
-			if s.Gateway, err = parseAddr4(v); err != nil {
-				return err
-			}
-		case "dev", "oif":
-			if s.Dev, err = next(&i, "a device name"); err != nil {
-				return err
-			}
-		case "table", "tb":
-			if v, err = next(&i, "a table"); err != nil {
-				return err
-			}
-			t, ok := fib.ParseTable(v)
-			if !ok {
-				return fmt.Errorf("invalid table %q", v)
-			}
-			s.Table = t
-		case "metric", "priority", "preference":
-			if v, err = next(&i, "a number"); err != nil {
-				return err
-			}
-			m, err := strconv.ParseUint(v, 0, 32)
-			if err != nil {
-				return fmt.Errorf("invalid metric %q", v)
-			}
-			s.Metric, s.MetricSet = uint32(m), true
-		case "proto", "protocol":
-			if v, err = next(&i, "a protocol"); err != nil {
-				return err
-			}
-			p, ok := fib.ParseProto(v)
-			if !ok || p == 0 {
-				return fmt.Errorf("invalid protocol %q", v)
-			}
-			s.Proto = p
-		case "scope":
-			if v, err = next(&i, "a scope"); err != nil {
-				return err
-			}
-			sc, ok := fib.ParseScope(v)
-			if !ok {
-				return fmt.Errorf("invalid scope %q", v)
-			}
-			s.Scope, s.ScopeSet = sc, true
-		case "src":
-			if v, err = next(&i, "an address"); err != nil {
-				return err
-			}
-			if s.Src, err = parseAddr4(v); err != nil {
-				return err
-			}
-		case "nhid":
-			if v, err = next(&i, "a nexthop id"); err != nil {
-				return err
-			}
-			id, err := strconv.ParseUint(v, 0, 32)
-			if err != nil || id == 0 {
-				return fmt.Errorf("invalid nexthop id %q", v)
-			}
-			s.NhID = uint32(id)
-		case "onlink":
+			continue
+		}
+		if means == "onlink" {
 			s.OnLink = true
-		case "nexthop":
-			p, n, err := parsePath(args[i+1:])
+			continue
+		}
+		if means == "nexthop" {
+			p, err := parsePath(w)
 			if err != nil {
 				return err
 			}
 			s.Multipath = append(s.Multipath, p)
-			i += n
-		case "to":
 			continue
-		default:
-			if t, ok := fib.ParseType(a); ok && !havePrefix {
-				s.Type, s.TypeSet = t, true
-				continue
-			}
-			if havePrefix {
-				return fmt.Errorf("unexpected %q", a)
-			}
-			p, err := parsePrefix(a)
-			if err != nil {
+		}
+		v, err := w.Value(a)
+		if err != nil {
+			return err
+		}
+		switch means {
+		case "src":
+			if s.Src, err = addr4(v); err != nil {
 				return err
 			}
-			s.Prefix, havePrefix = p, true
+		case "via":
+			if v == "inet" { // `via inet ADDR`
+				if v, err = w.Value("via inet"); err != nil {
+					return err
+				}
+			}
+			if s.Gateway, err = addr4(v); err != nil {
+				return err
+			}
+		case "metric":
+			m, err := strconv.ParseUint(v, 0, 32)
+			if err != nil {
+				return fmt.Errorf("invalid metric %s", Quote(v))
+			}
+			s.Metric, s.MetricSet = uint32(m), true
+		case "scope":
+			sc, ok := fib.ParseScope(v)
+			if !ok {
+				return fmt.Errorf("invalid scope %s", Quote(v))
+			}
+			s.Scope, s.ScopeSet = sc, true
+		case "nhid":
+			id, err := strconv.ParseUint(v, 0, 32)
+			if err != nil || id == 0 {
+				return fmt.Errorf("invalid nexthop id %s", Quote(v))
+			}
+			s.NhID = uint32(id)
+		case "protocol":
+			p, ok := fib.ParseProto(v)
+			if !ok || p == 0 {
+				return fmt.Errorf("invalid protocol %s", Quote(v))
+			}
+			s.Proto = p
+		case "table":
+			if s.Table, err = parseTable(v); err != nil {
+				return err
+			}
+		case "dev":
+			if err := setDev(&s.Dev, v); err != nil {
+				return err
+			}
 		}
 	}
 	if !havePrefix {
@@ -180,73 +162,106 @@ func parseRouteSpec(args []string, s *fib.RouteSpec) error {
 	return nil
 }
 
-// parsePath reads the attributes of one `nexthop` of a multipath route and
-// returns how many arguments it used.
-func parsePath(args []string) (fib.Path, int, error) {
+// routeDst reads iproute_modify's default branch: `[to] [TYPE] PREFIX`.
+func routeDst(w *words, a string, s *fib.RouteSpec, havePrefix *bool) error {
+	var err error
+	if a == "to" {
+		if a, err = w.Value(a); err != nil {
+			return err
+		}
+	}
+	if a != "" && (a[0] < '0' || a[0] > '9') {
+		means, ok, err := routeTypes.lookup(a)
+		if err != nil {
+			return err
+		}
+		if ok {
+			t, _ := fib.ParseType(means)
+			s.Type, s.TypeSet = t, true
+			if a, err = w.Value(a); err != nil {
+				return fmt.Errorf("route type %s needs a destination prefix", Quote(means))
+			}
+		}
+	}
+	if *havePrefix {
+		return fmt.Errorf("unexpected %s (the destination is given twice)", Quote(a))
+	}
+	p, err := parsePrefix(a)
+	if err != nil {
+		return err
+	}
+	s.Prefix, *havePrefix = p, true
+	return nil
+}
+
+// parsePath reads the attributes of one `nexthop` of a multipath route, up
+// to the next word that is not one of them.
+func parsePath(w *words) (fib.Path, error) {
 	var p fib.Path
-	i := 0
-	for i < len(args) {
-		switch args[i] {
-		case "via", "dev", "weight":
-			if i+1 >= len(args) {
-				return p, 0, fmt.Errorf("%q needs a value", args[i])
-			}
-			v := args[i+1]
-			switch args[i] {
-			case "via":
-				a, err := parseAddr4(v)
-				if err != nil {
-					return p, 0, err
-				}
-				p.Gateway = a
-			case "dev":
-				p.Dev = v
-			case "weight":
-				w, err := strconv.ParseUint(v, 10, 16)
-				if err != nil || w == 0 || w > 256 {
-					return p, 0, fmt.Errorf("invalid weight %q (1-256)", v)
-				}
-				p.Weight = uint16(w)
-			}
-			i += 2
-		case "onlink":
+	for w.More() {
+		means, ok, err := pathArgs.lookup(w.Peek())
+		if err != nil {
+			return p, err
+		}
+		if !ok {
+			break
+		}
+		a := w.Next()
+		if means == "onlink" {
 			p.OnLink = true
-			i++
-		default:
-			if !p.Gateway.IsValid() && p.Dev == "" {
-				return p, 0, errors.New("nexthop needs via or dev")
+			continue
+		}
+		v, err := w.Value(a)
+		if err != nil {
+			return p, err
+		}
+		switch means {
+		case "via":
+			if p.Gateway, err = addr4(v); err != nil {
+				return p, err
 			}
-			return p, i, nil
+		case "dev":
+			if err := setDev(&p.Dev, v); err != nil {
+				return p, err
+			}
+		case "weight":
+			n, err := strconv.ParseUint(v, 10, 16)
+			if err != nil || n == 0 || n > 256 {
+				return p, fmt.Errorf("invalid weight %s (1-256)", Quote(v))
+			}
+			p.Weight = uint16(n)
 		}
 	}
 	if !p.Gateway.IsValid() && p.Dev == "" {
-		return p, 0, errors.New("nexthop needs via or dev")
+		return p, errors.New("nexthop needs via or dev")
 	}
-	return p, i, nil
+	return p, nil
 }
 
-// parsePrefix accepts "default", A.B.C.D/L and a bare address (/32).
+// parsePrefix accepts "default", "all", "any", A.B.C.D/L and a bare
+// address (/32), as iproute2's get_prefix.
 func parsePrefix(s string) (netip.Prefix, error) {
 	if s == "default" || s == "all" || s == "any" {
 		return netip.PrefixFrom(netip.IPv4Unspecified(), 0), nil
 	}
 	if p, err := netip.ParsePrefix(s); err == nil {
 		if !p.Addr().Is4() {
-			return netip.Prefix{}, fmt.Errorf("%q is not an IPv4 prefix", s)
+			return netip.Prefix{}, fmt.Errorf("%s is not an IPv4 prefix", Quote(s))
 		}
 		return p, nil
 	}
-	a, err := parseAddr4(s)
+	a, err := addr4(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("invalid prefix %q", s)
+		return netip.Prefix{}, fmt.Errorf("invalid prefix %s", Quote(s))
 	}
 	return netip.PrefixFrom(a, 32), nil
 }
 
-func parseAddr4(s string) (netip.Addr, error) {
-	a, err := netip.ParseAddr(s)
-	if err != nil || !a.Is4() {
-		return netip.Addr{}, fmt.Errorf("invalid IPv4 address %q", s)
+// parseTable reads a table name or number.
+func parseTable(v string) (uint32, error) {
+	t, ok := fib.ParseTable(v)
+	if !ok {
+		return 0, fmt.Errorf("invalid table %s", Quote(v))
 	}
-	return a, nil
+	return t, nil
 }

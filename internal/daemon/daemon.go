@@ -35,9 +35,9 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/metrics"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
@@ -113,11 +113,11 @@ type Daemon struct {
 	opts Options
 	log  *slog.Logger
 	e    *l3.Engine
-	ctl  *control.Controller
+	ctl  *apply.Controller
 
 	metricsLn net.Listener
 	pprofLn   net.Listener
-	ctlSrv    *ctl.Server
+	ctlSrv    *ctlsock.Server
 
 	ports atomic.Pointer[portTable] // read by workers
 
@@ -202,7 +202,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: control.New(e), cmds: cmds, stop: make(chan struct{})}
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), cmds: cmds, stop: make(chan struct{})}
 	nd.ports.Store(&portTable{})
 	defer func() {
 		if err != nil {
@@ -269,7 +269,7 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if opts.Ctl != "" {
-		if d.ctlSrv, err = ctl.Listen(opts.Ctl, ctl.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
+		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 	}
@@ -346,7 +346,7 @@ func errLine(err error) int {
 // they name as ports; the errors are the config's (FILE:LINE: reason).
 func portNames(cmds []config.Command, eo l3.EngineOptions) ([]string, error) {
 	eo.Clock = nil
-	scratch := control.New(l3.NewEngine(eo))
+	scratch := apply.New(l3.NewEngine(eo))
 	if err := scratch.Apply(cmds); err != nil {
 		return nil, err
 	}
@@ -361,7 +361,7 @@ func portNames(cmds []config.Command, eo l3.EngineOptions) ([]string, error) {
 func (d *Daemon) Engine() *l3.Engine { return d.e }
 
 // Controller returns the configuration controller.
-func (d *Daemon) Controller() *control.Controller { return d.ctl }
+func (d *Daemon) Controller() *apply.Controller { return d.ctl }
 
 // MetricsAddr returns the metrics listener's address ("" without one).
 func (d *Daemon) MetricsAddr() string {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
@@ -124,14 +124,9 @@ func TestForwardsBetweenNamespaces(t *testing.T) {
 	d := tp.start(t)
 	if err := tp.ping(tp.h1, "10.2.0.2", 3); err != nil {
 		var b strings.Builder
-		q, _, _ := ctl.ParseQuery("stats")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctl.ParseQuery("neigh show nud all")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctl.ParseQuery("link show")
-		q.Answer(&b, d.Controller(), false)
-		q, _, _ = ctl.ParseQuery("route show table all")
-		q.Answer(&b, d.Controller(), false)
+		resp := ctlsock.Handler{Ctl: d.Controller()}.Do(ctlsock.Request{
+			Lines: []string{"stats", "neigh show nud all", "link show", "route show table all"}})
+		b.WriteString(resp.Output)
 		for _, p := range d.metricsSource().Ports() {
 			b.WriteString(fmt.Sprintf("%s %+v\n", p.Name, p.Stats))
 		}
@@ -207,39 +202,39 @@ func TestReloadAndCtl(t *testing.T) {
 		t.Fatalf("after a refused reload: %v", err)
 	}
 	// ctl: queries and an all-or-nothing change.
-	out, err := ctl.Do(sock, []string{"route show"}, false)
+	out, err := ctlsock.Do(sock, []string{"route show"}, false)
 	if err != nil || !strings.Contains(out, "10.9.0.0/16 via 10.2.0.2 dev "+tp.r2) {
 		t.Fatalf("ctl route show: %q %v", out, err)
 	}
-	out, err = ctl.Do(sock, []string{"route get 10.9.1.1"}, true)
+	out, err = ctlsock.Do(sock, []string{"route get 10.9.1.1"}, true)
 	if err != nil || !strings.Contains(out, `"gateway":"10.2.0.2"`) {
 		t.Fatalf("ctl route get: %q %v", out, err)
 	}
-	_, err = ctl.Do(sock, []string{"route del 10.9.0.0/16", "route add 10.7.0.0/16 via 10.99.0.1"}, false)
+	_, err = ctlsock.Do(sock, []string{"route del 10.9.0.0/16", "route add 10.7.0.0/16 via 10.99.0.1"}, false)
 	if err == nil || !strings.Contains(err.Error(), "ctl:2:") {
 		t.Fatalf("ctl bad batch: want ctl:2 error, got %v", err)
 	}
 	if err := tp.ping(tp.h1, "10.9.0.2", 1); err != nil {
 		t.Fatalf("a refused ctl batch changed something: %v", err)
 	}
-	if _, err := ctl.Do(sock, []string{"route del 10.9.0.0/16"}, false); err != nil {
+	if _, err := ctlsock.Do(sock, []string{"route del 10.9.0.0/16"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := tp.ping(tp.h1, "10.9.0.2", 1); err == nil {
 		t.Fatal("still reachable after ctl route del")
 	}
 	for _, q := range []string{"link show", "address show", "neigh show", "nexthop show", "fdb show", "vlan show", "stats"} {
-		if _, err := ctl.Do(sock, []string{q}, true); err != nil {
+		if _, err := ctlsock.Do(sock, []string{q}, true); err != nil {
 			t.Errorf("ctl -j %s: %v", q, err)
 		}
 	}
-	out, _ = ctl.Do(sock, []string{"neigh show"}, false)
+	out, _ = ctlsock.Do(sock, []string{"neigh show"}, false)
 	if !strings.Contains(out, "10.1.0.2 dev "+tp.r1) {
 		t.Errorf("neigh show lacks h1: %q", out)
 	}
 	// Reload back to the file without the route: it is removed.
 	tp.writeConfig(t, tp.baseConfig()...)
-	if _, err := ctl.Do(sock, []string{"route add 10.9.0.0/16 via 10.2.0.2"}, false); err != nil {
+	if _, err := ctlsock.Do(sock, []string{"route add 10.9.0.0/16 via 10.2.0.2"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Reload(); err != nil {

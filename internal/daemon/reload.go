@@ -6,7 +6,7 @@ package daemon
 //
 // Flow: parse (FILE:LINE errors) -> apply the new file to a scratch engine
 // (its errors, and the ports it names) -> open the ports that are new (all
-// or none) -> control.Diff(old, new) -> for files up to verifyLines lines,
+// or none) -> apply.Diff(old, new) -> for files up to verifyLines lines,
 // check the diff on scratch engines (old + diff must equal new; on a
 // mismatch the whole old file is undone and the new one applied, still in
 // one transaction) -> one ApplySteps on the live engine -> start the new
@@ -19,8 +19,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -67,16 +67,16 @@ func (d *Daemon) Reload() error {
 			return err
 		}
 	}
-	opts := control.DiffOptions{BridgeMAC: func(name string) (l2.MAC, bool) {
+	opts := apply.DiffOptions{BridgeMAC: func(name string) (l2.MAC, bool) {
 		if b := d.e.Domain().Bridge(name); b != nil {
 			return b.MAC, true
 		}
 		return l2.MAC{}, false
 	}}
-	steps, st := control.Diff(old, cmds, opts)
+	steps, st := apply.Diff(old, cmds, opts)
 	if len(old) <= verifyLines && len(cmds) <= verifyLines && !diffHolds(old, cmds, steps) {
 		d.log.Warn("reload: the diff does not reproduce the new file on a scratch engine; re-applying the whole file")
-		steps = control.FullRedo(old, cmds, opts)
+		steps = apply.FullRedo(old, cmds, opts)
 	}
 	if err := d.ctl.ApplySteps(steps); err != nil {
 		closeOpened()
@@ -99,9 +99,9 @@ func (d *Daemon) Reload() error {
 
 // diffHolds applies old and then the diff to a scratch engine and compares
 // the result with new on a fresh one.
-func diffHolds(old, new []config.Command, steps []control.Step) bool {
-	a := control.New(l3.NewEngine(l3.EngineOptions{}))
-	b := control.New(l3.NewEngine(l3.EngineOptions{}))
+func diffHolds(old, new []config.Command, steps []apply.Step) bool {
+	a := apply.New(l3.NewEngine(l3.EngineOptions{}))
+	b := apply.New(l3.NewEngine(l3.EngineOptions{}))
 	if a.Apply(old) != nil || b.Apply(new) != nil || a.ApplySteps(steps) != nil {
 		return false
 	}

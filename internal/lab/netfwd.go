@@ -19,7 +19,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/netfwd/netfwd/internal/ctl"
+	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/daemon"
 )
 
@@ -131,7 +131,7 @@ func (r *Router) Ctl(lines ...string) (string, error) {
 	if r.CtlPath == "" {
 		return "", errors.New("lab: router has no control socket")
 	}
-	return ctl.Do(r.CtlPath, lines, false)
+	return ctlsock.Do(r.CtlPath, lines, false)
 }
 
 // Stop stops the daemon and waits for it; it removes the config directory

@@ -32,7 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
@@ -47,7 +47,7 @@ type PortIO struct {
 // Source is what the collector reads.
 type Source struct {
 	Engine     *l3.Engine
-	Controller *control.Controller // for the configured FDB limits (may be nil)
+	Controller *apply.Controller // for the configured FDB limits (may be nil)
 	// Ports returns the socket counters of the opened ports (may be nil).
 	Ports func() []PortIO
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -53,7 +53,7 @@ func arpRequest(sender l2.MAC, spa, tpa [4]byte) []byte {
 
 func TestCollectorMovesWithTraffic(t *testing.T) {
 	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
-	c := control.New(e)
+	c := apply.New(e)
 	cmds, errs := config.Parse("m.conf", strings.NewReader(`address add 192.0.2.1/24 dev eth0
 route add 10.0.0.0/8 via 192.0.2.9
 route add blackhole 10.66.0.0/16

@@ -1,4 +1,4 @@
-package control
+package apply
 
 import (
 	"fmt"
@@ -87,7 +87,7 @@ func genLine(r *rand.Rand) string {
 	}
 	mac := func() string { return fmt.Sprintf("02:00:00:00:%02x:%02x", r.IntN(4), r.IntN(8)) }
 	pick := func(opts ...string) string { return opts[r.IntN(len(opts))] }
-	switch r.IntN(22) {
+	switch r.IntN(23) {
 	case 0:
 		opts := ""
 		if r.IntN(2) == 0 {
@@ -172,6 +172,19 @@ func genLine(r *rand.Rand) string {
 		return "link set " + dev + pick(" down", " up", " down")
 	case 19:
 		return "link set " + dev + pick(" mtu 9000", " mtu 1400", " address 02:aa:00:00:00:01")
+	case 22:
+		opts := ""
+		for _, o := range []string{" ageing_time " + pick("1000", "500"), " fdb_max_learned " + pick("0", "20"),
+			" vlan_filtering " + pick("0", "1"), " vlan_default_pvid " + pick("1", "20"), " flood_defer " + pick("4", "-1"),
+			" mcast_prefilter " + pick("0", "1")} {
+			if r.IntN(3) == 0 {
+				opts += o
+			}
+		}
+		if opts == "" {
+			opts = " ageing_time 700"
+		}
+		return "link set dev " + br + " type bridge" + opts
 	case 20, 21:
 		n := subnet(dev)
 		return fmt.Sprintf("neigh %s 10.%d.0.%d lladdr %s dev %s nud %s", pick("add", "replace"), n, r.IntN(4)+20, mac(), dev,
@@ -279,8 +292,8 @@ func describe(c config.Command) string {
 	case c.Nexthop != nil:
 		return fmt.Sprintf("nexthop %+v", *c.Nexthop)
 	case c.Neigh != nil:
-		return fmt.Sprintf("neigh %v", c.Neigh.Args)
-	case c.Bridge != nil && c.Bridge.Op != nil:
+		return c.Neigh.String()
+	case c.Bridge != nil:
 		return c.Bridge.Op.String()
 	}
 	return c.Text
@@ -324,6 +337,7 @@ func TestDiffRandomPairs(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("NETFWD_DIFF_SEEDS")); err == nil {
 		n = v // longer runs: NETFWD_DIFF_SEEDS=20000
 	}
+	checked := 0
 	for seed := range n {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))
 		a := genConfig(t, r, 10+r.IntN(30))
@@ -334,13 +348,25 @@ func TestDiffRandomPairs(t *testing.T) {
 			b = mutate(t, r, a)
 		}
 		if a == nil || b == nil {
-			continue
+			continue // the generator could not make a valid pair: counted below
 		}
+		done := false // stays false when the pair is skipped
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			checkDiff(t, a, b, false)
 			checkDiff(t, a, b, true)
+			done = true
 		})
+		if done {
+			checked++
+		}
 	}
+	// A generator that drifts into making mostly invalid or skipped pairs
+	// would let this test pass without testing: require most seeds to be
+	// checked in full.
+	if min := n * 8 / 10; checked < min {
+		t.Fatalf("only %d of %d seeds gave a checked pair (want at least %d)", checked, n, min)
+	}
+	t.Logf("%d of %d seeds checked", checked, n)
 }
 
 // The diff re-does little when little changed: one route more does not

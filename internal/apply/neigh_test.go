@@ -1,9 +1,10 @@
-package control
+package apply
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l3"
 )
 
@@ -40,14 +41,19 @@ func TestNeighLines(t *testing.T) {
 		"neigh del 10.0.0.7 dev eth0",
 		"neigh add 10.0.0.8 dev eth0",
 		"neigh add 10.0.0.9 lladdr 02:00:00:00:00:09 dev nosuch",
-		"neigh add 224.0.0.1 lladdr 02:00:00:00:00:09 dev eth0",
-		"neigh add 10.0.0.10 lladdr 02:00:00:00:00:0a dev",
 	}))
 	for _, w := range []string{"b.conf:2: file exists", "b.conf:3: no such file or directory",
-		"b.conf:4: no link layer address given", `b.conf:5: cannot find device "nosuch"`, "b.conf:6: invalid neighbour address",
-		`b.conf:7: "dev" needs a value`} {
+		"b.conf:4: no link layer address given", `b.conf:5: cannot find device "nosuch"`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("want %q in %v", w, err)
+		}
+	}
+	// Syntax is the reader's: refused before anything is applied.
+	_, errs := config.Parse("s.conf", strings.NewReader("neigh add 224.0.0.1 lladdr 02:00:00:00:00:09 dev eth0\n"+
+		"neigh add 10.0.0.10 lladdr 02:00:00:00:00:0a dev\n"))
+	for i, w := range []string{"s.conf:1: invalid neighbour address", `s.conf:2: "dev" needs a value`} {
+		if len(errs) != 2 || !strings.Contains(errs[i].Error(), w) {
+			t.Errorf("want %q in %v", w, errs)
 		}
 	}
 	if got := neighDump(c); got != want {

@@ -1,8 +1,9 @@
-// Package control applies configuration to a running engine: the daemon's
-// config file (and its reloads), the control socket and replay all go
-// through Apply, which checks a whole batch of commands against the bridge,
-// the FIB, the router and the neighbour table and then applies all of it or
-// none of it.
+// Package apply is netfwd's one applier: it applies configuration parsed by
+// internal/config to a running engine. The daemon's config file (and its
+// reloads, diffed by diff.go), the control socket and replay all go through
+// Controller.Apply, which checks a whole batch of commands against the
+// bridge, the FIB, the router and the neighbour table and then applies all
+// of it or none of it; LoadFIB (fib.go) does the same for a bare FIB.
 //
 // Flow: commands are sorted to their subsystems in file order: link and
 // bridge lines become bridge operations (validated together by
@@ -13,14 +14,17 @@
 // the bridge change commits, the router's interfaces are rebuilt, the FIB
 // transaction publishes, and the router's ordered actions run (neighbour
 // changes, flushes of interfaces that went down, were removed or changed
-// their MAC).
+// their MAC). A batch that passed the checks commits whole; the one thing
+// that can still fail after the check is adding a non-permanent neighbour
+// to a table the datapath filled meanwhile (gc_thresh3, "no buffer space
+// available"), reported with its line while the rest stays applied.
 //
 // Interface state is the admin state of the configuration combined with the
 // carrier state the daemon reports (SetCarrier, carrier.go): an interface is
 // up for the router when neither says down.
 //
 // Locking: Controller.mu serialises Apply and SetCarrier (one writer).
-package control
+package apply
 
 import (
 	"errors"
@@ -103,10 +107,13 @@ func (p *pending) fail(pos config.Pos, err error) {
 }
 
 // routerAction is work for the router after the commit, in command order:
-// a neighbour change (neigh != nil) or a flush of a device that went down.
+// a neighbour change (neigh != nil), a flush of a device that went down
+// (its non-permanent entries), or of a device whose MAC changed (all its
+// entries: neigh_changeaddr).
 type routerAction struct {
 	neigh    *neighOp
 	flushDev string
+	macDev   string
 }
 
 // Apply applies commands entirely or not at all. Query commands (show, get)
@@ -145,19 +152,11 @@ func (c *Controller) ApplySteps(steps []Step) error {
 		case cmd.Link != nil:
 			c.link(p, st, bridges, vlanNames, tx)
 		case cmd.Bridge != nil:
-			if cmd.Bridge.Op == nil {
-				p.fail(cmd.Pos, errors.New("bridge show is a query, not configuration"))
-				continue
-			}
 			p.addL2(cmd.Bridge.Op, cmd.Pos, st.Lenient)
 		case cmd.Neigh != nil:
-			op, err := parseNeigh(cmd.Neigh.Args)
-			if err != nil {
-				p.fail(cmd.Pos, err)
-				continue
-			}
-			op.pos, op.lenient = cmd.Pos, st.Lenient
-			p.actions = append(p.actions, routerAction{neigh: &op})
+			p.actions = append(p.actions, routerAction{neigh: &neighOp{NeighCmd: cmd.Neigh, pos: cmd.Pos, lenient: st.Lenient}})
+		case cmd.Query != nil:
+			p.fail(cmd.Pos, errQuery(cmd.Query))
 		default:
 			if !st.Lenient { // an inverse never declares a port
 				if cmd.Addr != nil {
@@ -170,7 +169,7 @@ func (c *Controller) ApplySteps(steps []Step) error {
 					p.names[cmd.Nexthop.Spec.Single.Dev] = cmd.Pos
 				}
 			}
-			if err := config.ApplyFIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
+			if err := FIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
 				p.fail(cmd.Pos, err)
 			}
 		}
@@ -251,13 +250,16 @@ func (p *pending) addL2(op l2.Op, pos config.Pos, lenient bool) {
 	p.l2lenient = append(p.l2lenient, lenient)
 }
 
+// joinErrs reports the batch's errors in line order, at most
+// config.MaxErrors of them in full (a bad million-line reload must not
+// become a million-line log message).
 func (p *pending) joinErrs() error {
 	sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Pos.Line < p.errs[j].Pos.Line })
-	errs := make([]error, len(p.errs))
-	for i, e := range p.errs {
-		errs[i] = e
+	l := config.ErrorList{File: p.errs[0].Pos.File}
+	for _, e := range p.errs {
+		l.Add(e)
 	}
-	return errors.Join(errs...)
+	return l.Err()
 }
 
 // prepareL2 validates the bridge ops; failing lenient ops are dropped and
@@ -352,6 +354,12 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 			}
 			p.addL2(l2.BridgeAdd{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
 		case "vlan":
+			if c.e.Domain().Port(l.Name) != nil {
+				// A name once used as a port stays one (ports are never
+				// deleted): as for bridges, l2's "already exists".
+				p.fail(cmd.Pos, fmt.Errorf("device %s already exists", l.Name))
+				return
+			}
 			if !bridges[l.Parent] {
 				p.fail(cmd.Pos, fmt.Errorf("%s: link %s is not a bridge", l.Name, l.Parent))
 				return
@@ -432,7 +440,10 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 		}
 		if len(l.Address) == 6 {
 			// The all-zero address restores the default (reload inverses).
-			s.MAC = l2.MAC(net.HardwareAddr(l.Address))
+			if mac := l2.MAC(net.HardwareAddr(l.Address)); mac != s.MAC {
+				s.MAC = mac
+				p.actions = append(p.actions, routerAction{macDev: l.Name})
+			}
 		}
 		p.settings[l.Name] = s
 	default:

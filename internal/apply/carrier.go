@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Carrier: the daemon reports the link state of the real interfaces it
 // forwards on (netlink link messages). An interface without carrier is down

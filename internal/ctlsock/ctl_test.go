@@ -1,4 +1,4 @@
-package ctl
+package ctlsock
 
 import (
 	"encoding/json"
@@ -6,14 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/netfwd/netfwd/internal/control"
+	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/l3"
 )
 
-func serve(t *testing.T, reload func() error) (string, *control.Controller) {
+func serve(t *testing.T, reload func() error) (string, *apply.Controller) {
 	t.Helper()
-	c := control.New(l3.NewEngine(l3.EngineOptions{}))
+	c := apply.New(l3.NewEngine(l3.EngineOptions{}))
 	path := filepath.Join(t.TempDir(), "ctl.sock")
 	s, err := Listen(path, Handler{Ctl: c, Reload: reload})
 	if err != nil {
@@ -131,5 +132,39 @@ func TestCtlReload(t *testing.T) {
 	sock, _ := serve(t, func() error { calls++; return nil })
 	if _, err := Do(sock, []string{"reload"}, false); err != nil || calls != 1 {
 		t.Fatal(err, calls)
+	}
+}
+
+// `link set dev BR type bridge OPTIONS` changes a running bridge (docs/l2.md).
+func TestCtlSetsBridgeOptions(t *testing.T) {
+	sock, c := serve(t, nil)
+	if _, err := Do(sock, []string{
+		"link add br0 address 02:bb:00:00:00:01 type bridge",
+		"link set eth1 master br0",
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Do(sock, []string{"link set dev br0 type bridge vlan_filtering 1 ageing_time 1000 vlan_default_pvid 7 fdb_max_learned 9"}, false); err != nil {
+		t.Fatalf("link set type bridge refused: %v", err)
+	}
+	br := c.Engine().Domain().Bridge("br0")
+	if !br.VLANFiltering() || br.AgeingTime() != 10*time.Second || br.HostPVID() != 7 {
+		t.Fatalf("bridge: filtering %v ageing %v pvid %d", br.VLANFiltering(), br.AgeingTime(), br.HostPVID())
+	}
+	if n, _ := c.FDBMaxLearned("br0"); n != 9 {
+		t.Fatalf("fdb_max_learned %d", n)
+	}
+	// The port still has the default VLAN untouched: it moves to 7, as in Linux.
+	if p := c.Engine().Domain().Port("eth1"); p.PVID() != 7 {
+		t.Fatalf("eth1 pvid %d, want 7", p.PVID())
+	}
+	for line, want := range map[string]string{
+		"link set dev nosuch type bridge ageing_time 100":        "no such bridge",
+		"link set dev br0 type bridge stp_state 1":               `bridge option "stp_state" is not supported`,
+		"link set dev br0 type bridge address 02:00:00:00:00:01": `bridge option "address" (`,
+	} {
+		if _, err := Do(sock, []string{line}, false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", line, err, want)
+		}
 	}
 }

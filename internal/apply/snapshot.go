@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Snapshot: the whole configured state of an engine as text (routes of all
 // tables, addresses, nexthops, link states, router interfaces, bridges with
@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/show"
 	"github.com/netfwd/netfwd/l3"
 )
 
@@ -31,7 +32,8 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 	e := c.e
 	f := e.FIB()
 	for _, r := range f.Routes(fib.TableAll) {
-		fmt.Fprintf(&b, "route %s\n", r.Format(true))
+		j := show.RouteOf(r, true)
+		fmt.Fprintf(&b, "route %s\n", j.Text())
 	}
 	addrs := f.Addresses()
 	sort.SliceStable(addrs, func(i, j int) bool { return addrs[i].Dev < addrs[j].Dev })
@@ -66,23 +68,28 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 		ml, _ := c.FDBMaxLearned(br.Name)
 		fmt.Fprintf(&b, "bridge %s filtering %v ageing %v max_learned %d host_pvid %d\n",
 			br.Name, br.VLANFiltering(), br.AgeingTime(), ml, br.HostPVID())
-		var fdb, vl strings.Builder
-		br.WriteFDB(&fdb)
-		br.WriteVLANs(&vl, false)
-		for _, line := range strings.Split(strings.TrimSpace(fdb.String()), "\n") {
-			if line != "" {
-				for m, n := range macs {
-					line = strings.ReplaceAll(line, m, n)
-				}
-				fmt.Fprintf(&b, "fdb %s\n", line)
+		// FDB entries sorted by text: the order of ports is the order their
+		// names were first seen, not configuration.
+		now := e.Domain().Clock().Now()
+		entries := br.FDB().Entries()
+		var fdb []string
+		for i := range entries {
+			j := show.FDBEntryOf(br, &entries[i], now)
+			line := strings.TrimSpace(string(j.AppendText(nil)))
+			for m, n := range macs {
+				line = strings.ReplaceAll(line, m, n)
 			}
+			fdb = append(fdb, "fdb "+line+"\n")
 		}
+		sort.Strings(fdb)
+		b.WriteString(strings.Join(fdb, ""))
 		// Ports are listed in the order they joined the bridge: a reload
 		// that re-enslaves ports may change it (flooding order only).
-		header, body, _ := strings.Cut(strings.TrimSpace(vl.String()), "\n")
-		blocks := strings.Split(body, "\n\n")
-		sort.Strings(blocks)
-		b.WriteString("vlans\n" + header + "\n" + strings.Join(blocks, "\n\n") + "\n")
+		vl := br.VLANMemberships()
+		sort.Slice(vl, func(i, j int) bool { return vl[i].Dev < vl[j].Dev })
+		for _, m := range vl {
+			fmt.Fprintf(&b, "vlans %s %v\n", m.Dev, m.VLANs)
+		}
 		for _, m := range br.MDB() {
 			fmt.Fprintf(&b, "mdb %s port %s grp %s vid %d\n", br.Name, m.Port, m.Group, m.VID)
 		}

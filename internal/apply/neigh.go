@@ -1,18 +1,19 @@
-package control
+package apply
 
 // Neighbour lines: `neigh add|replace|change|del A [lladdr M] dev D
 // [nud permanent|reachable|stale|noarp]` (iproute2's default state is
 // permanent), and the router's ordered work after a commit.
 //
-// Flow: lines are parsed into neighOps in the command loop and queued as
-// router actions in command order, interleaved with the flushes of devices
+// Flow: the batch's neighbour lines (parsed by internal/config) are queued
+// as router actions in command order, interleaved with the flushes of devices
 // the batch takes down. Before anything commits, checkNeigh replays that
 // sequence against a model: the table's current entries (read once per key),
 // the interfaces the batch leaves (bridges, VLAN interfaces, ports outside a
 // bridge) and the flushes the batch causes, so an `add` of an existing entry
 // or a `del` of a missing one fails the whole batch with the kernel's words.
-// After the commit runActions flushes removed interfaces and interfaces
-// whose MAC changed (neigh_changeaddr), then runs the actions in order.
+// After the commit runActions flushes removed interfaces, then runs the
+// actions in order; a `link set D address M` line flushes D's entries
+// (neigh_changeaddr) where it stands, as Linux does for a batch.
 //
 // Admin link down flushes the device's non-permanent entries (as carrier
 // loss does in Linux; Linux's admin down also drops permanent ones: netfwd
@@ -30,14 +31,9 @@ import (
 	"github.com/netfwd/netfwd/l3"
 )
 
-// neighOp is one parsed neighbour line.
+// neighOp is one neighbour line of a batch.
 type neighOp struct {
-	op      string // add, replace, change, delete
-	ip      netip.Addr
-	dev     string
-	lladdr  [6]byte
-	hasLL   bool
-	state   l3.NeighState
+	*config.NeighCmd
 	pos     config.Pos
 	lenient bool
 	skip    bool // a lenient inverse with nothing to undo
@@ -45,106 +41,6 @@ type neighOp struct {
 
 // errNoDevice is iproute2's wording for an unknown dev.
 func errNoDevice(dev string) error { return fmt.Errorf("cannot find device %q", dev) }
-
-func parseNeigh(args []string) (neighOp, error) {
-	o := neighOp{state: l3.NUDPermanent}
-	if len(args) == 0 {
-		return o, errors.New("neigh: missing command")
-	}
-	switch args[0] {
-	case "add", "a":
-		o.op = "add"
-	case "replace", "rep", "repl":
-		o.op = "replace"
-	case "change", "chg", "cha":
-		o.op = "change"
-	case "delete", "del":
-		o.op = "delete"
-	case "show", "list", "ls":
-		return o, errors.New("neigh show is a query, not configuration")
-	default:
-		return o, fmt.Errorf("neigh: unknown command %q (want add, replace, change or del)", args[0])
-	}
-	args = args[1:]
-	for w := config.NewWords(args); w.More(); {
-		a := w.Next()
-		switch a {
-		case "lladdr":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			if o.lladdr, err = l3.ParseLLAddr(v); err != nil {
-				return o, err
-			}
-			o.hasLL = true
-		case "dev":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			o.dev = v
-		case "nud":
-			v, err := w.Value(a)
-			if err != nil {
-				return o, err
-			}
-			switch v {
-			case "permanent", "reachable", "stale", "noarp":
-			default:
-				return o, fmt.Errorf("nud state %q not supported (want permanent, reachable, stale or noarp)", v)
-			}
-			o.state, _ = l3.ParseNeighState(v)
-		case "to":
-		default:
-			if o.ip.IsValid() {
-				return o, fmt.Errorf("unexpected %q", a)
-			}
-			ip, err := netip.ParseAddr(a)
-			if err != nil || !ip.Is4() {
-				return o, fmt.Errorf("invalid IPv4 address %q", a)
-			}
-			o.ip = ip
-		}
-	}
-	switch {
-	case !o.ip.IsValid():
-		return o, errors.New("missing neighbour address")
-	case o.dev == "":
-		return o, errors.New("device not specified")
-	case o.op == "delete" && o.hasLL:
-		return o, errors.New("neigh del takes no lladdr")
-	}
-	if v := l3.Addr4(o.ip); v>>24 == 0 || v>>28 == 0xe || v == 0xffffffff {
-		return o, fmt.Errorf("invalid neighbour address %s", o.ip)
-	}
-	return o, nil
-}
-
-// String renders the op as a config line.
-func (o neighOp) String() string {
-	s := "neigh " + o.op + " " + o.ip.String()
-	if o.hasLL {
-		s += " lladdr " + l3.FormatMAC(o.lladdr)
-	}
-	s += " dev " + o.dev
-	if o.op != "delete" {
-		s += " nud " + stateWord(o.state)
-	}
-	return s
-}
-
-func stateWord(s l3.NeighState) string {
-	switch s {
-	case l3.NUDReachable:
-		return "reachable"
-	case l3.NUDStale:
-		return "stale"
-	case l3.NUDNoARP:
-		return "noarp"
-	}
-	return "permanent"
-}
 
 // neighModel is checkNeigh's view of the table during the batch.
 type neighModel struct {
@@ -203,6 +99,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 	}
 	before := ifaceMap(r.Ifaces())
 	m := neighModel{entries: map[neighKey]neighEntry{}, cleared: map[string]bool{}, flushed: map[string]bool{}}
+	macLines := macActions(p)
 	for name, ifc := range before {
 		kindNow := ""
 		switch {
@@ -213,7 +110,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		case isIface(name):
 			kindNow = "port"
 		}
-		if kindNow != ifc.Kind.String() || p.settings[name].MAC != c.settings[name].MAC {
+		if kindNow != ifc.Kind.String() || p.settings[name].MAC != c.settings[name].MAC && !macLines[name] {
 			m.cleared[name] = true
 		}
 	}
@@ -234,6 +131,15 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		return e
 	}
 	for _, a := range p.actions {
+		if a.macDev != "" {
+			m.cleared[a.macDev] = true
+			for k := range m.entries {
+				if k.dev == a.macDev {
+					m.entries[k] = neighEntry{}
+				}
+			}
+			continue
+		}
 		if a.neigh == nil {
 			m.flushed[a.flushDev] = true
 			for k, e := range m.entries {
@@ -244,38 +150,50 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 			continue
 		}
 		o := a.neigh
-		if !isIface(o.dev) {
+		if !isIface(o.Dev) {
 			if !o.lenient {
-				p.fail(o.pos, errNoDevice(o.dev))
+				p.fail(o.pos, errNoDevice(o.Dev))
 			}
 			o.skip = true
 			continue
 		}
-		k := neighKey{o.dev, o.ip}
+		k := neighKey{o.Dev, o.IP}
 		e := get(k)
 		switch {
-		case o.op == "delete" && !e.exists:
+		case o.Op == "delete" && !e.exists:
 			if !o.lenient {
 				p.fail(o.pos, l3.ErrNeighNotFound)
 			}
 			o.skip = true
-		case o.op == "add" && e.exists:
+		case o.Op == "add" && e.exists:
 			p.fail(o.pos, l3.ErrNeighExists)
-		case o.op == "change" && !e.exists:
+		case o.Op == "change" && !e.exists:
 			p.fail(o.pos, l3.ErrNeighNotFound)
-		case o.op != "delete" && !e.exists && !o.hasLL:
+		case o.Op != "delete" && !e.exists && !o.HasLLAddr:
 			p.fail(o.pos, l3.ErrNeighNoLLAddr)
-		case o.op == "delete":
+		case o.Op == "delete":
 			m.entries[k] = neighEntry{}
 		default:
-			m.entries[k] = neighEntry{exists: true, permanent: o.state == l3.NUDPermanent}
+			m.entries[k] = neighEntry{exists: true, permanent: o.State == config.NUDPermanent}
 		}
 	}
 }
 
+// macActions lists the devices whose MAC the batch's lines change: their
+// flush happens where the line stands, not before everything else.
+func macActions(p *pending) map[string]bool {
+	m := map[string]bool{}
+	for _, a := range p.actions {
+		if a.macDev != "" {
+			m[a.macDev] = true
+		}
+	}
+	return m
+}
+
 // runActions does the router's work after a commit: flushes for interfaces
-// that went away or changed their MAC, then the batch's neighbour changes
-// and link-down flushes in order. A neighbour the table refuses at this
+// that went away or whose MAC changed otherwise (a bridge re-created), then
+// the batch's neighbour changes, link-down and MAC-change flushes in order. A neighbour the table refuses at this
 // point (table full of non-permanent entries) is reported; the rest of the
 // batch stays applied.
 func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
@@ -284,17 +202,24 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 	now := c.e.Domain().Clock().Now()
 	var acts l3.NeighActions
 	after := ifaceMap(r.Ifaces())
+	macLines := macActions(p)
 	for name, old := range before {
 		n := after[name]
 		switch {
 		case n == nil || n.Kind != old.Kind:
 			t.FlushDev(old.Index, false, now, &acts)
-		case n.MAC != old.MAC:
+		case n.MAC != old.MAC && !macLines[name]:
 			t.ChangeAddr(n.Index, now, &acts)
 		}
 	}
 	var errs []error
 	for _, a := range p.actions {
+		if a.macDev != "" {
+			if ifc := after[a.macDev]; ifc != nil {
+				t.ChangeAddr(ifc.Index, now, &acts)
+			}
+			continue
+		}
 		if a.neigh == nil {
 			if ifc := after[a.flushDev]; ifc != nil {
 				t.FlushDev(ifc.Index, true, now, &acts)
@@ -305,14 +230,14 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 		if o.skip {
 			continue
 		}
-		ifc := after[o.dev]
+		ifc := after[o.Dev]
 		if ifc == nil {
 			continue // checked: cannot happen
 		}
-		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
-			State: o.state, IfMAC: ifc.MAC}
+		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.IP), LLAddr: o.LLAddr, HasLLAddr: o.HasLLAddr,
+			State: l3.NeighState(o.State), IfMAC: ifc.MAC}
 		var err error
-		switch o.op {
+		switch o.Op {
 		case "add":
 			err = t.Add(spec, now, &acts)
 		case "replace":
@@ -354,6 +279,3 @@ func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) 
 	}
 	acts.Reset()
 }
-
-// permanentState is iproute2's default neighbour state.
-const permanentState = l3.NUDPermanent

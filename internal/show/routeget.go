@@ -1,4 +1,4 @@
-package ctl
+package show
 
 // `route get` answers, shared by `netfwd route get` and the control socket:
 // the design notes' JSON object (-j) or an `ip route get` style line.
@@ -13,11 +13,17 @@ import (
 	"github.com/netfwd/netfwd/fib"
 )
 
+// maxEcho bounds the bad input an answer repeats.
+const maxEcho = 64
+
 // AppendRouteGet formats one `route get` answer: the design notes' JSON object, or an
 // `ip route get` style line.
 func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
+		if len(s) > maxEcho { // an answer echoes at most a short prefix of bad input
+			s = s[:maxEcho] + "..."
+		}
 		if asJSON {
 			b = append(b, `{"dst":`...)
 			b = strconv.AppendQuote(b, s)

@@ -1,7 +1,11 @@
-package config
+package apply
 
-// Applying parsed commands to the FIB inside one transaction, and the
-// all-or-nothing loader built on it.
+// Route, address, nexthop and link-state commands applied to a FIB
+// transaction, and the all-or-nothing loader of a bare FIB built on it
+// (`netfwd route get --config`, the benchmarks' full tables): the same
+// code the Controller runs for these commands, without an engine around.
+//
+// Locking: runs inside the caller's FIB transaction (one writer).
 
 import (
 	"errors"
@@ -11,24 +15,13 @@ import (
 	"runtime/debug"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/config"
 )
 
-// ApplyFIB applies the route, address, nexthop and link-state commands to tx
-// and returns one positioned error per failing command. Commands for other
-// subsystems (bridge, neighbours, link creation) are left to their owners.
-func ApplyFIB(tx *fib.Txn, cmds []Command) []error {
-	var errs []error
-	for i := range cmds {
-		c := &cmds[i]
-		if err := ApplyFIBCommand(tx, c); err != nil {
-			errs = append(errs, &Error{c.Pos, err})
-		}
-	}
-	return errs
-}
-
-// ApplyFIBCommand applies one command (see ApplyFIB).
-func ApplyFIBCommand(tx *fib.Txn, c *Command) error {
+// FIBCommand applies one route, address, nexthop or link-state command to
+// tx. Commands for other subsystems (bridge, neighbours, link creation) are
+// left to the Controller; a query is an error.
+func FIBCommand(tx *fib.Txn, c *config.Command) error {
 	switch {
 	case c.Route != nil:
 		r := c.Route
@@ -44,7 +37,7 @@ func ApplyFIBCommand(tx *fib.Txn, c *Command) error {
 		case "delete":
 			return tx.DelRoute(r.Spec)
 		}
-		return fmt.Errorf("route %s is a query, not configuration", r.Op)
+		return fmt.Errorf("route %s: unknown operation", r.Op)
 	case c.Addr != nil:
 		switch c.Addr.Op {
 		case "add":
@@ -52,7 +45,7 @@ func ApplyFIBCommand(tx *fib.Txn, c *Command) error {
 		case "delete":
 			return tx.DelAddress(c.Addr.Dev, c.Addr.Prefix)
 		}
-		return fmt.Errorf("address %s is a query, not configuration", c.Addr.Op)
+		return fmt.Errorf("address %s: unknown operation", c.Addr.Op)
 	case c.Nexthop != nil:
 		switch c.Nexthop.Op {
 		case "add":
@@ -62,19 +55,27 @@ func ApplyFIBCommand(tx *fib.Txn, c *Command) error {
 		case "delete":
 			return tx.DelNexthop(c.Nexthop.Spec.ID)
 		}
-		return fmt.Errorf("nexthop %s is a query, not configuration", c.Nexthop.Op)
+		return fmt.Errorf("nexthop %s: unknown operation", c.Nexthop.Op)
 	case c.Link != nil:
 		l := c.Link
 		if l.Op == "set" && (l.Up || l.Down) {
 			return tx.SetLinkUp(l.Name, l.Up)
 		}
+	case c.Query != nil:
+		return errQuery(c.Query)
 	}
 	return nil
 }
 
-// LoadFIB reads a config text and applies it to f entirely or not at all.
-// The error lists every problem, one FILE:LINE: reason per line. sizeHint
-// is the expected number of lines (0: unknown, assume a bulk load).
+func errQuery(q config.Query) error {
+	return fmt.Errorf("%s is a query, not configuration", q.Name())
+}
+
+// LoadFIB reads a config text and applies its route, address, nexthop and
+// link-state lines to f entirely or not at all. The error lists every
+// problem, one FILE:LINE: reason per line (bounded: config.ErrorList).
+// sizeHint is the expected number of lines (0: unknown, assume a bulk
+// load).
 func LoadFIB(f *fib.FIB, name string, r io.Reader, sizeHint int) error {
 	if sizeHint <= 0 {
 		sizeHint = 1 << 30
@@ -86,7 +87,7 @@ func LoadFIB(f *fib.FIB, name string, r io.Reader, sizeHint int) error {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	tx := f.Begin(sizeHint)
-	errs := Stream(name, r, func(c *Command) error { return ApplyFIBCommand(tx, c) })
+	errs := config.Stream(name, r, func(c *config.Command) error { return FIBCommand(tx, c) })
 	if len(errs) > 0 {
 		tx.Abort()
 		return errors.Join(errs...)

@@ -1,4 +1,4 @@
-package control
+package apply
 
 // Reload diffs: the steps that take an engine configured by file A to the
 // state file B gives a fresh engine, touching only what changed.
@@ -20,6 +20,9 @@ package control
 //   dev:N        a bridge or VLAN interface N exists (re-creating it resets all on it)
 //   brport:P     P's bridge membership and everything on it (vlan, fdb, link flags, mdb):
 //                redone as a unit; its inverse is `nomaster`, which resets all of it
+//   brports:B    the memberships of bridge B and the lines on its ports (what
+//                `link set B type bridge` lines changing vlan_filtering or
+//                vlan_default_pvid depend on: they change what those lines do)
 //   iface:P      the router interface of port P (it exists while P is not bridged)
 //   brattr:B:O   bridge attribute O (ageing_time, fdb_max_learned)
 //   hostvlan:B:V the host membership a VLAN interface brings
@@ -246,8 +249,33 @@ type logical struct {
 
 func normalise(cmds []config.Command, bridges map[string]bool) []logical {
 	var out []logical
+	masters := map[string]string{} // each port's bridge at this point of the file
 	for i := range cmds {
-		out = append(out, logicalOf(&cmds[i], bridges)...)
+		c := &cmds[i]
+		lgs := logicalOf(c, bridges)
+		if c.Bridge != nil {
+			// A port's lines also own its bridge's brports key (see
+			// bridgeSetLogicals).
+			for j := range lgs {
+				for _, k := range lgs[j].own {
+					if p, ok := strings.CutPrefix(k, "brport:"); ok && masters[p] != "" {
+						lgs[j].own = append(lgs[j].own, "brports:"+masters[p])
+						break
+					}
+				}
+			}
+		}
+		if l := c.Link; l != nil && l.Op == "set" && (l.Master != "" || l.NoMaster) {
+			masters[l.Name] = l.Master
+		}
+		if l := c.Link; l != nil && l.Op == "delete" {
+			for p, m := range masters {
+				if m == l.Name {
+					delete(masters, p)
+				}
+			}
+		}
+		out = append(out, lgs...)
 	}
 	return out
 }
@@ -260,7 +288,8 @@ func with(c *config.Command, f func(*config.Command)) config.Command {
 }
 
 // bridgeDefaults are the values attribute inverses restore.
-var bridgeDefaults = map[string]string{"ageing_time": "30000", "fdb_max_learned": "0"}
+var bridgeDefaults = map[string]string{"ageing_time": "30000", "fdb_max_learned": "0",
+	"flood_defer": fmt.Sprint(l2.DefaultFloodDeferThreshold), "mcast_prefilter": "1"}
 
 // createOptions stay with a bridge's creation: changing them re-creates it
 // (ports joined before and after a pvid change differ).
@@ -270,7 +299,7 @@ func logicalOf(c *config.Command, bridges map[string]bool) []logical {
 	switch {
 	case c.Link != nil:
 		return linkLogical(c)
-	case c.Bridge != nil && c.Bridge.Op != nil:
+	case c.Bridge != nil:
 		return []logical{bridgeLogical(c, bridges)}
 	case c.Addr != nil:
 		return []logical{addrLogical(c)}
@@ -317,28 +346,13 @@ func linkLogical(c *config.Command) []logical {
 			inverse: []config.Command{with(c, func(n *config.Command) { n.Link = &config.LinkCmd{Op: "delete", Name: name} })},
 			own:     []string{"dev:" + name},
 		}}
-		for _, k := range attrs {
-			v := l.Options[k]
-			def, ok := bridgeDefaults[k]
-			if !ok {
-				def = v
-			}
-			out = append(out, logical{
-				text: fmt.Sprintf("bridge-attr %s %s %s", name, k, v),
-				fwd: with(c, func(n *config.Command) {
-					n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
-				}),
-				inverse: []config.Command{with(c, func(n *config.Command) {
-					n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: def}}
-				})},
-				own:  []string{"brattr:" + name + ":" + k},
-				deps: []string{"dev:" + name},
-			})
-		}
-		return out
+		return append(out, bridgeAttrLogicals(c, attrs)...)
 	case "delete":
 		return []logical{{text: "link del " + name, fwd: *c, own: []string{"dev:" + name}}}
 	case "set":
+		if l.Kind == "bridge" {
+			return bridgeSetLogicals(c)
+		}
 		var out []logical
 		set := func(text string, lc config.LinkCmd, inv *config.LinkCmd, own []string, deps ...string) {
 			// Every line naming a device is re-done when the device is
@@ -353,7 +367,7 @@ func linkLogical(c *config.Command) []logical {
 		if l.Master != "" {
 			set("master "+name+" "+l.Master, config.LinkCmd{Op: "set", Name: name, Master: l.Master},
 				&config.LinkCmd{Op: "set", Name: name, NoMaster: true},
-				[]string{"brport:" + name, "iface:" + name}, "dev:"+l.Master)
+				[]string{"brport:" + name, "iface:" + name, "brports:" + l.Master}, "dev:"+l.Master)
 		}
 		if l.NoMaster {
 			set("nomaster "+name, config.LinkCmd{Op: "set", Name: name, NoMaster: true}, nil,
@@ -377,6 +391,66 @@ func linkLogical(c *config.Command) []logical {
 		return out
 	}
 	return []logical{{text: "link " + l.Op + " " + name, fwd: *c}}
+}
+
+// bridgeAttrLogicals: one logical command per bridge attribute of a `link
+// add|set BR type bridge` line (keys in sorted order), each set back to its
+// default by its inverse.
+func bridgeAttrLogicals(c *config.Command, keys []string) []logical {
+	name := c.Link.Name
+	var out []logical
+	for _, k := range keys {
+		v := c.Link.Options[k]
+		def, ok := bridgeDefaults[k]
+		if !ok {
+			def = v
+		}
+		out = append(out, logical{
+			text: fmt.Sprintf("bridge-attr %s %s %s", name, k, v),
+			fwd: with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
+			}),
+			inverse: []config.Command{with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: def}}
+			})},
+			own:  []string{"brattr:" + name + ":" + k},
+			deps: []string{"dev:" + name},
+		})
+	}
+	return out
+}
+
+// bridgeSetLogicals: `link set BR type bridge OPTIONS` at file level. The
+// attributes that the reset of a bridge cannot undo one by one
+// (vlan_filtering and vlan_default_pvid move ports' VLANs) own the bridge
+// itself: a change re-creates it, as for its `link add` line. They also
+// depend on the bridge's memberships (brports:B): a port joining again
+// after such a line gets the VLANs of the new defaults, so re-doing any
+// membership of B re-does the line, and with it the bridge.
+func bridgeSetLogicals(c *config.Command) []logical {
+	name := c.Link.Name
+	var attrs []string
+	var out []logical
+	for k, v := range c.Link.Options {
+		if !createOptions[k] {
+			attrs = append(attrs, k)
+			continue
+		}
+		out = append(out, logical{
+			text: fmt.Sprintf("bridge-create-attr %s %s %s", name, k, v),
+			fwd: with(c, func(n *config.Command) {
+				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
+			}),
+			own:  []string{"dev:" + name},
+			deps: []string{"dev:" + name, "brports:" + name},
+			// Pulled too, so that moving port lines across it counts as a
+			// change of order.
+			pulls: []string{"brports:" + name},
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].text < out[j].text })
+	sort.Strings(attrs)
+	return append(out, bridgeAttrLogicals(c, attrs)...)
 }
 
 // bridgeLogical: lines on a port belong to its brport unit (reset by
@@ -522,21 +596,21 @@ func nexthopLogical(c *config.Command) logical {
 // neighLogical: an entry goes when its interface is re-created or changes
 // its MAC, and (unless permanent) when its link goes down.
 func neighLogical(c *config.Command) logical {
-	o, err := parseNeigh(c.Neigh.Args)
-	if err != nil {
-		return logical{text: "neigh " + strings.Join(c.Neigh.Args, " "), fwd: *c}
-	}
-	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.dev + ":" + o.ip.String()},
-		deps: []string{"dev:" + o.dev, "iface:" + o.dev, "mac:" + o.dev}}
-	if o.state != permanentState {
+	o := c.Neigh
+	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.Dev + ":" + o.IP.String()},
+		deps: []string{"dev:" + o.Dev, "iface:" + o.Dev, "mac:" + o.Dev},
+		// A MAC change flushes the entries before it, not those after it:
+		// moving the entry across a `link set D address` line is a change.
+		pulls: []string{"mac:" + o.Dev}}
+	if o.State != config.NUDPermanent {
 		// A link-down line after it in the file flushes it: it follows the
 		// link state lines, and re-doing it re-does them.
-		lg.deps = append(lg.deps, "linkstate:"+o.dev)
-		lg.pulls = append(lg.pulls, "linkstate:"+o.dev)
+		lg.deps = append(lg.deps, "linkstate:"+o.Dev)
+		lg.pulls = append(lg.pulls, "linkstate:"+o.Dev)
 	}
-	if o.op != "delete" {
+	if o.Op != "delete" {
 		lg.inverse = []config.Command{with(c, func(n *config.Command) {
-			n.Neigh = &config.NeighCmd{Args: []string{"del", o.ip.String(), "dev", o.dev}}
+			n.Neigh = &config.NeighCmd{Op: "delete", IP: o.IP, Dev: o.Dev}
 		})}
 	}
 	return lg

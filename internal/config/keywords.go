@@ -1,0 +1,189 @@
+package config
+
+// Keywords: the one abbreviation rule of every line netfwd reads, iproute2's.
+//
+// iproute2 compares each word of a command line with its keywords in the
+// order its C source lists them, with one of two functions: matches(word,
+// keyword), true when word is a non-empty prefix of keyword, or strcmp, an
+// exact comparison. The first keyword that the word names wins: `ip r` is
+// `ip route` because "route" comes before "rule" in ip's object table, and
+// `route add ... t 5` sets the table because "tos" is compared exactly while
+// "table" is abbreviable. A table here lists iproute2's keywords in
+// iproute2's order, each marked abbreviable or exact, including those netfwd
+// does not implement: their abbreviations must not fall through to a later
+// keyword that netfwd happens to know. netfwd's own keywords (the `bridge`
+// object in ip lines, `fdb`, `vlan`, `reload`, ...) come after iproute2's, so
+// they never change what an iproute2 abbreviation means.
+//
+// Locking: none (read-only tables).
+
+import (
+	"fmt"
+	"strings"
+)
+
+// keyword is one entry of a keyword table.
+type keyword struct {
+	word  string // as iproute2 spells it
+	means string // what netfwd does with it ("" = iproute2 knows it, netfwd does not)
+	exact bool   // strcmp in iproute2: no abbreviation
+}
+
+// kw is an abbreviable keyword (iproute2's matches()); means defaults to
+// the word itself.
+func kw(word string, means ...string) keyword {
+	k := keyword{word: word, means: word}
+	if len(means) > 0 {
+		k.means = means[0]
+	}
+	return k
+}
+
+// exact is a keyword iproute2 compares with strcmp.
+func exact(word string, means ...string) keyword {
+	k := kw(word, means...)
+	k.exact = true
+	return k
+}
+
+// unsupported marks keywords netfwd does not implement, keeping their place
+// in the table (and their abbreviations).
+func unsupported(ks ...keyword) []keyword {
+	for i := range ks {
+		ks[i].means = ""
+	}
+	return ks
+}
+
+// keywords is one of iproute2's keyword tables, in iproute2's order.
+type keywords struct {
+	what  string // for messages: "object", "route command", ...
+	table []keyword
+}
+
+func table(what string, parts ...any) *keywords {
+	t := &keywords{what: what}
+	for _, p := range parts {
+		switch v := p.(type) {
+		case keyword:
+			t.table = append(t.table, v)
+		case []keyword:
+			t.table = append(t.table, v...)
+		default:
+			panic(fmt.Sprintf("config: bad keyword table entry %T", p))
+		}
+	}
+	return t
+}
+
+// matches is iproute2's matches(): word is a non-empty prefix of keyword.
+func matches(word, keyword string) bool {
+	return word != "" && len(word) <= len(keyword) && keyword[:len(word)] == word
+}
+
+// find returns the first keyword of the table that word names.
+func (t *keywords) find(word string) (keyword, bool) {
+	for _, k := range t.table {
+		if word == k.word || !k.exact && matches(word, k.word) {
+			return k, true
+		}
+	}
+	return keyword{}, false
+}
+
+// lookup resolves word to what netfwd does with it. ok is false when no
+// keyword of the table is named (the word may then be a value, such as a
+// prefix or a device name); err is set when the keyword is iproute2's but
+// not netfwd's.
+func (t *keywords) lookup(word string) (means string, ok bool, err error) {
+	k, ok := t.find(word)
+	if !ok {
+		return "", false, nil
+	}
+	if k.means == "" {
+		return "", true, errUnsupported(t.what, word, k.word)
+	}
+	return k.means, true, nil
+}
+
+// must resolves a word that has to be one of the table's keywords.
+func (t *keywords) must(word string) (string, error) {
+	means, ok, err := t.lookup(word)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", fmt.Errorf("unknown %s %s (want %s)", t.what, Quote(word), t.supported())
+	}
+	return means, nil
+}
+
+// supported lists the table's keywords netfwd implements, for messages.
+func (t *keywords) supported() string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range t.table {
+		if k.means != "" && !seen[k.means] {
+			seen[k.means] = true
+			out = append(out, k.means)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func errUnsupported(what, word, keyword string) error {
+	if word != keyword {
+		return fmt.Errorf("%s %s (%s) is not supported by netfwd", what, Quote(word), keyword)
+	}
+	return fmt.Errorf("%s %s is not supported by netfwd", what, Quote(word))
+}
+
+// ---- the command line of a line: `ip [OPTIONS] OBJECT ...` ----
+
+// ipObjects is ip.c's cmds[] table, then netfwd's own objects.
+var ipObjects = table("object",
+	kw("address"), unsupported(kw("addrlabel"), kw("maddress")), kw("route"),
+	unsupported(kw("rule")), kw("neighbor", "neigh"), kw("neighbour", "neigh"),
+	unsupported(kw("ntable"), kw("ntbl")), kw("link"),
+	unsupported(kw("l2tp"), kw("fou"), kw("ila"), kw("macsec"), kw("tunnel"), kw("tunl"), kw("tuntap"),
+		kw("tap"), kw("token"), kw("tcpmetrics"), kw("tcp_metrics"), kw("monitor"), kw("xfrm"), kw("mroute"),
+		kw("mrule"), kw("netns"), kw("netconf"), kw("vrf"), kw("sr")),
+	kw("nexthop"), unsupported(kw("mptcp"), kw("ioam"), kw("help")), kw("stats"),
+	// netfwd: `bridge ...` lines, the control socket's shorthands.
+	kw("bridge"), exact("nh", "nexthop"), kw("fdb", "bridge-fdb"), kw("vlan", "bridge-vlan"), kw("reload"),
+)
+
+// ipOptions is ip.c's option chain (main()), in its order.
+var ipOptions = table("option",
+	unsupported(kw("-loops"), kw("-family")), exact("-4"), exact("-6", "-6"),
+	unsupported(exact("-0"), exact("-M"), exact("-B"), kw("-human"), kw("-human-readable"), kw("-iec"),
+		kw("-stats"), kw("-statistics"), kw("-details"), kw("-resolve"), kw("-oneline"), kw("-timestamp"),
+		kw("-tshort"), kw("-Version"), kw("-force"), kw("-batch"), kw("-brief")),
+	kw("-json"), unsupported(kw("-pretty"), kw("-rcvbuf"), kw("-color"), kw("-help"), kw("-netns"),
+		kw("-Numeric"), kw("-all"), exact("-echo")),
+)
+
+// bridgeObjects is bridge.c's cmds[] table.
+var bridgeObjects = table("bridge object",
+	kw("link"), kw("fdb"), kw("mdb"), unsupported(kw("mst")), kw("vlan"),
+	unsupported(kw("vni"), kw("monitor"), kw("help")),
+)
+
+// bridgeOptions is bridge.c's option chain.
+var bridgeOptions = table("bridge option",
+	unsupported(kw("-help"), kw("-Version"), kw("-stats"), kw("-statistics"), kw("-details"), kw("-oneline"),
+		kw("-timestamp"), kw("-family")), exact("-4"), exact("-6", "-6"),
+	unsupported(kw("-netns"), kw("-color")), kw("-compressvlans"), unsupported(kw("-force")), kw("-json"),
+	unsupported(kw("-pretty"), kw("-batch")),
+)
+
+// onOff reads iproute2's on|off values (parse_on_off: strcmp).
+func onOff(key, v string) (bool, error) {
+	switch v {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: want on or off, got %s", key, Quote(v))
+}

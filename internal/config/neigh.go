@@ -1,0 +1,175 @@
+package config
+
+// `neigh add|replace|change|del A [lladdr M] dev D [nud permanent|reachable|
+// stale|noarp]` (iproute2's default state is permanent), and the `neigh
+// show` query, with ipneigh.c's keyword tables. Whether the entry exists,
+// and the device, are checked by the applier against the table and the
+// interfaces the batch leaves (internal/apply).
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// NUD is a neighbour state bit, with Linux's values (NUD_* in
+// linux/neighbour.h; the router's table uses the same ones).
+type NUD uint16
+
+// Linux's neighbour states, and iproute2's bit for NONE in a show filter.
+const (
+	NUDIncomplete NUD = 0x01
+	NUDReachable  NUD = 0x02
+	NUDStale      NUD = 0x04
+	NUDDelay      NUD = 0x08
+	NUDProbe      NUD = 0x10
+	NUDFailed     NUD = 0x20
+	NUDNoARP      NUD = 0x40
+	NUDPermanent  NUD = 0x80
+	NUDNone       NUD = 0x100 // NUD_NONE is 0; a filter names it with this bit (iproute2)
+	NUDAll        NUD = 0x1ff // `nud all`
+)
+
+// NeighCmd is a parsed neighbour line.
+type NeighCmd struct {
+	Op        string // add, replace, change, delete
+	IP        netip.Addr
+	Dev       string
+	LLAddr    [6]byte
+	HasLLAddr bool
+	State     NUD // one state; permanent unless `nud` says otherwise
+}
+
+// neighCommands is do_ipneigh's chain.
+var neighCommands = table("neigh command",
+	kw("add"), kw("change"), exact("chg", "change"), kw("replace"), kw("delete"), unsupported(kw("get")),
+	kw("show"), kw("lst", "show"), kw("list", "show"), unsupported(kw("flush"), kw("help")),
+)
+
+// neighArgs is ipneigh_modify's chain (the default branch is `[to] ADDR`).
+var neighArgs = table("neigh argument",
+	kw("lladdr"), exact("nud"),
+	unsupported(kw("proxy"), exact("router"), exact("use"), exact("managed"), kw("extern_learn"),
+		exact("extern_valid")),
+	exact("dev"), unsupported(kw("protocol")),
+)
+
+// nudStates is nud_state_a2n's chain.
+var nudStates = table("nud state",
+	kw("permanent"), kw("reachable"), exact("noarp"), exact("none"), exact("stale"), exact("incomplete"),
+	exact("delay"), exact("probe"), kw("failed"),
+)
+
+var nudBits = map[string]NUD{
+	"permanent": NUDPermanent, "reachable": NUDReachable, "noarp": NUDNoARP, "none": NUDNone,
+	"stale": NUDStale, "incomplete": NUDIncomplete, "delay": NUDDelay, "probe": NUDProbe, "failed": NUDFailed,
+}
+
+// String is the state as `nud` names it.
+func (s NUD) String() string {
+	for n, b := range nudBits {
+		if b == s {
+			return n
+		}
+	}
+	return fmt.Sprintf("nud(%#x)", uint16(s))
+}
+
+// parseNUDFilter reads the value of `neigh show nud STATE` ("all" too).
+func parseNUDFilter(v string) (uint16, error) {
+	if v == "all" {
+		return uint16(NUDAll), nil
+	}
+	means, err := nudStates.must(v)
+	if err != nil {
+		return 0, err
+	}
+	return uint16(nudBits[means]), nil
+}
+
+func parseNeigh(cmd *Command, w *words) error {
+	op, err := verb(w, neighCommands, "show")
+	if err != nil {
+		return err
+	}
+	if op == "show" {
+		cmd.Query, err = parseNeighShow(w)
+		return err
+	}
+	c := &NeighCmd{Op: op, State: NUDPermanent}
+	for w.More() {
+		a := w.Next()
+		means, ok, err := neighArgs.lookup(a)
+		if err != nil {
+			return err
+		}
+		if !ok { // [to] ADDR
+			if a == "to" {
+				if a, err = w.Value(a); err != nil {
+					return err
+				}
+			}
+			if c.IP.IsValid() {
+				return fmt.Errorf("unexpected %s (the address is given twice)", Quote(a))
+			}
+			if c.IP, err = addr4(a); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := w.Value(a)
+		if err != nil {
+			return err
+		}
+		switch means {
+		case "lladdr":
+			mac, err := net.ParseMAC(v)
+			if err != nil || len(mac) != 6 {
+				return fmt.Errorf("invalid link layer address %s", Quote(v))
+			}
+			c.LLAddr, c.HasLLAddr = [6]byte(mac), true
+		case "dev":
+			if err := setDev(&c.Dev, v); err != nil {
+				return err
+			}
+		case "nud":
+			st, err := nudStates.must(v)
+			if err != nil {
+				return err
+			}
+			switch st {
+			case "permanent", "reachable", "stale", "noarp":
+			default:
+				return fmt.Errorf("nud state %s not supported (want permanent, reachable, stale or noarp)", Quote(v))
+			}
+			c.State = nudBits[st]
+		}
+	}
+	switch {
+	case !c.IP.IsValid():
+		return errors.New("missing neighbour address")
+	case c.Dev == "":
+		return errors.New("device not specified")
+	case c.Op == "delete" && c.HasLLAddr:
+		return errors.New("neigh del takes no lladdr")
+	}
+	if b := c.IP.As4(); b[0] == 0 || b[0]>>4 == 0xe || c.IP == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return fmt.Errorf("invalid neighbour address %s", c.IP)
+	}
+	cmd.Neigh = c
+	return nil
+}
+
+// String renders the command as a config line.
+func (c *NeighCmd) String() string {
+	s := "neigh " + c.Op + " " + c.IP.String()
+	if c.HasLLAddr {
+		s += " lladdr " + net.HardwareAddr(c.LLAddr[:]).String()
+	}
+	s += " dev " + c.Dev
+	if c.Op != "delete" {
+		s += " nud " + c.State.String()
+	}
+	return s
+}

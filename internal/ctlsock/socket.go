@@ -1,0 +1,114 @@
+package ctlsock
+
+// The socket file: created with mode 0600 from the start, and only ever
+// replacing or removing what is provably ours or provably dead.
+//
+// At Listen, whatever is at the path is examined first (Lstat, links not
+// followed): nothing is fine; a socket on which connect() fails with
+// ECONNREFUSED is stale (its daemon died, e.g. with kill -9) and is
+// removed; a socket that accepts the connection, or whose state cannot be
+// told (a timeout: a daemon too busy to accept), is refused with an error
+// naming the path; anything else (a regular file, a directory, a link) is
+// refused and left untouched. At Close the path is removed only if it is
+// still the socket Listen created (same device and inode), never a file
+// somebody put there since.
+//
+// Locking: none (Listen and Close run once, from the daemon's setup and
+// shutdown).
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type socketFile struct {
+	ln       *net.UnixListener
+	path     string
+	dev, ino uint64
+}
+
+// listenSocket clears a stale socket at path and listens there.
+func listenSocket(path string) (*socketFile, error) {
+	if err := clearStale(path); err != nil {
+		return nil, err
+	}
+	old := unix.Umask(0o177) // created 0600, no window with wider permissions
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false) // Close removes it only if it is still ours
+	s := &socketFile{ln: ln, path: path}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.dev, s.ino = uint64(st.Dev), st.Ino
+	if err := os.Chmod(path, 0o600); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// clearStale removes a dead socket at path and refuses anything else.
+func clearStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket (%s); not replacing it", path, fileKind(fi.Mode()))
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("%s: another daemon is listening on it", path)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%s: cannot tell whether a daemon listens on it (%v); not removing it", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the stale socket %s: %w", path, err)
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "a regular file"
+	case fs.ModeDir:
+		return "a directory"
+	case fs.ModeSymlink:
+		return "a symbolic link"
+	case fs.ModeNamedPipe:
+		return "a named pipe"
+	}
+	return "mode " + m.Type().String()
+}
+
+// close stops listening and removes the socket file if it is still ours.
+func (s *socketFile) close() error {
+	err := s.ln.Close()
+	var st unix.Stat_t
+	if unix.Lstat(s.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK &&
+		uint64(st.Dev) == s.dev && st.Ino == s.ino {
+		if rerr := os.Remove(s.path); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}

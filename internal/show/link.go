@@ -1,0 +1,128 @@
+package show
+
+// `ip link show`: the router's interfaces and the bridge ports (which have
+// no router interface while they are in a bridge), as one block per
+// interface in text, as `ip -j link show` objects in JSON.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/netfwd/netfwd/internal/config"
+)
+
+// Link is an interface in `ip -j link show` form.
+type Link struct {
+	Ifindex   uint32   `json:"ifindex,omitempty"` // 0: a bridge port (no router interface)
+	Ifname    string   `json:"ifname"`
+	Flags     []string `json:"flags"`
+	MTU       int      `json:"mtu,omitempty"`
+	Operstate string   `json:"operstate"`
+	LinkType  string   `json:"link_type"`
+	Address   string   `json:"address,omitempty"`
+	Kind      string   `json:"kind"`
+	Master    string   `json:"master,omitempty"`
+}
+
+// linkList returns the interfaces a `link show` query selects; an unknown
+// device is an error, as iproute2's.
+func linkList(st State, q config.LinkShow) ([]Link, error) {
+	e := st.Engine()
+	var list []Link
+	seen := map[string]bool{}
+	for _, i := range e.Router().Ifaces() {
+		seen[i.Name] = true
+		j := Link{Ifindex: i.Index, Ifname: i.Name, MTU: i.MTU, LinkType: "ether", Address: i.MAC.String(), Kind: i.Kind.String()}
+		j.Operstate, j.Flags = linkState(st, i.Name, i.Up())
+		list = append(list, j)
+	}
+	for _, p := range e.Domain().Ports() {
+		if seen[p.Name] || p.Bridge() == nil {
+			continue
+		}
+		j := Link{Ifname: p.Name, LinkType: "ether", Kind: "bridge_slave", Master: p.Bridge().Name}
+		j.Operstate, j.Flags = linkState(st, p.Name, !st.AdminDown(p.Name) && !st.CarrierDown(p.Name))
+		if !p.MAC.IsZero() {
+			j.Address = p.MAC.String()
+		}
+		list = append(list, j)
+	}
+	out := list[:0]
+	found := false
+	for _, l := range list {
+		if q.Dev != "" && l.Ifname != q.Dev {
+			continue
+		}
+		found = true
+		if q.Up && st.AdminDown(l.Ifname) {
+			continue
+		}
+		out = append(out, l)
+	}
+	if q.Dev != "" && !found {
+		return nil, fmt.Errorf("device %q does not exist", q.Dev)
+	}
+	return out, nil
+}
+
+// linkState is the operstate and the flags iproute2 prints: UP for the
+// admin state, LOWER_UP or NO-CARRIER for the carrier.
+func linkState(st State, name string, up bool) (string, []string) {
+	flags := []string{"BROADCAST", "MULTICAST"}
+	if !st.AdminDown(name) {
+		flags = append(flags, "UP")
+	}
+	if !st.CarrierDown(name) {
+		flags = append(flags, "LOWER_UP")
+	} else {
+		flags = append(flags, "NO-CARRIER")
+	}
+	if up {
+		return "UP", flags
+	}
+	return "DOWN", flags
+}
+
+// links answers `ip link show`.
+func links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
+	list, err := linkList(st, q)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		a := jsonArray{w: w}
+		for _, l := range list {
+			a.add(l)
+		}
+		return a.close()
+	}
+	bw := bufio.NewWriter(w)
+	for _, l := range list {
+		l.writeText(bw)
+	}
+	return bw.Flush()
+}
+
+// writeText prints `IDX: NAME: <FLAGS> mtu M state S kind K [master BR]`
+// and `    link/ether MAC` (IDX "-" for a bridge port).
+func (l *Link) writeText(bw *bufio.Writer) {
+	idx := "-"
+	if l.Ifindex != 0 {
+		idx = fmt.Sprint(l.Ifindex)
+	}
+	fmt.Fprintf(bw, "%s: %s: <%s>", idx, l.Ifname, strings.Join(l.Flags, ","))
+	if l.MTU > 0 {
+		fmt.Fprintf(bw, " mtu %d", l.MTU)
+	}
+	fmt.Fprintf(bw, " state %s kind %s", l.Operstate, l.Kind)
+	if l.Master != "" {
+		fmt.Fprintf(bw, " master %s", l.Master)
+	}
+	addr := l.Address
+	if addr == "" {
+		addr = "00:00:00:00:00:00"
+	}
+	fmt.Fprintf(bw, "\n    link/ether %s\n", addr)
+}
