@@ -48,7 +48,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 func init() {
@@ -90,14 +90,14 @@ func planFor(opts Options) (vethPlan, error) {
 
 // NetfwdVeth is the benchmark topology with netfwd running in F.
 type NetfwdVeth struct {
-	VB     *pktio.VethBench
+	VB     *vethlab.Topology
 	Router *lab.Router
 }
 
 // NewNetfwdVeth builds the topology and starts netfwd in F with workers
 // receive queues per port (0: GOMAXPROCS).
 func NewNetfwdVeth(workers int) (*NetfwdVeth, error) {
-	vb, err := pktio.NewVethBench(pktio.VethExternal)
+	vb, err := vethlab.NewTopology(vethlab.External)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ address add 10.81.1.1/24 dev %[1]s
 link set %[3]s address %[4]s
 address add 10.81.2.1/24 dev %[3]s
 neigh add %[5]s lladdr %[6]s dev %[3]s nud permanent
-`, vb.FA, vethFAMAC, vb.FB, vethFBMAC, pktio.VethDstIP, pktio.FinalMAC)
+`, vb.FA, vethFAMAC, vb.FB, vethFBMAC, vethlab.DstIP, vethlab.FinalMAC)
 	n.Router, err = lab.StartRouterConfig(vb.F, conf, lab.RouterOptions{Workers: workers, Metrics: "127.0.0.1:0"})
 	if err != nil {
 		return err
@@ -157,10 +157,10 @@ func (n *NetfwdVeth) Losses() (ring, tx float64, err error) {
 
 // measureLosses runs one measurement through netfwd and adds netfwd's own
 // losses during it to extra.
-func (n *NetfwdVeth) measureLosses(run pktio.VethRun, measure func() (pktio.VethResult, error), extra map[string]any) (pktio.VethResult, error) {
+func (n *NetfwdVeth) measureLosses(run vethlab.Run, measure func() (vethlab.Result, error), extra map[string]any) (vethlab.Result, error) {
 	ring0, tx0, err := n.Losses()
 	if err != nil {
-		return pktio.VethResult{}, err
+		return vethlab.Result{}, err
 	}
 	r, err := measure()
 	if err != nil {
@@ -176,7 +176,7 @@ func (n *NetfwdVeth) measureLosses(run pktio.VethRun, measure func() (pktio.Veth
 
 // measureAllocs runs one measurement and counts the process's heap
 // allocations per delivered frame.
-func measureAllocs(vb *pktio.VethBench, run pktio.VethRun) (pktio.VethResult, float64, error) {
+func measureAllocs(vb *vethlab.Topology, run vethlab.Run) (vethlab.Result, float64, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	r, err := vb.Measure(run)
@@ -193,7 +193,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 	if err != nil {
 		return nil, err
 	}
-	linux, err := pktio.NewVethBench(pktio.VethLinuxForward)
+	linux, err := vethlab.NewTopology(vethlab.LinuxForward)
 	if err != nil {
 		return nil, err
 	}
@@ -209,16 +209,16 @@ func runVeth(opts Options) (recs []Record, err error) {
 	}()
 
 	// Saturation, interleaved rounds.
-	var lr, nr []pktio.VethResult
+	var lr, nr []vethlab.Result
 	var nAllocs []float64
 	for i := range plan.rounds {
-		r, _, err := measureAllocs(linux, pktio.VethRun{Duration: plan.dur})
+		r, _, err := measureAllocs(linux, vethlab.Run{Duration: plan.dur})
 		if err != nil {
 			return nil, fmt.Errorf("linux: %w", err)
 		}
 		lr = append(lr, r)
 		opts.Log("round %d/%d linux:  %v", i+1, plan.rounds, r)
-		r, a, err := measureAllocs(nf.VB, pktio.VethRun{Duration: plan.dur})
+		r, a, err := measureAllocs(nf.VB, vethlab.Run{Duration: plan.dur})
 		if err != nil {
 			return nil, fmt.Errorf("netfwd: %w", err)
 		}
@@ -235,14 +235,14 @@ func runVeth(opts Options) (recs []Record, err error) {
 	half := nm.DeliveredPPS / 2
 	halfParams := map[string]any{"frame": 64, "rate": "50pct", "pps": int(half)}
 	for _, impl := range []string{"linux", "netfwd"} {
-		run := pktio.VethRun{Duration: plan.lossDur, Rate: half}
-		var r pktio.VethResult
+		run := vethlab.Run{Duration: plan.lossDur, Rate: half}
+		var r vethlab.Result
 		var a float64
 		extra := map[string]any{}
 		if impl == "linux" {
 			r, _, err = measureAllocs(linux, run)
 		} else {
-			r, err = nf.measureLosses(run, func() (pktio.VethResult, error) {
+			r, err = nf.measureLosses(run, func() (vethlab.Result, error) {
 				res, allocs, err := measureAllocs(nf.VB, run)
 				a = allocs
 				return res, err
@@ -275,7 +275,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 	return append(recs, tcp...), nil
 }
 
-func vethRecord(impl string, params map[string]any, m pktio.VethResult, rounds []pktio.VethResult, allocs float64, extra map[string]any) Record {
+func vethRecord(impl string, params map[string]any, m vethlab.Result, rounds []vethlab.Result, allocs float64, extra map[string]any) Record {
 	e := map[string]any{
 		"offered_mpps": round3(m.OfferedPPS / 1e6),
 		"loss":         round4(m.Loss),
@@ -305,8 +305,8 @@ func vethRecord(impl string, params map[string]any, m pktio.VethResult, rounds [
 }
 
 // medianVeth is the round with the median delivered rate.
-func medianVeth(rs []pktio.VethResult) pktio.VethResult {
-	s := append([]pktio.VethResult(nil), rs...)
+func medianVeth(rs []vethlab.Result) vethlab.Result {
+	s := append([]vethlab.Result(nil), rs...)
 	sort.Slice(s, func(i, j int) bool { return s[i].DeliveredPPS < s[j].DeliveredPPS })
 	return s[len(s)/2]
 }
@@ -327,7 +327,7 @@ func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
 // process's RSS and live Go heap every second while it runs: the first
 // sample (after a second, with every ring mapped and touched) against the
 // last one is the growth over the soak. Each sample follows a forced GC:
-// the generator's pacing (pktio.Blaster.Run, a timer per batch of 256
+// the generator's pacing (vethlab.Blaster.Run, a timer per batch of 256
 // frames) makes garbage that would otherwise pile up until the GC's next
 // target (twice the compiled FIB's 64 MiB table) and read as growth; what
 // is left after a GC is what netfwd (and the tools) keep.
@@ -359,8 +359,8 @@ func soakRSS(nf *NetfwdVeth, rate float64, d time.Duration, opts Options) (Recor
 		}
 	}()
 	losses := map[string]any{}
-	run := pktio.VethRun{Duration: d, Rate: rate}
-	r, err := nf.measureLosses(run, func() (pktio.VethResult, error) { return nf.VB.Measure(run) }, losses)
+	run := vethlab.Run{Duration: d, Rate: rate}
+	r, err := nf.measureLosses(run, func() (vethlab.Result, error) { return nf.VB.Measure(run) }, losses)
 	close(stop)
 	<-sampled
 	if err != nil {

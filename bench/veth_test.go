@@ -5,18 +5,18 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
-	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 // go test -bench Veth ./bench (root): the saturation cases of `netfwd
 // bench veth`, each b.N measurements of 1.5 s on its own topology.
 func BenchmarkVeth(b *testing.B) {
 	testenv.RequireRoot(b)
-	measure := func(b *testing.B, vb *pktio.VethBench) {
+	measure := func(b *testing.B, vb *vethlab.Topology) {
 		var sum, best float64
 		for range b.N {
-			r, err := vb.Measure(pktio.VethRun{Duration: 1500 * time.Millisecond})
+			r, err := vb.Measure(vethlab.Run{Duration: 1500 * time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -29,7 +29,7 @@ func BenchmarkVeth(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	}
 	b.Run("linux", func(b *testing.B) {
-		vb, err := pktio.NewVethBench(pktio.VethLinuxForward)
+		vb, err := vethlab.NewTopology(vethlab.LinuxForward)
 		if err != nil {
 			b.Fatal(err)
 		}
