@@ -40,8 +40,10 @@ type XDPPort struct {
 	netns  *os.File // sockets must be created in the interface's namespace
 	queues int
 	attach XDPAttach
-	xsks   *ebpf.Map
-	prog   *ebpf.Program
+	// restoresVLAN: the program puts offloaded VLAN tags back into the bytes.
+	restoresVLAN bool
+	xsks         *ebpf.Map
+	prog         *ebpf.Program
 
 	mu      sync.Mutex
 	lnk     link.Link               // guarded by mu; nil once detached
@@ -85,12 +87,11 @@ func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
 	if p.xsks, err = newXSKMap(n); err != nil {
 		return fail(err)
 	}
-	if p.prog, err = newXSKProgram(p.xsks); err != nil {
-		return fail(err)
-	}
-	if p.lnk, p.attach, err = attachXDP(p.prog, ifi.Index, cfg.Attach); err != nil {
+	var a xskAttachment
+	if p.lnk, p.prog, a, err = attachXSK(p.xsks, ifi.Index, cfg.Attach); err != nil {
 		return fail(fmt.Errorf("attach XDP: %w", err))
 	}
+	p.attach, p.restoresVLAN = a.mode, a.restoreVLAN
 	registerXDP(p)
 	return p, nil
 }
@@ -100,6 +101,11 @@ func (p *XDPPort) Queues() int { return p.queues }
 
 // Attach is the mode the program got: XDPAttachNative or XDPAttachGeneric.
 func (p *XDPPort) Attach() XDPAttach { return p.attach }
+
+// RestoresVLAN reports whether the program puts a VLAN tag that the driver
+// moved into metadata back into the frame (native mode with the kfunc);
+// without it such a tag is lost (see docs/pktio.md).
+func (p *XDPPort) RestoresVLAN() bool { return p.restoresVLAN }
 
 // NewTx opens an AF_PACKET transmit handle on the interface for a goroutine
 // that owns no XDP socket on it (housekeeping, a worker whose queue index

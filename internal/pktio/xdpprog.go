@@ -11,7 +11,9 @@ package pktio
 //
 // A frame received on queue q goes to the socket registered at key q; a
 // queue without a socket passes its frames to the kernel (the lower bits of
-// the flags argument are the action when the lookup fails).
+// the flags argument are the action when the lookup fails). In native mode
+// it first restores a VLAN tag the driver holds in metadata (see
+// newXSKProgram), where the kernel has the kfunc for it.
 //
 // Attachment is through a bpf_link (BPF_LINK_CREATE): the kernel detaches
 // the program when the link's last file descriptor closes, so a process
@@ -34,6 +36,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 )
@@ -80,48 +83,130 @@ func newXSKMap(queues int) (*ebpf.Map, error) {
 	return m, nil
 }
 
-// newXSKProgram builds the redirect program for m.
-func newXSKProgram(m *ebpf.Map) (*ebpf.Program, error) {
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:    xdpProgName,
-		Type:    ebpf.XDP,
-		License: "Dual BSD/GPL",
-		Instructions: asm.Instructions{
-			asm.LoadMem(asm.R2, asm.R1, 16, asm.Word), // struct xdp_md: rx_queue_index at 16
+// newXSKProgram builds the redirect program for m. With restoreVLAN it
+// is device-bound to ifindex (native mode only) and first puts a VLAN tag
+// that the driver moved into metadata (VLAN offload) back into the bytes,
+// read with the bpf_xdp_metadata_rx_vlan_tag kfunc: XDP sees the frame as
+// the driver holds it, and veth, like NICs with rx-vlan-offload, holds a
+// tag that came with the skb outside the bytes. The tag is pushed only
+// when a socket will take the frame (an XDP_PASS frame keeps its tag in
+// the skb, where the kernel expects it).
+func newXSKProgram(m *ebpf.Map, ifindex int, restoreVLAN bool) (*ebpf.Program, error) {
+	spec := &ebpf.ProgramSpec{Name: xdpProgName, Type: ebpf.XDP, License: "Dual BSD/GPL"}
+	redirect := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R6, 16, asm.Word).WithSymbol("redirect"), // rx_queue_index
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	}
+	if !restoreVLAN {
+		spec.Instructions = append(asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}, redirect...)
+	} else {
+		id, err := kfuncID("bpf_xdp_metadata_rx_vlan_tag")
+		if err != nil {
+			return nil, err
+		}
+		spec.Flags, spec.Ifindex = unix.BPF_F_XDP_DEV_BOUND_ONLY, uint32(ifindex)
+		spec.Instructions = append(asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R1), // ctx
+			// A socket on this queue? Otherwise pass the frame untouched.
+			asm.LoadMem(asm.R2, asm.R6, 16, asm.Word),
+			asm.StoreMem(asm.RFP, -12, asm.R2, asm.Word),
 			asm.LoadMapPtr(asm.R1, m.FD()),
-			asm.Mov.Imm(asm.R3, xdpPass),
-			asm.FnRedirectMap.Call(),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -12),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "pass"),
+			// proto (big endian) at fp-8, tci at fp-4.
+			asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -8),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -4),
+			{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)},
+			asm.JNE.Imm(asm.R0, 0, "redirect"), // no tag in metadata
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, -vlanTagLen),
+			asm.FnXdpAdjustHead.Call(),
+			asm.JNE.Imm(asm.R0, 0, "redirect"),       // no headroom: as it is
+			asm.LoadMem(asm.R2, asm.R6, 0, asm.Word), // data
+			asm.LoadMem(asm.R3, asm.R6, 4, asm.Word), // data_end
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, ethHdrLen+2),
+			asm.JGT.Reg(asm.R4, asm.R3, "redirect"),
+			// The MACs move 4 bytes to the front, the tag goes behind them.
+			asm.LoadMem(asm.R5, asm.R2, 4, asm.DWord),
+			asm.StoreMem(asm.R2, 0, asm.R5, asm.DWord),
+			asm.LoadMem(asm.R5, asm.R2, 12, asm.Word),
+			asm.StoreMem(asm.R2, 8, asm.R5, asm.Word),
+			asm.LoadMem(asm.R5, asm.RFP, -8, asm.Half),
+			asm.StoreMem(asm.R2, 12, asm.R5, asm.Half),
+			asm.LoadMem(asm.R5, asm.RFP, -4, asm.Half),
+			asm.HostTo(asm.BE, asm.R5, asm.Half),
+			asm.StoreMem(asm.R2, 14, asm.R5, asm.Half),
+			asm.Ja.Label("redirect"),
+			asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
 			asm.Return(),
-		},
-	})
+		}, redirect...)
+	}
+	p, err := ebpf.NewProgram(spec)
 	if err != nil {
 		return nil, fmt.Errorf("XDP program: %w", err)
 	}
 	return p, nil
 }
 
-// attachXDP links prog to ifindex in the requested mode (auto: native,
-// then generic) and returns the mode it got.
-func attachXDP(prog *ebpf.Program, ifindex int, want XDPAttach) (link.Link, XDPAttach, error) {
-	modes := []XDPAttach{XDPAttachNative, XDPAttachGeneric}
+// kfuncID finds a kernel function's BTF id in vmlinux's BTF.
+func kfuncID(name string) (btf.TypeID, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("kernel BTF: %w", err)
+	}
+	typ, err := spec.AnyTypeByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("kfunc %s: %w", name, err)
+	}
+	return spec.TypeID(typ)
+}
+
+// xskAttachment is one way to attach: a mode and a program variant.
+type xskAttachment struct {
+	mode        XDPAttach
+	restoreVLAN bool
+}
+
+// attachXSK builds the program and links it to ifindex, trying the
+// attachments want allows in order (native with VLAN restore, native,
+// generic); it returns the link, the program and what it got.
+func attachXSK(m *ebpf.Map, ifindex int, want XDPAttach) (link.Link, *ebpf.Program, xskAttachment, error) {
+	tries := []xskAttachment{{XDPAttachNative, true}, {XDPAttachNative, false}, {XDPAttachGeneric, false}}
 	switch want {
 	case XDPAttachNative:
-		modes = modes[:1]
+		tries = tries[:2]
 	case XDPAttachGeneric:
-		modes = modes[1:]
+		tries = tries[2:]
 	}
 	var errs []error
-	for _, mode := range modes {
-		l, err := attachXDPMode(prog, ifindex, mode)
-		if err == nil {
-			return l, mode, nil
+	for _, a := range tries {
+		prog, err := newXSKProgram(m, ifindex, a.restoreVLAN)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%v (VLAN restore %v): %w", a.mode, a.restoreVLAN, err))
+			continue
 		}
-		errs = append(errs, fmt.Errorf("%v: %w", mode, err))
+		l, err := attachXDPMode(prog, ifindex, a.mode)
+		if err == nil {
+			return l, prog, a, nil
+		}
+		prog.Close()
+		errs = append(errs, fmt.Errorf("%v: %w", a.mode, err))
 		if errors.Is(err, errForeignXDP) {
 			break // another program owns the hook: no other mode will do
 		}
 	}
-	return nil, 0, errors.Join(errs...)
+	return nil, nil, xskAttachment{}, errors.Join(errs...)
 }
 
 // errForeignXDP: the interface runs an XDP program that is not netfwd's.
