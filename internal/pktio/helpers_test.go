@@ -179,7 +179,10 @@ func forward(from *Queue, to *Tx, batch int) error {
 }
 
 // udpSender sends IPv4 UDP frames of flows source ports from a Port's Tx
-// in another namespace: the tests' traffic generator.
+// in another namespace: the tests' traffic generator. It sends through the
+// qdisc layer, so that a multi-queue device picks the TX queue (and veth
+// the peer's RX queue) by flow hash; with qdisc bypass AF_PACKET picks it
+// by the sender's CPU.
 type udpSender struct {
 	tx     *Tx
 	frames [][]byte
@@ -187,7 +190,7 @@ type udpSender struct {
 
 func newUDPSender(t testing.TB, ns, iface string, dst net.HardwareAddr, flows int) *udpSender {
 	t.Helper()
-	p := openIn(t, ns, iface, Config{NotPromiscuous: true, Filter: dropAll})
+	p := openIn(t, ns, iface, Config{NotPromiscuous: true, Filter: dropAll, NoQdiscBypass: true})
 	tx, err := p.NewTx()
 	if err != nil {
 		t.Fatal(err)

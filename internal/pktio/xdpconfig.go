@@ -47,7 +47,8 @@ type XDPWorkerConfig struct {
 	// NoZeroCopy skips the XDP_ZEROCOPY bind attempt (copy mode always).
 	NoZeroCopy bool
 	// TxBudget is XDP_MAX_TX_SKB_BUDGET: how many frames one transmit kick
-	// sends in copy mode (the kernel's default is 32). Default 256.
+	// sends in copy mode (the kernel's default is 32, its range 32..RingSize;
+	// larger values are lowered to RingSize). Default 256.
 	TxBudget int
 	// Spin is how long Wait polls the rings before it blocks in poll(2).
 	// Spinning saves the wake-up (a few microseconds) when frames arrive
@@ -95,8 +96,8 @@ func (cfg XDPWorkerConfig) withDefaults() (XDPWorkerConfig, error) {
 		return cfg, fmt.Errorf("pktio: XDP FillPerSocket %d out of range 16..RingSize", cfg.FillPerSocket)
 	case cfg.Headroom < 0 || cfg.Headroom > xdpPacketHeadroom:
 		return cfg, fmt.Errorf("pktio: XDP Headroom %d out of range 0..%d", cfg.Headroom, xdpPacketHeadroom)
-	case cfg.TxBudget < 1 || cfg.TxBudget > 1<<16:
-		return cfg, fmt.Errorf("pktio: XDP TxBudget %d out of range 1..65536", cfg.TxBudget)
+	case cfg.TxBudget < 32 || cfg.TxBudget > 1<<16:
+		return cfg, fmt.Errorf("pktio: XDP TxBudget %d out of range 32..65536", cfg.TxBudget)
 	}
 	return cfg, nil
 }

@@ -163,11 +163,12 @@ func (s *XDPSocket) Release() {
 }
 
 // refill tops the fill ring up to the worker's per-socket target, in
-// chunks (one index publish per refill).
+// chunks of at least 16 frames while the ring is more than half full (one
+// index publish per refill).
 func (s *XDPSocket) refill() {
 	w := s.w
 	want := w.fillTarget - s.fillOut
-	if want < min(32, w.fillTarget) || w.nfree == 0 {
+	if want <= 0 || want < 16 && s.fillOut > w.fillTarget/2 || w.nfree == 0 {
 		return
 	}
 	n := int(s.fill.free(uint32(min(want, w.nfree))))

@@ -124,9 +124,11 @@ func (w *XDPWorker) tryOpenSocket(p *XDPPort, q, slot int, mode uint16, share *X
 	// Copy mode: more frames per kick, and room for the skbs in flight
 	// (each charged to the socket's send buffer until the receiver frees it).
 	if mode != unix.XDP_ZEROCOPY && !(share != nil && w.zeroCopy) {
-		err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, w.cfg.TxBudget)
-		if err != nil && !errors.Is(err, unix.ENOPROTOOPT) && !errors.Is(err, unix.EINVAL) {
-			return nil, fmt.Errorf("XDP_MAX_TX_SKB_BUDGET=%d: %w", w.cfg.TxBudget, err)
+		// The kernel takes 32..TX ring entries; older kernels lack the option.
+		budget := min(w.cfg.TxBudget, n)
+		err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, budget)
+		if err != nil && !errors.Is(err, unix.ENOPROTOOPT) {
+			return nil, fmt.Errorf("XDP_MAX_TX_SKB_BUDGET=%d: %w", budget, err)
 		}
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, defaultSndBuf); err != nil {
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, defaultSndBuf)

@@ -132,13 +132,17 @@ func (s *XDPSocket) copyIn(f []byte) (uint64, bool) {
 // kick asks the kernel to transmit what the TX ring holds. In copy mode
 // each sendto(2) sends up to TxBudget frames and says EAGAIN while more
 // are left (or while the device is busy: then the rest waits for the next
-// kick). A frame the device drops (EBUSY) is consumed anyway.
+// kick). A frame the device drops (EBUSY) is consumed anyway. The kernel
+// sends a frame only with room for its completion, and returns 0 without
+// sending when the completion ring is full: completions are taken before
+// every kick.
 func (s *XDPSocket) kick() error {
 	if s.zeroCopy && !s.tx.needWakeup() {
 		return nil
 	}
 	stalls := 0
 	for s.tx.pending() != 0 {
+		s.reapCompletions()
 		before := s.tx.pending()
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
