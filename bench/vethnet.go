@@ -6,10 +6,11 @@ package bench
 //
 // trafgen (netsniff-ng) sends 64-byte UDP frames (60 bytes + FCS) of 16
 // flows 10.81.1.2 -> 10.81.2.2 from H1; the router namespace R forwards
-// them (Linux, netfwd, the reflector) to 10.81.2.2 at H2's MAC; an XDP
+// them (Linux, netfwd, the reflector) to 10.81.2.2 at H2's MAC; a tc
 // program on h2 counts and drops them, the same cheap receiver for every
-// forwarder. For the ceiling the counter sits on ra instead: nothing is
-// forwarded, and what it counts is what the generator can push into R.
+// forwarder. For the ceiling an XDP_DROP counter sits on ra instead:
+// nothing is forwarded, and what it counts is what the generator can push
+// into R (sink.go).
 //
 // One measurement: trafgen sends a fixed number of frames and exits (with
 // native XDP on ra one of its sender processes may abort with TX_RING
@@ -51,7 +52,7 @@ type vethNet struct {
 	h1, r, h2           string // namespaces
 	h1if, ra, rb, h2if  string // interfaces
 	h1MAC, raMAC, h2MAC net.HardwareAddr
-	sink                *xdpSink
+	sink                *sink
 	dir, trafgenConf    string
 	dstMAC              net.HardwareAddr // what trafgen addresses
 }
@@ -97,11 +98,12 @@ func (n *vethNet) build(sinkOnRouter bool, dst net.HardwareAddr) error {
 	if n.h2MAC, err = macOf(n.h2, n.h2if); err != nil {
 		return err
 	}
-	sinkNS, sinkIf := n.h2, n.h2if
 	if sinkOnRouter {
-		sinkNS, sinkIf = n.r, n.ra
+		n.sink, err = newSink(n.r, n.ra, sinkXDP)
+	} else {
+		n.sink, err = newSink(n.h2, n.h2if, sinkTC)
 	}
-	if n.sink, err = newXDPSink(sinkNS, sinkIf); err != nil {
+	if err != nil {
 		return err
 	}
 	n.dstMAC = dst
