@@ -555,3 +555,46 @@ func pushTag(f []byte, headroom int) []byte {
 	binary.BigEndian.PutUint32(full[12:], 0x8100_0007)
 	return full
 }
+
+// TestXDPSendOffloadLimits: AF_XDP carries no offload state. A frame with a
+// partial checksum (forwarded from an AF_PACKET port) leaves with the
+// checksum completed; a GSO super-frame cannot leave (BadOffload), nor can a
+// frame larger than a UMEM frame (Refused) or shorter than an Ethernet
+// header; the rest of the batch goes out.
+func TestXDPSendOffloadLimits(t *testing.T) {
+	c := newXDPChain(t, XDPWorkerConfig{})
+	peer := openIn(t, c.nsB, "b", Config{})
+	rng := rand.New(rand.NewPCG(41, 42))
+	partial := randomIPv4L4(rng)
+	copy(partial[0:6], peer.MAC)
+	copy(partial[6:12], c.fb.MAC)
+	l3, _ := l3Offset(partial)
+	ip := partial[l3:]
+	csumOff := tcpCsumOffset
+	if ip[9] == ipProtoUDP {
+		csumOff = udpCsumOffset
+	}
+	ps := csumAdd(0, ip[12:20]) + uint64(ip[9]) + uint64(len(ip)-20)
+	binary.BigEndian.PutUint16(ip[20+csumOff:], csumFold(ps))
+	plain := testFrame(rng, peer.MAC, c.fb.MAC, 100)
+	gso := testFrame(rng, peer.MAC, c.fb.MAC, 1000)
+	huge := testFrame(rng, peer.MAC, c.fb.MAC, 1900)
+	frames := [][]byte{partial, gso, huge, plain, {1, 2, 3}}
+	offl := []Offload{{NeedsCsum: true, L4Off: 20, CsumOffset: uint16(csumOff)},
+		{GSOType: GSOTCPv4, GSOSize: 500}, {}, {}, {}}
+	n, err := c.sb.Send(frames, offl)
+	if err != nil || n != 2 {
+		t.Fatalf("Send = %d, %v; want 2", n, err)
+	}
+	got, _ := recvN(t, peer.Queue(0), 2, 2*time.Second)
+	if len(got) != 2 || !bytes.Equal(got[1], plain) {
+		t.Fatalf("peer got %d frames", len(got))
+	}
+	if !refL4Valid(t, got[0]) {
+		t.Errorf("partial checksum not completed: %x", got[0])
+	}
+	st := c.fb.XDPStats()
+	if st.Tx.Packets != 2 || st.Tx.BadOffload != 2 || st.Tx.Refused != 1 {
+		t.Errorf("tx stats %+v, want 2 sent, 2 bad offload (GSO, runt), 1 refused (too big)", st.Tx)
+	}
+}
