@@ -238,7 +238,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 	}
 	table := []vethRow{}
 	for _, s := range setups {
-		genCost := medianOf(byImpl["ceiling"].runs[s.name], func(r runResult) float64 {
+		genCost := medianOf(cpuRuns(byImpl["ceiling"].runs[s.name]), func(r runResult) float64 {
 			return perFrame(r.machineCPU, r.offered)
 		})
 		linux := medianPPS(byImpl["linux"].runs[s.name])
@@ -255,22 +255,26 @@ func runVeth(opts Options) (recs []Record, err error) {
 			runs := f.runs[s.name]
 			med := medianPPS(runs)
 			extra := map[string]any{
-				"rounds":       len(runs),
-				"best_mpps":    round3(slices.MaxFunc(runs, func(a, b runResult) int { return cmpF(a.pps(), b.pps()) }).pps() / 1e6),
-				"offered_mpps": round3(medianOf(runs, func(r runResult) float64 { return float64(r.offered) / r.elapsed.Seconds() }) / 1e6),
-				"machine_cpu_ns_frame": round2(medianOf(runs, func(r runResult) float64 {
-					return perFrame(r.machineCPU, r.delivered)
-				})),
+				"rounds":          len(runs),
+				"best_mpps":       round3(slices.MaxFunc(runs, func(a, b runResult) int { return cmpF(a.pps(), b.pps()) }).pps() / 1e6),
+				"offered_mpps":    round3(medianOf(runs, func(r runResult) float64 { return float64(r.offered) / r.elapsed.Seconds() }) / 1e6),
 				"x_linux":         ratio(med, linux),
 				"x_ceiling":       ratio(med, ceiling),
 				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
 			}
-			if f.impl == "ceiling" {
-				extra["gen_cpu_ns_frame"] = round2(genCost)
-			} else {
-				extra["cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
-					return perFrame(r.machineCPU-time.Duration(genCost*float64(r.offered)), r.delivered)
+			// CPU figures only from runs the machine had room for.
+			if cr := cpuRuns(runs); len(cr) > 0 && genCost > 0 {
+				extra["cpu_rounds"] = len(cr)
+				extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+					return perFrame(r.machineCPU, r.delivered)
 				}))
+				if f.impl == "ceiling" {
+					extra["gen_cpu_ns_frame"] = round2(genCost)
+				} else {
+					extra["cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+						return perFrame(r.machineCPU-time.Duration(genCost*float64(r.offered)), r.delivered)
+					}))
+				}
 			}
 			if f.impl == "netfwd-afxdp" {
 				extra["x_reflector"] = ratio(med, reflector)
@@ -517,6 +521,19 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 }
 
 func medianPPS(rs []runResult) float64 { return medianOf(rs, runResult.pps) }
+
+// cpuRuns are the runs whose CPU accounting means something: other jobs
+// kept less than half of the machine busy just before (the background is
+// subtracted, but a machine already full leaves nothing to measure).
+func cpuRuns(rs []runResult) []runResult {
+	var out []runResult
+	for _, r := range rs {
+		if r.background < float64(runtime.NumCPU())/2 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 func medianOf(rs []runResult, f func(runResult) float64) float64 {
 	xs := make([]float64, 0, len(rs))
