@@ -598,3 +598,41 @@ func TestXDPSendOffloadLimits(t *testing.T) {
 		t.Errorf("tx stats %+v, want 2 sent, 2 bad offload (GSO, runt), 1 refused (too big)", st.Tx)
 	}
 }
+
+// TestXDPPortNewTx: a goroutine without a socket on an XDP port (the
+// housekeeping one) sends through the port's AF_PACKET handle; the frames
+// arrive and count in the port's transmit counters.
+func TestXDPPortNewTx(t *testing.T) {
+	c := newXDPChain(t, XDPWorkerConfig{})
+	peer := openIn(t, c.nsB, "b", Config{})
+	tx, err := c.fb.NewTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(51, 52))
+	var sent [][]byte
+	for range 20 {
+		sent = append(sent, testFrame(rng, peer.MAC, c.fb.MAC, 60+rng.IntN(1400)))
+	}
+	if n, err := tx.Send(sent, nil); n != len(sent) || err != nil {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	got, _ := recvN(t, peer.Queue(0), len(sent), 2*time.Second)
+	if len(got) != len(sent) {
+		t.Fatalf("peer received %d of %d", len(got), len(sent))
+	}
+	for i := range sent {
+		if !bytes.Equal(got[i], sent[i]) {
+			t.Fatalf("frame %d differs", i)
+		}
+	}
+	if st := c.fb.Stats().Tx; st.Packets != uint64(len(sent)) {
+		t.Errorf("port tx counters %+v", st)
+	}
+	if err := c.fb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.fb.NewTx(); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewTx after Close: %v", err)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -66,10 +67,12 @@ type XDPWorker struct {
 
 	socks      []*XDPSocket // by slot; nil: slot unused
 	live       int          // non-nil socks
+	list       []*XDPSocket // the non-nil socks in slot order (Sockets)
 	fillTarget int          // frames each socket keeps in its fill ring
 	zeroCopy   bool         // the UMEM's mode, fixed by its first socket
 	pfds       []unix.PollFd
 
+	evmu      sync.Mutex // orders Shutdown's eventfd write before Close closes it
 	evfd      int
 	closed    atomic.Bool
 	unmapped  bool
@@ -113,16 +116,10 @@ func (w *XDPWorker) Config() XDPWorkerConfig { return w.cfg }
 // frame). Decided by the first Bind; false before.
 func (w *XDPWorker) ZeroCopy() bool { return w.zeroCopy }
 
-// Sockets returns the worker's sockets in slot order (owner goroutine).
-func (w *XDPWorker) Sockets() []*XDPSocket {
-	out := make([]*XDPSocket, 0, w.live)
-	for _, s := range w.socks {
-		if s != nil {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+// Sockets returns the worker's sockets in slot order, without allocating:
+// the slice is the worker's own, valid until the next Bind or CloseSocket
+// (owner goroutine; do not modify it).
+func (w *XDPWorker) Sockets() []*XDPSocket { return w.list }
 
 // Bind opens an XDP socket on queue q of port p, sharing the worker's UMEM,
 // and registers it in the port's map: from then on the frames p receives
@@ -201,11 +198,14 @@ func (w *XDPWorker) setFillTarget() {
 	}
 }
 
+// rebuildPoll renews the poll set and the socket list after a change.
 func (w *XDPWorker) rebuildPoll() {
 	w.pfds = w.pfds[:0]
+	w.list = make([]*XDPSocket, 0, w.live) // a new array: a caller may still range over the old one
 	for _, s := range w.socks {
 		if s != nil {
 			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
+			w.list = append(w.list, s)
 		}
 	}
 	w.pfds = append(w.pfds, unix.PollFd{Fd: int32(w.evfd), Events: unix.POLLIN})
@@ -310,9 +310,13 @@ func (w *XDPWorker) Shutdown() {
 	if w.closed.Swap(true) {
 		return
 	}
-	var one [8]byte
-	one[0] = 1 // eventfd counters are host-endian; any non-zero value wakes
-	unix.Write(w.evfd, one[:])
+	w.evmu.Lock()
+	defer w.evmu.Unlock()
+	if w.evfd >= 0 {
+		var one [8]byte
+		one[0] = 1 // eventfd counters are host-endian; any non-zero value wakes
+		unix.Write(w.evfd, one[:])
+	}
 }
 
 // Close shuts the worker down, closes its sockets (taking them out of
@@ -331,8 +335,12 @@ func (w *XDPWorker) Close() error {
 		}
 	}
 	w.unmapped = true
-	errs = append(errs, unix.Munmap(w.umem), unix.Close(w.evfd))
+	errs = append(errs, unix.Munmap(w.umem))
 	w.umem = nil
+	w.evmu.Lock()
+	errs = append(errs, unix.Close(w.evfd))
+	w.evfd = -1
+	w.evmu.Unlock()
 	return errors.Join(errs...)
 }
 
