@@ -157,6 +157,11 @@ func startPinned(cmd *exec.Cmd, cpu int) error {
 	return err
 }
 
+// cpu is the daemon's CPU time so far (all its threads).
+func (c *netfwdChild) cpu() time.Duration {
+	return statCPU(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+}
+
 // rssKiB is the child's resident set size (VmRSS), 0 if unknown.
 func (c *netfwdChild) rssKiB() uint64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))

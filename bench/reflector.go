@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -31,13 +32,25 @@ type reflector struct {
 	sin     *pktio.XDPSocket
 	sout    *pktio.XDPSocket
 	nextHop net.HardwareAddr
+	batch   int
+	tid     int // the loop's thread
 	done    chan error
+}
+
+// reflectorConfig tunes the reflector (the suite uses the zero value:
+// pktio's defaults, batches of 256).
+type reflectorConfig struct {
+	worker pktio.XDPWorkerConfig
+	batch  int
 }
 
 // startReflector forwards from port in to port out (namespace ns), frames
 // to nextHop; cpu >= 0 pins the loop's thread to that CPU.
-func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int) (*reflector, error) {
-	r := &reflector{nextHop: nextHop, done: make(chan error, 1)}
+func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int, cfg reflectorConfig) (*reflector, error) {
+	if cfg.batch == 0 {
+		cfg.batch = 256
+	}
+	r := &reflector{nextHop: nextHop, batch: cfg.batch, done: make(chan error, 1)}
 	err := pktio.InNetns(ns, func() error {
 		var err error
 		if r.in, err = pktio.OpenXDP(in, pktio.XDPPortConfig{}); err != nil {
@@ -50,7 +63,7 @@ func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int) (*ref
 		r.close()
 		return nil, err
 	}
-	if r.w, err = pktio.NewXDPWorker(pktio.XDPWorkerConfig{}); err != nil {
+	if r.w, err = pktio.NewXDPWorker(cfg.worker); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -73,6 +86,7 @@ func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int) (*ref
 				return
 			}
 		}
+		r.tid = unix.Gettid()
 		started <- nil
 		r.done <- r.loop()
 	}()
@@ -83,12 +97,16 @@ func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int) (*ref
 	return r, nil
 }
 
+// cpu is the CPU time of the loop's thread so far.
+func (r *reflector) cpu() time.Duration {
+	return statCPU(fmt.Sprintf("/proc/self/task/%d/stat", r.tid))
+}
+
 // Mode is the sockets' data path ("native copy").
 func (r *reflector) Mode() string { return r.sin.Mode() }
 
 func (r *reflector) loop() error {
-	const batch = 256
-	frames, meta := make([][]byte, batch), make([]pktio.Meta, batch)
+	frames, meta := make([][]byte, r.batch), make([]pktio.Meta, r.batch)
 	src := r.out.MAC
 	for {
 		if err := r.w.Wait(); err != nil {

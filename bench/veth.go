@@ -103,8 +103,8 @@ type vethFwd struct {
 	impl string
 	net  *vethNet
 	// start runs the forwarder for one measurement (nil: nothing to run)
-	// and returns how to stop it.
-	start       func(cpu int) (stop func() error, err error)
+	// and returns how to stop it and how to read its CPU time.
+	start       func(cpu int) (stop func() error, cpuTime func() time.Duration, err error)
 	unsupported error
 	runs        map[string][]runResult // by set-up
 	mode        string                 // data path, when it says (reflector)
@@ -132,13 +132,13 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err != nil {
 		return fwds, err
 	}
-	refl.start = func(cpu int) (func() error, error) {
-		r, err := startReflector(refl.net.r, refl.net.ra, refl.net.rb, refl.net.h2MAC, cpu)
+	refl.start = func(cpu int) (func() error, func() time.Duration, error) {
+		r, err := startReflector(refl.net.r, refl.net.ra, refl.net.rb, refl.net.h2MAC, cpu, reflectorConfig{})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		refl.mode = r.Mode()
-		return r.stop, nil
+		return r.stop, r.cpu, nil
 	}
 	linux, err := add("linux", false, nil)
 	if err != nil {
@@ -152,12 +152,12 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if err != nil {
 			return fwds, err
 		}
-		f.start = func(cpu int) (func() error, error) {
+		f.start = func(cpu int) (func() error, func() time.Duration, error) {
 			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, cpu)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return c.stop, nil
+			return c.stop, c.cpu, nil
 		}
 	}
 	return fwds, nil
@@ -174,20 +174,21 @@ func closeFwds(fwds []*vethFwd) error {
 // once runs one measurement of f: start, warm up, measure, stop.
 func (f *vethFwd) once(plan vethPlan, g genSpec, cpu int) (runResult, error) {
 	stop := func() error { return nil }
+	var cpuTime func() time.Duration
 	if f.start != nil {
-		s, err := f.start(cpu)
+		s, c, err := f.start(cpu)
 		if err != nil {
 			return runResult{}, err
 		}
-		stop = s
+		stop, cpuTime = s, c
 	}
-	w, err := f.net.measure(genSpec{frames: plan.warmup, procs: 1, pps: g.pps, warmup: true})
+	w, err := f.net.measure(genSpec{frames: plan.warmup, procs: 1, pps: g.pps, warmup: true}, nil)
 	if err == nil && w.delivered == 0 {
 		err = fmt.Errorf("%s delivered none of %d warm-up frames", f.impl, w.offered)
 	}
 	var r runResult
 	if err == nil {
-		r, err = f.net.measure(g)
+		r, err = f.net.measure(g, cpuTime)
 	}
 	return r, errors.Join(err, stop())
 }
@@ -241,6 +242,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 		genCost := medianOf(cpuRuns(byImpl["ceiling"].runs[s.name]), func(r runResult) float64 {
 			return perFrame(r.machineCPU, r.offered)
 		})
+		genProcCost := medianOf(byImpl["ceiling"].runs[s.name], func(r runResult) float64 {
+			return perFrame(r.procCPU, r.offered)
+		})
 		linux := medianPPS(byImpl["linux"].runs[s.name])
 		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
 		reflector := medianPPS(byImpl["reflector"].runs[s.name])
@@ -262,7 +266,14 @@ func runVeth(opts Options) (recs []Record, err error) {
 				"x_ceiling":       ratio(med, ceiling),
 				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
 			}
-			// CPU figures only from runs the machine had room for.
+			if f.impl == "ceiling" {
+				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)
+			} else {
+				extra["procs_cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
+					return perFrame(r.procCPU-time.Duration(genProcCost*float64(r.offered)), r.delivered)
+				}))
+			}
+			// Whole-machine CPU only from runs the machine had room for.
 			if cr := cpuRuns(runs); len(cr) > 0 && genCost > 0 {
 				extra["cpu_rounds"] = len(cr)
 				extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
@@ -291,6 +302,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
 			if c, ok := extra["cpu_ns_frame"].(float64); ok {
 				row.cpu = c
+			}
+			if c, ok := extra["procs_cpu_ns_frame"].(float64); ok {
+				row.procsCPU = c
 			}
 			table = append(table, row)
 		}
@@ -360,7 +374,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 type vethRow struct {
 	impl, setup                  string
 	mpps, best, xLinux, xCeiling float64
-	cpu                          float64
+	cpu, procsCPU                float64
 	loss50                       float64
 	hasLoss                      bool
 	gbps                         float64
@@ -368,23 +382,26 @@ type vethRow struct {
 }
 
 func printVethTable(opts Options, rows []vethRow) {
-	opts.Log("%-9s %-16s %9s %9s %8s %9s %11s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "CPU ns/fr", "loss@50%", "TCP Gb/s")
+	opts.Log("%-9s %-16s %9s %9s %8s %9s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
 	for _, r := range rows {
 		if r.note != "" {
 			opts.Log("%-9s %-16s %s", r.setup, r.impl, r.note)
 			continue
 		}
-		loss, cpu, tcp := "", "", ""
+		loss, cpu, pcpu, tcp := "", "", "", ""
 		if r.hasLoss {
 			loss = fmt.Sprintf("%.3f%%", 100*r.loss50)
 		}
 		if r.cpu != 0 {
 			cpu = fmt.Sprintf("%.0f", r.cpu)
 		}
+		if r.procsCPU != 0 {
+			pcpu = fmt.Sprintf("%.0f", r.procsCPU)
+		}
 		if r.gbps != 0 {
 			tcp = fmt.Sprintf("%.2f", r.gbps)
 		}
-		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %11s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, cpu, loss, tcp)
+		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, cpu, pcpu, loss, tcp)
 	}
 }
 
@@ -413,7 +430,7 @@ func soakVeth(f *vethFwd, io string, plan vethPlan, opts Options) (Record, error
 			}
 		}
 	}()
-	r, err := f.net.measure(genSpec{frames: uint64(pps * plan.soak.Seconds()), procs: 1, pps: pps})
+	r, err := f.net.measure(genSpec{frames: uint64(pps * plan.soak.Seconds()), procs: 1, pps: pps}, c.cpu)
 	close(stop)
 	<-sampled
 	err = errors.Join(err, c.stop())

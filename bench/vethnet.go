@@ -19,7 +19,12 @@ package bench
 // counted). The offered count is h1's transmit counter; the CPU time of
 // the whole machine (/proc/stat, all CPUs, everything but idle) is taken
 // from trafgen's start to its exit, less the background: what the machine
-// (other jobs, an idle forwarder) used per second in the 200 ms before.
+// (other jobs, an idle forwarder) used per second in the 200 ms before. On
+// a shared machine that background moves, so the CPU time of the processes
+// involved is taken too: trafgen (its rusage, senders included), the
+// forwarder's process or thread, and the ksoftirqd threads (softirq work
+// the kernel defers). On veth nearly all forwarding work runs in one of
+// them; other jobs do not count.
 //
 // Locking: none; one goroutine.
 
@@ -33,6 +38,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
@@ -188,6 +194,7 @@ type runResult struct {
 	elapsed            time.Duration // first frame counted .. trafgen's exit
 	machineCPU         time.Duration // all CPUs, non-idle, over the run, background removed
 	background         float64       // CPUs busy before the run (other jobs)
+	procCPU            time.Duration // trafgen + forwarder + ksoftirqd over the run
 	genFailed          bool          // a trafgen process exited with an error
 }
 
@@ -206,8 +213,9 @@ func (r runResult) String() string {
 	return s
 }
 
-// measure runs trafgen once and counts.
-func (n *vethNet) measure(g genSpec) (runResult, error) {
+// measure runs trafgen once and counts; fwdCPU (nil: none) reads the
+// forwarder's CPU time.
+func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, error) {
 	var r runResult
 	c0, err := n.sink.Count()
 	if err != nil {
@@ -230,6 +238,11 @@ func (n *vethNet) measure(g genSpec) (runResult, error) {
 		time.Sleep(200 * time.Millisecond)
 		r.background = float64(machineCPU()-bg0) / float64(time.Since(t0))
 	}
+	var f0 time.Duration
+	if fwdCPU != nil {
+		f0 = fwdCPU()
+	}
+	ks0 := ksoftirqdCPU()
 	cpu0 := machineCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -255,6 +268,13 @@ func (n *vethNet) measure(g genSpec) (runResult, error) {
 	tick.Stop()
 	end := time.Now()
 	r.machineCPU = machineCPU() - cpu0 - time.Duration(r.background*float64(end.Sub(start)))
+	r.procCPU = ksoftirqdCPU() - ks0
+	if fwdCPU != nil {
+		r.procCPU += fwdCPU() - f0
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.procCPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 	if first.IsZero() {
 		first = start
 	}
@@ -318,6 +338,46 @@ func machineCPU() time.Duration {
 		ticks += v
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// statCPU is utime+stime of a /proc/.../stat file (a process or a thread).
+func statCPU(path string) time.Duration {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), ") ") // comm may hold spaces
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	k, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
+}
+
+// ksoftirqdCPU is the CPU time of the ksoftirqd threads.
+func ksoftirqdCPU() time.Duration {
+	var d time.Duration
+	for _, pid := range ksoftirqdPIDs() {
+		d += statCPU("/proc/" + pid + "/stat")
+	}
+	return d
+}
+
+var ksoftirqd []string
+
+func ksoftirqdPIDs() []string {
+	if ksoftirqd != nil {
+		return ksoftirqd
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.HasPrefix(string(b), "ksoftirqd/") {
+			ksoftirqd = append(ksoftirqd, e.Name())
+		}
+	}
+	return ksoftirqd
 }
 
 // haveTrafgen reports whether netsniff-ng's trafgen is installed.
