@@ -27,10 +27,11 @@ package bench
 //	netfwd-IO-soak  RSS of the daemon over a run at 50% (NETFWD_SOAK)
 //
 // CPU per forwarded frame: the whole machine's non-idle time over the run
-// (/proc/stat), minus the generator's own cost (measured per offered frame
-// into the ceiling's sink in the same set-up), divided by the frames
-// delivered. Other jobs on a shared machine count too: compare within a
-// run.
+// (/proc/stat, the background before the run removed), minus the
+// generator's own cost (measured per offered frame into the ceiling's sink
+// in the same set-up), divided by the frames delivered; and the same from
+// the CPU time of the processes involved (trafgen, the forwarder,
+// ksoftirqd), which other jobs on a shared machine do not disturb.
 //
 // Locking: none; one goroutine runs the suite (the reflector has its own).
 
