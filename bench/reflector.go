@@ -102,6 +102,13 @@ func (r *reflector) cpu() time.Duration {
 	return statCPU(fmt.Sprintf("/proc/self/task/%d/stat", r.tid))
 }
 
+// drops counts the frames the reflector's sockets dropped: not received
+// (fill ring empty, RX ring full) or not sent.
+func (r *reflector) drops() uint64 {
+	in, out := r.in.XDPStats(), r.out.XDPStats()
+	return in.Rx.RingDrops + out.Tx.Errors + out.Tx.Refused
+}
+
 // Mode is the sockets' data path ("native copy").
 func (r *reflector) Mode() string { return r.sin.Mode() }
 

@@ -109,6 +109,9 @@ type vethFwd struct {
 	unsupported error
 	runs        map[string][]runResult // by set-up
 	mode        string                 // data path, when it says (reflector)
+	// drops reads the frames the forwarder itself dropped so far, when it
+	// can say (the reflector: its sockets' counters).
+	drops func() uint64
 }
 
 func newVethFwds() (fwds []*vethFwd, err error) {
@@ -138,7 +141,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		refl.mode = r.Mode()
+		refl.mode, refl.drops = r.Mode(), r.drops
 		return r.stop, r.cpu, nil
 	}
 	linux, err := add("linux", false, nil)
@@ -189,7 +192,14 @@ func (f *vethFwd) once(plan vethPlan, g genSpec, cpu int) (runResult, error) {
 	}
 	var r runResult
 	if err == nil {
+		var d0 uint64
+		if f.drops != nil {
+			d0 = f.drops()
+		}
 		r, err = f.net.measure(g, cpuTime)
+		if f.drops != nil {
+			r.fwdDrops, r.fwdDropsKnown = f.drops()-d0, true
+		}
 	}
 	return r, errors.Join(err, stop())
 }
@@ -297,6 +307,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 			if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
 				extra["trafgen_aborts"] = n
 			}
+			if f.drops != nil {
+				extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
+			}
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
 			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
@@ -327,8 +340,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 		recs = append(recs, Record{Suite: "veth", Impl: f.impl,
 			Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "setup": "unpinned"},
 			NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6),
-			Extra: map[string]any{"lost": lost, "loss": round4(lossOf(r)), "offered": r.offered,
-				"offered_mpps": round3(float64(r.offered) / r.elapsed.Seconds() / 1e6)}})
+			Extra: loss50Extra(r, lost)})
 		for i := range table {
 			if table[i].impl == f.impl && table[i].setup == "unpinned" {
 				table[i].loss50, table[i].hasLoss = lossOf(r), true
@@ -536,6 +548,15 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 		recs = append(recs, Record{Suite: "veth", Impl: c.impl, Params: params, Extra: extra})
 	}
 	return recs, nil
+}
+
+func loss50Extra(r runResult, lost int64) map[string]any {
+	e := map[string]any{"lost": lost, "loss": round4(lossOf(r)), "offered": r.offered,
+		"offered_mpps": round3(float64(r.offered) / r.elapsed.Seconds() / 1e6)}
+	if r.fwdDropsKnown {
+		e["fwd_drops"] = r.fwdDrops
+	}
+	return e
 }
 
 func medianPPS(rs []runResult) float64 { return medianOf(rs, runResult.pps) }

@@ -195,7 +195,9 @@ type runResult struct {
 	machineCPU         time.Duration // all CPUs, non-idle, over the run, background removed
 	background         float64       // CPUs busy before the run (other jobs)
 	procCPU            time.Duration // trafgen + forwarder + ksoftirqd over the run
-	genFailed          bool          // a trafgen process exited with an error
+	fwdDrops           uint64        // frames the forwarder says it dropped (when it can)
+	fwdDropsKnown      bool
+	genFailed          bool // a trafgen process exited with an error
 }
 
 func (r runResult) pps() float64 {
@@ -207,6 +209,9 @@ func (r runResult) pps() float64 {
 
 func (r runResult) String() string {
 	s := fmt.Sprintf("%.3f Mpps (%d of %d in %v)", r.pps()/1e6, r.delivered, r.offered, r.elapsed.Round(time.Millisecond))
+	if r.fwdDropsKnown {
+		s += fmt.Sprintf(", forwarder dropped %d", r.fwdDrops)
+	}
 	if r.genFailed {
 		s += ", a trafgen sender aborted"
 	}
