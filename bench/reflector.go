@@ -40,6 +40,7 @@ type reflector struct {
 // reflectorConfig tunes the reflector (the suite uses the zero value:
 // pktio's defaults, batches of 256).
 type reflectorConfig struct {
+	port   pktio.XDPPortConfig
 	worker pktio.XDPWorkerConfig
 	batch  int
 }
@@ -53,10 +54,10 @@ func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int, cfg r
 	r := &reflector{nextHop: nextHop, batch: cfg.batch, done: make(chan error, 1)}
 	err := pktio.InNetns(ns, func() error {
 		var err error
-		if r.in, err = pktio.OpenXDP(in, pktio.XDPPortConfig{}); err != nil {
+		if r.in, err = pktio.OpenXDP(in, cfg.port); err != nil {
 			return err
 		}
-		r.out, err = pktio.OpenXDP(out, pktio.XDPPortConfig{})
+		r.out, err = pktio.OpenXDP(out, cfg.port)
 		return err
 	})
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 )
 
 // BenchmarkReflector measures the AF_XDP reflector with the backend's
-// knobs varied (spin before blocking, batch size, transmit budget), in both
+// knobs varied (spin before blocking, batch size, transmit budget, generic
+// instead of native XDP), in both
 // set-ups of the veth suite; each iteration is one run of 1,000,000 frames
 // from trafgen. Metrics: delivered Mpps and the CPU time of trafgen, the
 // reflector's thread and ksoftirqd per frame (the processes involved, so
@@ -32,6 +33,7 @@ func BenchmarkReflector(b *testing.B) {
 		{"spin1ms", reflectorConfig{worker: pktio.XDPWorkerConfig{Spin: time.Millisecond}}},
 		{"batch64", reflectorConfig{batch: 64}},
 		{"budget32", reflectorConfig{worker: pktio.XDPWorkerConfig{TxBudget: 32}}},
+		{"generic", reflectorConfig{port: pktio.XDPPortConfig{Attach: pktio.XDPAttachGeneric}}},
 	}
 	for _, setup := range vethSetups() {
 		for _, v := range variants {

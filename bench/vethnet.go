@@ -41,6 +41,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/vethlab"
 )
@@ -238,6 +240,9 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 	cmd := exec.Command("ip", args...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// Its own process group: trafgen's sender processes outlive a parent
+	// that aborts, and the run lasts until the last of them exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !g.warmup {
 		bg0, t0 := machineCPU(), time.Now()
 		time.Sleep(200 * time.Millisecond)
@@ -255,19 +260,28 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	gen := genCPU{pid: cmd.Process.Pid, last: map[int]time.Duration{}}
 	first := time.Time{}
 	var werr error
 	tick := time.NewTicker(time.Millisecond)
-	for done := false; !done; {
+	parentDone := false
+	deadline := time.Now().Add(5 * time.Minute)
+	for ticks := 0; ; ticks++ {
 		select {
 		case werr = <-exited:
-			done = true
+			parentDone = true
 		case <-tick.C:
-			if first.IsZero() {
-				if c, err := n.sink.Count(); err == nil && c != c0 {
-					first = time.Now()
-				}
+		}
+		if first.IsZero() {
+			if c, err := n.sink.Count(); err == nil && c != c0 {
+				first = time.Now()
 			}
+		}
+		if ticks%5 == 0 || parentDone {
+			gen.sample(parentDone)
+		}
+		if parentDone && (unix.Kill(-gen.pid, 0) == unix.ESRCH || time.Now().After(deadline)) {
+			break
 		}
 	}
 	tick.Stop()
@@ -277,9 +291,7 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 	if fwdCPU != nil {
 		r.procCPU += fwdCPU() - f0
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.procCPU += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	r.procCPU += gen.total(cmd.ProcessState)
 	if first.IsZero() {
 		first = start
 	}
@@ -343,6 +355,54 @@ func machineCPU() time.Duration {
 		ticks += v
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// genCPU follows the CPU time of trafgen's processes. The parent's
+// rusage covers the senders it waited for; a sender that outlived an
+// aborting parent (an orphan) is sampled from /proc every 5 ms while it
+// runs, and its last sample is added.
+type genCPU struct {
+	pid     int
+	senders []int // trafgen's children, found once they exist
+	orphans []int // senders still running when the parent exited
+	last    map[int]time.Duration
+}
+
+func (g *genCPU) sample(parentDone bool) {
+	if !parentDone && len(g.senders) == 0 {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", g.pid, g.pid))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				g.senders = append(g.senders, pid)
+			}
+		}
+	}
+	if parentDone && g.orphans == nil {
+		g.orphans = []int{}
+		for _, pid := range g.senders {
+			if unix.Kill(pid, 0) == nil {
+				g.orphans = append(g.orphans, pid)
+			}
+		}
+	}
+	for _, pid := range g.senders {
+		if d := statCPU(fmt.Sprintf("/proc/%d/stat", pid)); d > g.last[pid] {
+			g.last[pid] = d
+		}
+	}
+}
+
+// total is the parent's rusage (itself and the senders it waited for)
+// plus the orphans' last samples.
+func (g *genCPU) total(ps *os.ProcessState) time.Duration {
+	var d time.Duration
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		d = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	for _, pid := range g.orphans {
+		d += g.last[pid]
+	}
+	return d
 }
 
 // statCPU is utime+stime of a /proc/.../stat file (a process or a thread).
