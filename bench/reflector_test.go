@@ -19,7 +19,7 @@ import (
 //	sudo go test -run X -bench Reflector -benchtime 3x ./bench
 func BenchmarkReflector(b *testing.B) {
 	testenv.RequireRoot(b, "trafgen")
-	n, err := newVethNet(false, nil)
+	n, err := newVethNet(countAtH2, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,9 @@ package bench
 // that is not the bottleneck (trafgen of netsniff-ng), every forwarder in
 // the same run:
 //
+//	generator        trafgen into a tc drop counter on the router's ingress:
+//	                 the generator's own CPU cost per frame (subtracted from
+//	                 the forwarders' CPU figures)
 //	ceiling          trafgen into an XDP_DROP counter on the router's
 //	                 ingress: what no forwarder can exceed here
 //	reflector        pktio's AF_XDP backend alone: MAC rewrite and TTL, no
@@ -28,8 +31,10 @@ package bench
 //
 // CPU per forwarded frame: the whole machine's non-idle time over the run
 // (/proc/stat, the background before the run removed), minus the
-// generator's own cost (measured per offered frame into the ceiling's sink
-// in the same set-up), divided by the frames delivered; and the same from
+// generator's own cost (measured per offered frame into the generator
+// run's tc counter in the same set-up: the ceiling's native XDP sink would
+// also charge veth's XDP receive path, NAPI and a page-pool copy per frame,
+// to the generator), divided by the frames delivered; and the same from
 // the CPU time of the processes involved (trafgen, the forwarder,
 // ksoftirqd), which other jobs on a shared machine do not disturb.
 //
@@ -120,8 +125,8 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 			closeFwds(fwds)
 		}
 	}()
-	add := func(impl string, sinkOnRouter bool, dst net.HardwareAddr) (*vethFwd, error) {
-		n, err := newVethNet(sinkOnRouter, dst)
+	add := func(impl string, at counterAt, dst net.HardwareAddr) (*vethFwd, error) {
+		n, err := newVethNet(at, dst)
 		if err != nil {
 			return nil, fmt.Errorf("%s topology: %w", impl, err)
 		}
@@ -129,10 +134,13 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		fwds = append(fwds, f)
 		return f, nil
 	}
-	if _, err := add("ceiling", true, nil); err != nil {
+	if _, err := add("generator", countAtRouterTC, nil); err != nil {
 		return fwds, err
 	}
-	refl, err := add("reflector", false, nil)
+	if _, err := add("ceiling", countAtRouterXDP, nil); err != nil {
+		return fwds, err
+	}
+	refl, err := add("reflector", countAtH2, nil)
 	if err != nil {
 		return fwds, err
 	}
@@ -144,7 +152,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		refl.mode, refl.drops = r.Mode(), r.drops
 		return r.stop, r.cpu, nil
 	}
-	linux, err := add("linux", false, nil)
+	linux, err := add("linux", countAtH2, nil)
 	if err != nil {
 		return fwds, err
 	}
@@ -152,7 +160,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		return fwds, err
 	}
 	for _, io := range []string{"afpacket", "afxdp"} {
-		f, err := add("netfwd-"+io, false, vethFAMAC)
+		f, err := add("netfwd-"+io, countAtH2, vethFAMAC)
 		if err != nil {
 			return fwds, err
 		}
@@ -250,10 +258,10 @@ func runVeth(opts Options) (recs []Record, err error) {
 	}
 	table := []vethRow{}
 	for _, s := range setups {
-		genCost := medianOf(cpuRuns(byImpl["ceiling"].runs[s.name]), func(r runResult) float64 {
+		genCost := medianOf(cpuRuns(byImpl["generator"].runs[s.name]), func(r runResult) float64 {
 			return perFrame(r.machineCPU, r.offered)
 		})
-		genProcCost := medianOf(byImpl["ceiling"].runs[s.name], func(r runResult) float64 {
+		genProcCost := medianOf(byImpl["generator"].runs[s.name], func(r runResult) float64 {
 			return perFrame(r.procCPU, r.offered)
 		})
 		linux := medianPPS(byImpl["linux"].runs[s.name])
@@ -277,7 +285,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 				"x_ceiling":       ratio(med, ceiling),
 				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
 			}
-			if f.impl == "ceiling" {
+			if f.impl == "generator" {
 				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)
 			} else {
 				extra["procs_cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
@@ -290,7 +298,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 				extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
 					return perFrame(r.machineCPU, r.delivered)
 				}))
-				if f.impl == "ceiling" {
+				if f.impl == "generator" {
 					extra["gen_cpu_ns_frame"] = round2(genCost)
 				} else {
 					extra["cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
@@ -326,7 +334,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 
 	// Loss at half of each forwarder's own unpinned saturation.
 	for _, f := range fwds {
-		if f.impl == "ceiling" || f.unsupported != nil {
+		if f.impl == "ceiling" || f.impl == "generator" || f.unsupported != nil {
 			continue
 		}
 		pps := medianPPS(f.runs["unpinned"]) / 2

@@ -10,7 +10,7 @@ package bench
 // program on h2 counts and drops them, the same cheap receiver for every
 // forwarder. For the ceiling an XDP_DROP counter sits on ra instead:
 // nothing is forwarded, and what it counts is what the generator can push
-// into R (sink.go).
+// into R; for the generator's own cost a tc counter on ra (sink.go).
 //
 // One measurement: trafgen sends a fixed number of frames and exits (with
 // native XDP on ra one of its sender processes may abort with TX_RING
@@ -65,22 +65,31 @@ type vethNet struct {
 	dstMAC              net.HardwareAddr // what trafgen addresses
 }
 
-// newVethNet builds the topology; sinkOnRouter puts the counter on ra
-// (the ceiling); dst is the MAC trafgen sends to (nil: ra's).
-func newVethNet(sinkOnRouter bool, dst net.HardwareAddr) (*vethNet, error) {
+// counterAt is where a topology counts frames.
+type counterAt int
+
+const (
+	countAtH2        counterAt = iota // tc counter on h2: what was forwarded
+	countAtRouterXDP                  // XDP_DROP counter on ra: the ceiling
+	countAtRouterTC                   // tc counter on ra: the generator's own cost
+)
+
+// newVethNet builds the topology with its counter; dst is the MAC trafgen
+// sends to (nil: ra's).
+func newVethNet(at counterAt, dst net.HardwareAddr) (*vethNet, error) {
 	l, err := vethlab.NewLab()
 	if err != nil {
 		return nil, err
 	}
 	n := &vethNet{lab: l}
-	if err := n.build(sinkOnRouter, dst); err != nil {
+	if err := n.build(at, dst); err != nil {
 		n.close()
 		return nil, err
 	}
 	return n, nil
 }
 
-func (n *vethNet) build(sinkOnRouter bool, dst net.HardwareAddr) error {
+func (n *vethNet) build(at counterAt, dst net.HardwareAddr) error {
 	l := n.lab
 	var err error
 	for _, p := range []struct {
@@ -106,9 +115,12 @@ func (n *vethNet) build(sinkOnRouter bool, dst net.HardwareAddr) error {
 	if n.h2MAC, err = macOf(n.h2, n.h2if); err != nil {
 		return err
 	}
-	if sinkOnRouter {
+	switch at {
+	case countAtRouterXDP:
 		n.sink, err = newSink(n.r, n.ra, sinkXDP)
-	} else {
+	case countAtRouterTC:
+		n.sink, err = newSink(n.r, n.ra, sinkTC)
+	default:
 		n.sink, err = newSink(n.h2, n.h2if, sinkTC)
 	}
 	if err != nil {
