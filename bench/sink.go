@@ -8,7 +8,7 @@ package bench
 //
 // Program: one per-CPU array slot incremented per frame, then drop. On the
 // router's ingress it is an XDP program in native mode (XDP_DROP: the
-// issue's ceiling, the earliest point a frame can be taken); on H2 a tc
+// ceiling, the earliest point a frame can be taken); on H2 a tc
 // (tcx ingress) program: native XDP on a veth moves its receive path to
 // NAPI and copies every skb into a page-pool page first, a cost the
 // counter would add to every forwarder's transmit path. Attached through
