@@ -3,6 +3,7 @@ module github.com/netfwd/netfwd
 go 1.26.0
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/gaissmai/bart v0.30.0
 	github.com/google/gopacket v1.1.19
 	github.com/mdlayher/packet v1.2.0

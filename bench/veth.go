@@ -1,38 +1,46 @@
 package bench
 
-// Suite veth (root): Linux forwarding and netfwd forwarding on the same
-// two-namespace topology, in one run.
+// Suite veth (root): forwarding between veth namespaces with a generator
+// that is not the bottleneck (trafgen of netsniff-ng), every forwarder in
+// the same run:
 //
-//	S (generator on s0) --veth-- (fa) F (fb) --veth-- (d0) D (counter)
+//	generator        trafgen into a tc drop counter on the router's ingress:
+//	                 the generator's own CPU cost per frame (subtracted from
+//	                 the forwarders' CPU figures)
+//	ceiling          trafgen into an XDP_DROP counter on the router's
+//	                 ingress: what no forwarder can exceed here
+//	reflector        pktio's AF_XDP backend alone: MAC rewrite and TTL, no
+//	                 engine (bench/reflector.go)
+//	linux            Linux ip_forward
+//	netfwd-afpacket  `netfwd run --io afpacket` as a child process
+//	netfwd-afxdp     `netfwd run --io afxdp` as a child process
 //
-// F is first a Linux router (ip_forward, static neighbour: pktio's
-// VethLinuxForward) and then runs netfwd in-process (internal/daemon, its
-// ports fa and fb opened in F, routed ports 10.81.1.1/24 and 10.81.2.1/24,
-// and the same permanent neighbour for 10.81.2.2 as the Linux router has,
-// so both forwarders deliver the same frames to the same MAC, which no
-// interface in D has: D's kernel drops them at once in both runs). The generator is pktio's Blaster (64-byte UDP, 16 flows, as fast as
-// one goroutine pushes them through a TX ring); the counter is pktio's
-// Sink. Records:
+// in two set-ups, rounds interleaved (round by round, set-up by set-up,
+// forwarder by forwarder): "unpinned" (trafgen on every CPU, the forwarder
+// where the scheduler puts it, as a user runs it) and "onecore" (trafgen
+// -P 1 on CPU 0, the forwarder on CPU 1; Linux forwards inline on CPU 0).
+// Topology and measurement: vethnet.go. Records:
 //
-//	linux, netfwd        delivered Mpps at saturation (medians of interleaved
-//	                     rounds; best round, offered rate, loss, CPU per frame
-//	                     and netfwd/linux ratio in extra)
-//	linux, netfwd        rate=50pct: the same offered rate, half of netfwd's
-//	                     measured saturation; lost frames in extra (target 0)
-//	linux-tcp,           iperf3 TCP through each forwarder (real TCP stacks in
-//	netfwd-tcp           S and D, offloads on), Gbit/s in extra; skipped when
-//	                     iperf3 is not installed
-//	netfwd-soak          RSS and Go heap at the start and end of a run at 50%
-//	                     of saturation (NETFWD_SOAK=10m for the 10-minute soak;
-//	                     default 30 s, 3 s with --quick)
+//	IMPL            params setup=..., rate=max: delivered Mpps (median of
+//	                the rounds; best, ratio to linux and to the ceiling,
+//	                CPU per forwarded frame in extra)
+//	IMPL            rate=50pct: offered at half of the forwarder's own
+//	                unpinned saturation; lost frames in extra
+//	IMPL-tcp        iperf3, one TCP stream H1 -> H2 (hosts with offloads)
+//	netfwd-IO-soak  RSS of the daemon over a run at 50% (NETFWD_SOAK)
 //
-// Every figure of netfwd is measured against Linux in the same run on the
-// same machine; the machine is shared, so rounds alternate the two.
+// CPU per forwarded frame: the whole machine's non-idle time over the run
+// (/proc/stat, the background before the run removed), minus the
+// generator's own cost (measured per offered frame into the generator
+// run's tc counter in the same set-up: the ceiling's native XDP sink would
+// also charge veth's XDP receive path, NAPI and a page-pool copy per frame,
+// to the generator), divided by the frames delivered; and the same from
+// the CPU time of the processes involved (trafgen, the forwarder,
+// ksoftirqd), which other jobs on a shared machine do not disturb.
 //
-// Locking: none; one goroutine runs the suite.
+// Locking: none; one goroutine runs the suite (the reflector has its own).
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -40,308 +48,394 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"runtime/metrics"
-	"runtime/pprof"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
-	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 func init() {
 	Register(Suite{Name: "veth", Root: true, Run: runVeth,
-		Doc: "Linux ip_forward vs netfwd between veth namespaces: 64-byte UDP Mpps and loss, iperf3 TCP, loss at 50%, RSS soak"})
+		Doc: "trafgen through veth: ceiling, AF_XDP reflector, Linux ip_forward, netfwd AF_PACKET and AF_XDP; loss at 50%, iperf3, CPU per frame"})
 }
 
-// MACs netfwd uses on the benchmark's routed ports.
-var (
-	vethFAMAC = net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x01, 0x0a}
-	vethFBMAC = net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x01, 0x0b}
-)
-
-// vethPlan is how long each part runs.
+// vethPlan is how much each part runs.
 type vethPlan struct {
-	rounds   int
-	dur      time.Duration // one UDP measurement
-	lossDur  time.Duration
-	tcpDur   time.Duration
-	tcpRound int
-	soak     time.Duration
-	workers  int
+	rounds    int
+	frames    uint64 // per saturation measurement
+	warmup    uint64 // before each measurement, not counted
+	lossDur   time.Duration
+	tcpDur    time.Duration
+	tcpRounds int
+	soak      time.Duration
 }
 
 func planFor(opts Options) (vethPlan, error) {
-	p := vethPlan{rounds: 5, dur: 3 * time.Second, lossDur: 5 * time.Second, tcpDur: 3 * time.Second, tcpRound: 3, soak: 30 * time.Second}
+	p := vethPlan{rounds: 3, frames: 1_000_000, warmup: 20_000, lossDur: 3 * time.Second,
+		tcpDur: 3 * time.Second, tcpRounds: 3, soak: 15 * time.Second}
 	if opts.Quick {
-		p = vethPlan{rounds: 1, dur: time.Second, lossDur: time.Second, tcpDur: time.Second, tcpRound: 1, soak: 3 * time.Second}
+		p = vethPlan{rounds: 1, frames: 200_000, warmup: 5_000, lossDur: time.Second,
+			tcpDur: time.Second, tcpRounds: 1}
 	}
 	if s := os.Getenv("NETFWD_SOAK"); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			return p, fmt.Errorf("NETFWD_SOAK=%q: want a duration such as 10m", s)
+		if err != nil || d < 0 {
+			return p, fmt.Errorf("NETFWD_SOAK=%q: want a duration such as 5m", s)
 		}
 		p.soak = d
 	}
 	return p, nil
 }
 
-// NetfwdVeth is the benchmark topology with netfwd running in F.
-type NetfwdVeth struct {
-	VB     *pktio.VethBench
-	Router *lab.Router
+// vethSetup is where the generator and the forwarder run.
+type vethSetup struct {
+	name  string
+	procs int // trafgen processes (-P)
+	cpu   int // the forwarder's CPU, -1: not pinned
 }
 
-// NewNetfwdVeth builds the topology and starts netfwd in F with workers
-// receive queues per port (0: GOMAXPROCS).
-func NewNetfwdVeth(workers int) (*NetfwdVeth, error) {
-	vb, err := pktio.NewVethBench(pktio.VethExternal)
+func vethSetups() []vethSetup {
+	s := []vethSetup{{name: "unpinned", procs: runtime.NumCPU(), cpu: -1}}
+	if runtime.NumCPU() >= 2 {
+		s = append(s, vethSetup{name: "onecore", procs: 1, cpu: 1})
+	}
+	return s
+}
+
+// vethFwd is one forwarder under test on its own topology.
+type vethFwd struct {
+	impl string
+	net  *vethNet
+	// start runs the forwarder for one measurement (nil: nothing to run)
+	// and returns how to stop it and how to read its CPU time.
+	start       func(cpu int) (stop func() error, cpuTime func() time.Duration, err error)
+	unsupported error
+	runs        map[string][]runResult // by set-up
+	mode        string                 // data path, when it says (reflector)
+	// drops reads the frames the forwarder itself dropped so far, when it
+	// can say (the reflector: its sockets' counters).
+	drops func() uint64
+}
+
+func newVethFwds() (fwds []*vethFwd, err error) {
+	defer func() {
+		if err != nil {
+			closeFwds(fwds)
+		}
+	}()
+	add := func(impl string, at counterAt, dst net.HardwareAddr) (*vethFwd, error) {
+		n, err := newVethNet(at, dst)
+		if err != nil {
+			return nil, fmt.Errorf("%s topology: %w", impl, err)
+		}
+		f := &vethFwd{impl: impl, net: n, runs: map[string][]runResult{}}
+		fwds = append(fwds, f)
+		return f, nil
+	}
+	if _, err := add("generator", countAtRouterTC, nil); err != nil {
+		return fwds, err
+	}
+	if _, err := add("ceiling", countAtRouterXDP, nil); err != nil {
+		return fwds, err
+	}
+	refl, err := add("reflector", countAtH2, nil)
 	if err != nil {
-		return nil, err
+		return fwds, err
 	}
-	n := &NetfwdVeth{VB: vb}
-	if err := n.start(workers); err != nil {
-		n.Close()
-		return nil, err
+	refl.start = func(cpu int) (func() error, func() time.Duration, error) {
+		r, err := startReflector(refl.net.r, refl.net.ra, refl.net.rb, refl.net.h2MAC, cpu, reflectorConfig{})
+		if err != nil {
+			return nil, nil, err
+		}
+		refl.mode, refl.drops = r.Mode(), r.drops
+		return r.stop, r.cpu, nil
 	}
-	return n, nil
-}
-
-func (n *NetfwdVeth) start(workers int) error {
-	vb := n.VB
-	var err error
-	conf := fmt.Sprintf(`# netfwd bench veth: F routes between two routed ports
-link set %[1]s address %[2]s
-address add 10.81.1.1/24 dev %[1]s
-link set %[3]s address %[4]s
-address add 10.81.2.1/24 dev %[3]s
-neigh add %[5]s lladdr %[6]s dev %[3]s nud permanent
-`, vb.FA, vethFAMAC, vb.FB, vethFBMAC, pktio.VethDstIP, pktio.FinalMAC)
-	n.Router, err = lab.StartRouterConfig(vb.F, conf, lab.RouterOptions{Workers: workers, Metrics: "127.0.0.1:0"})
+	linux, err := add("linux", countAtH2, nil)
 	if err != nil {
-		return err
+		return fwds, err
 	}
-	if err := n.Router.WaitUp([]string{vb.FA, vb.FB}, 5*time.Second); err != nil {
-		return err
+	if err := linux.net.linuxRouter(); err != nil {
+		return fwds, err
 	}
-	vb.BlastMAC = vethFAMAC
-	return nil
+	for _, io := range []string{"afpacket", "afxdp"} {
+		f, err := add("netfwd-"+io, countAtH2, vethFAMAC)
+		if err != nil {
+			return fwds, err
+		}
+		f.start = func(cpu int) (func() error, func() time.Duration, error) {
+			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, cpu)
+			if err != nil {
+				return nil, nil, err
+			}
+			return c.stop, c.cpu, nil
+		}
+	}
+	return fwds, nil
 }
 
-// Close stops netfwd and removes the topology.
-func (n *NetfwdVeth) Close() error {
+func closeFwds(fwds []*vethFwd) error {
 	var errs []error
-	if n.Router != nil {
-		errs = append(errs, n.Router.Stop())
+	for _, f := range fwds {
+		errs = append(errs, f.net.close())
 	}
-	return errors.Join(append(errs, n.VB.Close())...)
+	return errors.Join(errs...)
 }
 
-// Losses reads netfwd's own loss counters from its metrics: frames its RX
-// rings could not take (the kernel dropped them: the forwarder fell
-// behind) and frames it did not transmit (batch full, refused, errors).
-// Against the run's loss they say where frames were lost: in netfwd, or
-// in the generator's or counter's rings.
-func (n *NetfwdVeth) Losses() (ring, tx float64, err error) {
-	m, err := lab.Scrape(nil, n.Router.MetricsURL())
-	if err != nil {
-		return 0, 0, err
+// once runs one measurement of f: start, warm up, measure, stop.
+func (f *vethFwd) once(plan vethPlan, g genSpec, cpu int) (runResult, error) {
+	stop := func() error { return nil }
+	var cpuTime func() time.Duration
+	if f.start != nil {
+		s, c, err := f.start(cpu)
+		if err != nil {
+			return runResult{}, err
+		}
+		stop, cpuTime = s, c
 	}
-	ring = m.Sum("netfwd_pktio_ring_drops_total")
-	tx = m.Sum("netfwd_port_tx_drops_total") + m.Sum("netfwd_pktio_errors_total", "kind", "tx_error") +
-		m.Sum("netfwd_pktio_errors_total", "kind", "tx_refused")
-	return ring, tx, nil
-}
-
-// measureLosses runs one measurement through netfwd and adds netfwd's own
-// losses during it to extra.
-func (n *NetfwdVeth) measureLosses(run pktio.VethRun, measure func() (pktio.VethResult, error), extra map[string]any) (pktio.VethResult, error) {
-	ring0, tx0, err := n.Losses()
-	if err != nil {
-		return pktio.VethResult{}, err
+	w, err := f.net.measure(genSpec{frames: plan.warmup, procs: 1, pps: g.pps, warmup: true}, nil)
+	if err == nil && w.delivered == 0 {
+		err = fmt.Errorf("%s delivered none of %d warm-up frames", f.impl, w.offered)
 	}
-	r, err := measure()
-	if err != nil {
-		return r, err
+	var r runResult
+	if err == nil {
+		var d0 uint64
+		if f.drops != nil {
+			d0 = f.drops()
+		}
+		r, err = f.net.measure(g, cpuTime)
+		if f.drops != nil {
+			r.fwdDrops, r.fwdDropsKnown = f.drops()-d0, true
+		}
 	}
-	ring1, tx1, err := n.Losses()
-	if err != nil {
-		return r, err
-	}
-	extra["netfwd_ring_drops"], extra["netfwd_tx_drops"] = int64(ring1-ring0), int64(tx1-tx0)
-	return r, nil
-}
-
-// measureAllocs runs one measurement and counts the process's heap
-// allocations per delivered frame.
-func measureAllocs(vb *pktio.VethBench, run pktio.VethRun) (pktio.VethResult, float64, error) {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	r, err := vb.Measure(run)
-	runtime.ReadMemStats(&after)
-	allocs := 0.0
-	if r.Delivered > 0 {
-		allocs = float64(after.Mallocs-before.Mallocs) / float64(r.Delivered)
-	}
-	return r, allocs, err
+	return r, errors.Join(err, stop())
 }
 
 func runVeth(opts Options) (recs []Record, err error) {
+	if err := haveTrafgen(); err != nil {
+		return nil, err
+	}
 	plan, err := planFor(opts)
 	if err != nil {
 		return nil, err
 	}
-	linux, err := pktio.NewVethBench(pktio.VethLinuxForward)
-	if err != nil {
-		return nil, err
-	}
-	defer linux.Close()
-	nf, err := NewNetfwdVeth(plan.workers)
+	fwds, err := newVethFwds()
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if cerr := nf.Close(); cerr != nil && err == nil {
+		if cerr := closeFwds(fwds); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
+	setups := vethSetups()
 
-	// Saturation, interleaved rounds.
-	var lr, nr []pktio.VethResult
-	var nAllocs []float64
-	for i := range plan.rounds {
-		r, _, err := measureAllocs(linux, pktio.VethRun{Duration: plan.dur})
-		if err != nil {
-			return nil, fmt.Errorf("linux: %w", err)
-		}
-		lr = append(lr, r)
-		opts.Log("round %d/%d linux:  %v", i+1, plan.rounds, r)
-		r, a, err := measureAllocs(nf.VB, pktio.VethRun{Duration: plan.dur})
-		if err != nil {
-			return nil, fmt.Errorf("netfwd: %w", err)
-		}
-		nr, nAllocs = append(nr, r), append(nAllocs, a)
-		opts.Log("round %d/%d netfwd: %v (%.3f allocs/frame)", i+1, plan.rounds, r, a)
-	}
-	lm, nm := medianVeth(lr), medianVeth(nr)
-	sat := map[string]any{"frame": 64, "rate": "max"}
-	recs = append(recs, vethRecord("linux", sat, lm, lr, 0, nil))
-	recs = append(recs, vethRecord("netfwd", sat, nm, nr, median(nAllocs),
-		map[string]any{"x_linux": round3(nm.DeliveredPPS / lm.DeliveredPPS)}))
-
-	// Loss at half of netfwd's saturation, both forwarders.
-	half := nm.DeliveredPPS / 2
-	halfParams := map[string]any{"frame": 64, "rate": "50pct", "pps": int(half)}
-	for _, impl := range []string{"linux", "netfwd"} {
-		run := pktio.VethRun{Duration: plan.lossDur, Rate: half}
-		var r pktio.VethResult
-		var a float64
-		extra := map[string]any{}
-		if impl == "linux" {
-			r, _, err = measureAllocs(linux, run)
-		} else {
-			r, err = nf.measureLosses(run, func() (pktio.VethResult, error) {
-				res, allocs, err := measureAllocs(nf.VB, run)
-				a = allocs
-				return res, err
-			}, extra)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s at 50%%: %w", impl, err)
-		}
-		opts.Log("%s at %.0f pps (50%% of netfwd's saturation): %v %v", impl, half, r, extra)
-		extra["lost"] = int64(r.Offered) - int64(r.Delivered)
-		recs = append(recs, vethRecord(impl, halfParams, r, nil, a, extra))
-	}
-
-	// RSS over a soak at 50%.
-	soak, err := soakRSS(nf, half, plan.soak, opts)
-	if err != nil {
-		return nil, err
-	}
-	recs = append(recs, soak)
-
-	// TCP, when iperf3 is there.
-	if !lab.HaveIperf3() {
-		opts.Log("iperf3 not installed: TCP records skipped (apt-get install iperf3)")
-		return recs, nil
-	}
-	tcp, err := vethTCP(plan, opts)
-	if err != nil {
-		return nil, err
-	}
-	return append(recs, tcp...), nil
-}
-
-func vethRecord(impl string, params map[string]any, m pktio.VethResult, rounds []pktio.VethResult, allocs float64, extra map[string]any) Record {
-	e := map[string]any{
-		"offered_mpps": round3(m.OfferedPPS / 1e6),
-		"loss":         round4(m.Loss),
-		"cpu_ns_frame": m.CPUPerFrame.Nanoseconds(),
-	}
-	if len(rounds) > 0 {
-		best := rounds[0]
-		for _, r := range rounds {
-			if r.DeliveredPPS > best.DeliveredPPS {
-				best = r
+	// Saturation, interleaved.
+	for round := range plan.rounds {
+		for _, s := range setups {
+			for _, f := range fwds {
+				if f.unsupported != nil {
+					continue
+				}
+				r, err := f.once(plan, genSpec{frames: plan.frames, procs: s.procs}, s.cpu)
+				if errors.Is(err, errIONotSupported) {
+					f.unsupported = err
+					opts.Log("%s: %v", f.impl, err)
+					continue
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", f.impl, s.name, err)
+				}
+				f.runs[s.name] = append(f.runs[s.name], r)
+				opts.Log("round %d/%d %-8s %-16s %v", round+1, plan.rounds, s.name, f.impl, r)
 			}
 		}
-		e["best_mpps"] = round3(best.DeliveredPPS / 1e6)
-		e["rounds"] = len(rounds)
 	}
-	if m.SinkRingDrops > 0 {
-		e["sink_ring_drops"] = m.SinkRingDrops
+	byImpl := map[string]*vethFwd{}
+	for _, f := range fwds {
+		byImpl[f.impl] = f
 	}
-	for k, v := range extra {
-		e[k] = v
+	table := []vethRow{}
+	for _, s := range setups {
+		genCost := medianOf(cpuRuns(byImpl["generator"].runs[s.name]), func(r runResult) float64 {
+			return perFrame(r.machineCPU, r.offered)
+		})
+		genProcCost := medianOf(byImpl["generator"].runs[s.name], func(r runResult) float64 {
+			return perFrame(r.procCPU, r.offered)
+		})
+		linux := medianPPS(byImpl["linux"].runs[s.name])
+		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
+		reflector := medianPPS(byImpl["reflector"].runs[s.name])
+		for _, f := range fwds {
+			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
+			if f.unsupported != nil {
+				recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
+					Extra: map[string]any{"error": f.unsupported.Error()}})
+				table = append(table, vethRow{impl: f.impl, setup: s.name, note: "not supported"})
+				continue
+			}
+			runs := f.runs[s.name]
+			med := medianPPS(runs)
+			extra := map[string]any{
+				"rounds":          len(runs),
+				"best_mpps":       round3(slices.MaxFunc(runs, func(a, b runResult) int { return cmpF(a.pps(), b.pps()) }).pps() / 1e6),
+				"offered_mpps":    round3(medianOf(runs, func(r runResult) float64 { return float64(r.offered) / r.elapsed.Seconds() }) / 1e6),
+				"x_linux":         ratio(med, linux),
+				"x_ceiling":       ratio(med, ceiling),
+				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
+			}
+			if f.impl == "generator" {
+				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)
+			} else {
+				extra["procs_cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
+					return perFrame(r.procCPU-time.Duration(genProcCost*float64(r.offered)), r.delivered)
+				}))
+			}
+			// Whole-machine CPU only from runs the machine had room for.
+			if cr := cpuRuns(runs); len(cr) > 0 && genCost > 0 {
+				extra["cpu_rounds"] = len(cr)
+				extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+					return perFrame(r.machineCPU, r.delivered)
+				}))
+				if f.impl == "generator" {
+					extra["gen_cpu_ns_frame"] = round2(genCost)
+				} else {
+					extra["cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+						return perFrame(r.machineCPU-time.Duration(genCost*float64(r.offered)), r.delivered)
+					}))
+				}
+			}
+			if f.impl == "netfwd-afxdp" {
+				extra["x_reflector"] = ratio(med, reflector)
+			}
+			if f.mode != "" {
+				extra["mode"] = f.mode
+			}
+			if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
+				extra["trafgen_aborts"] = n
+			}
+			if f.drops != nil {
+				extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
+			}
+			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
+				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
+			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
+				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
+			if c, ok := extra["cpu_ns_frame"].(float64); ok {
+				row.cpu = c
+			}
+			if c, ok := extra["procs_cpu_ns_frame"].(float64); ok {
+				row.procsCPU = c
+			}
+			table = append(table, row)
+		}
 	}
-	ns := 0.0
-	if m.DeliveredPPS > 0 {
-		ns = 1e9 / m.DeliveredPPS
+
+	// Loss at half of each forwarder's own unpinned saturation.
+	for _, f := range fwds {
+		if f.impl == "ceiling" || f.impl == "generator" || f.unsupported != nil {
+			continue
+		}
+		pps := medianPPS(f.runs["unpinned"]) / 2
+		g := genSpec{frames: uint64(pps * plan.lossDur.Seconds()), procs: 1, pps: pps}
+		r, err := f.once(plan, g, -1)
+		if err != nil {
+			return nil, fmt.Errorf("%s at 50%%: %w", f.impl, err)
+		}
+		lost := int64(r.offered) - int64(r.delivered)
+		opts.Log("%-16s at %.0f pps (50%% of its saturation): %v, lost %d", f.impl, pps, r, lost)
+		recs = append(recs, Record{Suite: "veth", Impl: f.impl,
+			Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "setup": "unpinned"},
+			NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6),
+			Extra: loss50Extra(r, lost)})
+		for i := range table {
+			if table[i].impl == f.impl && table[i].setup == "unpinned" {
+				table[i].loss50, table[i].hasLoss = lossOf(r), true
+			}
+		}
 	}
-	return Record{Suite: "veth", Impl: impl, Params: params, NsOp: round2(ns), Mops: round3(m.DeliveredPPS / 1e6), AllocsOp: round3(allocs), Extra: e}
+
+	if plan.soak > 0 {
+		for _, io := range []string{"afpacket", "afxdp"} {
+			f := byImpl["netfwd-"+io]
+			if f.unsupported != nil {
+				continue
+			}
+			rec, err := soakVeth(f, io, plan, opts)
+			if err != nil {
+				return nil, err
+			}
+			recs = append(recs, rec)
+		}
+	}
+
+	if !lab.HaveIperf3() {
+		opts.Log("iperf3 not installed: TCP records skipped (apt-get install iperf3)")
+	} else {
+		tcp, err := vethTCP(plan, opts)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, tcp...)
+		for _, r := range tcp {
+			impl := strings.TrimSuffix(r.Impl, "-tcp")
+			for i := range table {
+				if table[i].impl == impl && table[i].setup == "unpinned" {
+					table[i].gbps, _ = r.Extra["gbps"].(float64)
+				}
+			}
+		}
+	}
+	printVethTable(opts, table)
+	return recs, nil
 }
 
-// medianVeth is the round with the median delivered rate.
-func medianVeth(rs []pktio.VethResult) pktio.VethResult {
-	s := append([]pktio.VethResult(nil), rs...)
-	sort.Slice(s, func(i, j int) bool { return s[i].DeliveredPPS < s[j].DeliveredPPS })
-	return s[len(s)/2]
+// vethRow is one line of the summary table.
+type vethRow struct {
+	impl, setup                  string
+	mpps, best, xLinux, xCeiling float64
+	cpu, procsCPU                float64
+	loss50                       float64
+	hasLoss                      bool
+	gbps                         float64
+	note                         string
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
+func printVethTable(opts Options, rows []vethRow) {
+	opts.Log("%-9s %-16s %9s %9s %8s %9s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
+	for _, r := range rows {
+		if r.note != "" {
+			opts.Log("%-9s %-16s %s", r.setup, r.impl, r.note)
+			continue
+		}
+		loss, cpu, pcpu, tcp := "", "", "", ""
+		if r.hasLoss {
+			loss = fmt.Sprintf("%.3f%%", 100*r.loss50)
+		}
+		if r.cpu != 0 {
+			cpu = fmt.Sprintf("%.0f", r.cpu)
+		}
+		if r.procsCPU != 0 {
+			pcpu = fmt.Sprintf("%.0f", r.procsCPU)
+		}
+		if r.gbps != 0 {
+			tcp = fmt.Sprintf("%.2f", r.gbps)
+		}
+		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, cpu, pcpu, loss, tcp)
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	return s[len(s)/2]
 }
 
-func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
-func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }
-
-// soakRSS offers rate frames/s through netfwd for d and samples the
-// process's RSS and live Go heap every second while it runs: the first
-// sample (after a second, with every ring mapped and touched) against the
-// last one is the growth over the soak. Each sample follows a forced GC:
-// the generator's pacing (pktio.Blaster.Run, a timer per batch of 256
-// frames) makes garbage that would otherwise pile up until the GC's next
-// target (twice the compiled FIB's 64 MiB table) and read as growth; what
-// is left after a GC is what netfwd (and the tools) keep.
-// NETFWD_SOAK_HEAPPROFILE=FILE writes an allocation profile of the soak
-// (every allocation sampled) for finding what allocates.
-func soakRSS(nf *NetfwdVeth, rate float64, d time.Duration, opts Options) (Record, error) {
-	opts.Log("soak: %v at %.0f pps through netfwd", d, rate)
-	if os.Getenv("NETFWD_SOAK_HEAPPROFILE") != "" {
-		runtime.MemProfileRate = 1
-		defer func() { runtime.MemProfileRate = 512 * 1024 }()
+// soakVeth runs netfwd at 50% of its unpinned saturation for plan.soak and
+// samples the daemon's RSS every second.
+func soakVeth(f *vethFwd, io string, plan vethPlan, opts Options) (Record, error) {
+	pps := medianPPS(f.runs["unpinned"]) / 2
+	c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, -1)
+	if err != nil {
+		return Record{}, err
 	}
-	runtime.GC()
-	type sample struct{ rss, heap, allocs uint64 }
-	var samples []sample
+	opts.Log("soak: netfwd-%s for %v at %.0f pps", io, plan.soak, pps)
+	var rss []uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -353,152 +447,205 @@ func soakRSS(nf *NetfwdVeth, rate float64, d time.Duration, opts Options) (Recor
 			case <-stop:
 				return
 			case <-t.C:
-				runtime.GC()
-				samples = append(samples, sample{rssBytes(), liveHeapBytes(), heapAllocs()})
+				rss = append(rss, c.rssKiB())
 			}
 		}
 	}()
-	losses := map[string]any{}
-	run := pktio.VethRun{Duration: d, Rate: rate}
-	r, err := nf.measureLosses(run, func() (pktio.VethResult, error) { return nf.VB.Measure(run) }, losses)
+	r, err := f.net.measure(genSpec{frames: uint64(pps * plan.soak.Seconds()), procs: 1, pps: pps}, c.cpu)
 	close(stop)
 	<-sampled
+	err = errors.Join(err, c.stop())
 	if err != nil {
-		return Record{}, fmt.Errorf("soak: %w", err)
+		return Record{}, fmt.Errorf("soak %s: %w", io, err)
 	}
-	if len(samples) < 2 {
-		return Record{}, fmt.Errorf("soak: %v is too short to sample RSS twice", d)
+	extra := map[string]any{"lost": int64(r.offered) - int64(r.delivered), "offered": r.offered, "duration": plan.soak.String()}
+	if len(rss) >= 2 {
+		extra["rss_start_kib"], extra["rss_end_kib"], extra["rss_max_kib"] = rss[0], rss[len(rss)-1], slices.Max(rss)
+		extra["rss_growth_kib"] = int64(rss[len(rss)-1]) - int64(rss[0])
 	}
-	first, last := samples[0], samples[len(samples)-1]
-	var maxRSS uint64
-	for _, s := range samples {
-		maxRSS = max(maxRSS, s.rss)
-	}
-	allocsPerFrame := float64(last.allocs-first.allocs) / max(1, r.DeliveredPPS*float64(len(samples)-1))
-	opts.Log("soak: %v %v; RSS %.1f -> %.1f MiB (max %.1f, %d samples), live Go heap %.2f -> %.2f MiB, %.4f allocs/frame in the process (generator included)", r,
-		losses, mib(first.rss), mib(last.rss), mib(maxRSS), len(samples), mib(first.heap), mib(last.heap), allocsPerFrame)
-	if f := os.Getenv("NETFWD_SOAK_HEAPPROFILE"); f != "" {
-		runtime.GC()
-		if w, err := os.Create(f); err == nil {
-			pprof.Lookup("allocs").WriteTo(w, 0)
-			w.Close()
-		}
-	}
-	rec := vethRecord("netfwd-soak", map[string]any{"frame": 64, "rate": "50pct", "pps": int(rate), "duration": d.String()}, r, nil, allocsPerFrame,
-		map[string]any{
-			"rss_start_mib":  round2(mib(first.rss)),
-			"rss_end_mib":    round2(mib(last.rss)),
-			"rss_max_mib":    round2(mib(maxRSS)),
-			"rss_growth_mib": round2(mib(last.rss) - mib(first.rss)),
-			"heap_start_mib": round2(mib(first.heap)),
-			"heap_end_mib":   round2(mib(last.heap)),
-			"lost":           int64(r.Offered) - int64(r.Delivered),
-		})
-	return rec, nil
+	opts.Log("soak: netfwd-%s %v, RSS %v KiB", io, r, extra["rss_growth_kib"])
+	return Record{Suite: "veth", Impl: "netfwd-" + io + "-soak",
+		Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "duration": plan.soak.String()},
+		NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6), Extra: extra}, nil
 }
 
-func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+// tcpSpec is H1 --ra-- R --rb-- H2 with real hosts, routed ports in R.
+func tcpSpec() lab.Spec {
+	return lab.Spec{Hosts: []lab.HostSpec{
+		{Name: "S", Port: "fa", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0a},
+			Addr: netip.MustParsePrefix("10.81.1.2/24"), Gateway: netip.MustParseAddr("10.81.1.1"),
+			RouterAddr: netip.MustParsePrefix("10.81.1.1/24"), RouterMAC: vethFAMAC},
+		{Name: "D", Port: "fb", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0b},
+			Addr: netip.MustParsePrefix("10.81.2.2/24"), Gateway: netip.MustParseAddr("10.81.2.1"),
+			RouterAddr: netip.MustParsePrefix("10.81.2.1/24"), RouterMAC: vethFBMAC},
+	}}
+}
 
-// rssBytes is the process's resident set size (VmRSS).
-func rssBytes() uint64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
+// vethTCP measures one iperf3 TCP stream through Linux and netfwd with each
+// backend, rounds interleaved; netfwd runs as a child for each round.
+func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
+	type tcpCase struct {
+		impl        string
+		io          string // "": Linux
+		n           *lab.Net
+		gbps, retr  []float64
+		unsupported error
+	}
+	var cases []*tcpCase
+	defer func() {
+		for _, c := range cases {
+			c.n.Close()
+		}
+	}()
+	for _, io := range []string{"", "afpacket", "afxdp"} {
+		n, err := lab.Build(tcpSpec())
+		if err != nil {
+			return nil, err
+		}
+		c := &tcpCase{impl: "linux-tcp", io: io, n: n}
+		cases = append(cases, c)
+		if io == "" {
+			if err := n.LinuxRouter(); err != nil {
+				return nil, err
+			}
+		} else {
+			c.impl = "netfwd-" + io + "-tcp"
+		}
+	}
+	dst := netip.MustParseAddr("10.81.2.2")
+	for round := range plan.tcpRounds {
+		for _, c := range cases {
+			if c.unsupported != nil {
+				continue
+			}
+			var child *netfwdChild
+			if c.io != "" {
+				child, err = startNetfwd(c.n.Router, c.n.Spec.Config(), c.io, -1)
+				if errors.Is(err, errIONotSupported) {
+					c.unsupported = err
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			res, err := lab.Iperf3(context.Background(), c.n.Host("S").NS, c.n.Host("D").NS, dst, plan.tcpDur)
+			if child != nil {
+				err = errors.Join(err, child.stop())
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.impl, err)
+			}
+			c.gbps, c.retr = append(c.gbps, res.Gbps), append(c.retr, float64(res.Retransmits))
+			opts.Log("tcp round %d/%d %-20s %v", round+1, plan.tcpRounds, c.impl, res)
+		}
+	}
+	params := map[string]any{"proto": "tcp", "streams": 1, "seconds": plan.tcpDur.Seconds()}
+	linux := median(cases[0].gbps)
+	for _, c := range cases {
+		if c.unsupported != nil {
+			recs = append(recs, Record{Suite: "veth", Impl: c.impl, Params: params,
+				Extra: map[string]any{"error": c.unsupported.Error()}})
+			continue
+		}
+		g := median(c.gbps)
+		extra := map[string]any{"gbps": round2(g), "retransmits": median(c.retr), "rounds": len(c.gbps)}
+		if c.io != "" {
+			extra["x_linux"] = ratio(g, linux)
+		}
+		recs = append(recs, Record{Suite: "veth", Impl: c.impl, Params: params, Extra: extra})
+	}
+	return recs, nil
+}
+
+func loss50Extra(r runResult, lost int64) map[string]any {
+	e := map[string]any{"lost": lost, "loss": round4(lossOf(r)), "offered": r.offered,
+		"offered_mpps": round3(float64(r.offered) / r.elapsed.Seconds() / 1e6)}
+	if r.fwdDropsKnown {
+		e["fwd_drops"] = r.fwdDrops
+	}
+	return e
+}
+
+func medianPPS(rs []runResult) float64 { return medianOf(rs, runResult.pps) }
+
+// cpuRuns are the runs whose CPU accounting means something: other jobs
+// kept less than half of the machine busy just before (the background is
+// subtracted, but a machine already full leaves nothing to measure).
+func cpuRuns(rs []runResult) []runResult {
+	var out []runResult
+	for _, r := range rs {
+		if r.background < float64(runtime.NumCPU())/2 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func medianOf(rs []runResult, f func(runResult) float64) float64 {
+	xs := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		xs = append(xs, f(r))
+	}
+	return median(xs)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
 		return 0
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func perFrame(d time.Duration, frames uint64) float64 {
+	if frames == 0 {
+		return 0
+	}
+	return float64(d.Nanoseconds()) / float64(frames)
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round3(a / b)
+}
+
+func nsPer(pps float64) float64 {
+	if pps == 0 {
+		return 0
+	}
+	return 1e9 / pps
+}
+
+func lossOf(r runResult) float64 {
+	if r.offered == 0 || r.delivered >= r.offered {
+		return 0
+	}
+	return float64(r.offered-r.delivered) / float64(r.offered)
+}
+
+func countIf(rs []runResult, f func(runResult) bool) int {
+	n := 0
+	for _, r := range rs {
+		if f(r) {
+			n++
 		}
+	}
+	return n
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
 	}
 	return 0
 }
 
-// liveHeapBytes is the Go heap the last GC found live (no GC forced).
-func liveHeapBytes() uint64 { return readMetric("/gc/heap/live:bytes") }
-
-// heapAllocs counts the heap allocations so far.
-func heapAllocs() uint64 { return readMetric("/gc/heap/allocs:objects") }
-
-func readMetric(name string) uint64 {
-	s := []metrics.Sample{{Name: name}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
-
-// tcpSpec is S --fa-- F --fb-- D with real hosts, routed ports in F.
-func tcpSpec() lab.Spec {
-	return lab.Spec{Hosts: []lab.HostSpec{
-		{Name: "S", Port: "fa", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0a},
-			Addr: mustPrefix("10.81.1.2/24"), Gateway: mustAddr("10.81.1.1"),
-			RouterAddr: mustPrefix("10.81.1.1/24"), RouterMAC: vethFAMAC},
-		{Name: "D", Port: "fb", MAC: net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x02, 0x0b},
-			Addr: mustPrefix("10.81.2.2/24"), Gateway: mustAddr("10.81.2.1"),
-			RouterAddr: mustPrefix("10.81.2.1/24"), RouterMAC: vethFBMAC},
-	}}
-}
-
-// vethTCP measures iperf3 TCP through Linux and netfwd, interleaved.
-func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
-	ln, err := lab.Build(tcpSpec())
-	if err != nil {
-		return nil, err
-	}
-	defer ln.Close()
-	if err := ln.LinuxRouter(); err != nil {
-		return nil, err
-	}
-	nn, err := lab.Build(tcpSpec())
-	if err != nil {
-		return nil, err
-	}
-	defer nn.Close()
-	r, err := lab.StartNetfwd(nn, lab.RouterOptions{Workers: plan.workers})
-	if err != nil {
-		return nil, err
-	}
-	if err := r.WaitUp(nn.Spec.RouterPorts(), 5*time.Second); err != nil {
-		r.Stop()
-		return nil, err
-	}
-	defer func() {
-		if serr := r.Stop(); serr != nil && err == nil {
-			err = serr
-		}
-	}()
-	dst := mustAddr("10.81.2.2")
-	var lg, ng []float64
-	var lret, nret []float64
-	for i := range plan.tcpRound {
-		for _, c := range []struct {
-			name string
-			n    *lab.Net
-			g    *[]float64
-			ret  *[]float64
-		}{{"linux", ln, &lg, &lret}, {"netfwd", nn, &ng, &nret}} {
-			res, err := lab.Iperf3(context.Background(), c.n.Host("S").NS, c.n.Host("D").NS, dst, plan.tcpDur)
-			if err != nil {
-				return nil, fmt.Errorf("%s tcp: %w", c.name, err)
-			}
-			*c.g, *c.ret = append(*c.g, res.Gbps), append(*c.ret, float64(res.Retransmits))
-			opts.Log("tcp round %d/%d %s: %v", i+1, plan.tcpRound, c.name, res)
-		}
-	}
-	params := map[string]any{"proto": "tcp", "streams": 1, "seconds": plan.tcpDur.Seconds()}
-	lgm, ngm := median(lg), median(ng)
-	recs = append(recs,
-		Record{Suite: "veth", Impl: "linux-tcp", Params: params,
-			Extra: map[string]any{"gbps": round2(lgm), "retransmits": median(lret), "rounds": plan.tcpRound}},
-		Record{Suite: "veth", Impl: "netfwd-tcp", Params: params,
-			Extra: map[string]any{"gbps": round2(ngm), "retransmits": median(nret), "rounds": plan.tcpRound,
-				"x_linux": round3(ngm / lgm)}})
-	return recs, nil
-}
-
-func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
-func mustAddr(s string) netip.Addr     { return netip.MustParseAddr(s) }
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+func round4(x float64) float64 { return float64(int64(x*10000+0.5)) / 10000 }

@@ -21,6 +21,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/internal/vethlab"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -105,7 +106,7 @@ func answer(f []byte) string {
 
 func TestICMPLikeLinux(t *testing.T) {
 	testenv.RequireRoot(t)
-	lab, err := pktio.NewLab()
+	lab, err := vethlab.NewLab()
 	if err != nil {
 		t.Fatal(err)
 	}

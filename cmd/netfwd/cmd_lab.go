@@ -5,7 +5,7 @@ package main
 // shows that the router works (internal/lab.RunDemo) and removes everything
 // it created on the way out, on Ctrl-C too. A second Ctrl-C while cleaning
 // up is ignored; a process killed outright leaves namespaces that the next
-// `netfwd lab` (or any lab) sweeps (pktio.SweepStaleLabs).
+// `netfwd lab` (or any lab) sweeps (vethlab.SweepStaleLabs).
 
 import (
 	"context"

@@ -20,12 +20,12 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
-	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 type topo struct {
-	lab        *pktio.Lab
+	lab        *vethlab.Lab
 	h1, r, h2  string // namespaces
 	h1if, r1   string // interfaces
 	r2, h2if   string
@@ -36,7 +36,7 @@ type topo struct {
 func newTopo(t *testing.T) *topo {
 	t.Helper()
 	testenv.RequireRoot(t, "ping")
-	lab, err := pktio.NewLab()
+	lab, err := vethlab.NewLab()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,16 +14,17 @@ import (
 
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/internal/vethlab"
 	"github.com/netfwd/netfwd/l3"
 )
 
 // vethDaemon builds the topology with the daemon's config in F: fa and fb
 // routed, a permanent neighbour for the sink's address (as the Linux
 // baseline has), frames from S addressed to the router's MAC of fa.
-func vethDaemon(t testing.TB, workers int) (*pktio.VethBench, *Daemon) {
+func vethDaemon(t testing.TB, workers int) (*vethlab.Topology, *Daemon) {
 	t.Helper()
 	testenv.RequireRoot(t)
-	vb, err := pktio.NewVethBench(pktio.VethExternal)
+	vb, err := vethlab.NewTopology(vethlab.External)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func vethDaemon(t testing.TB, workers int) (*pktio.VethBench, *Daemon) {
 	conf := filepath.Join(dir, "veth.conf")
 	lines := "address add 10.81.1.1/24 dev " + vb.FA + "\n" +
 		"address add 10.81.2.1/24 dev " + vb.FB + "\n" +
-		"neigh add " + pktio.VethDstIP.String() + " lladdr " + pktio.FinalMAC.String() + " dev " + vb.FB + "\n"
+		"neigh add " + vethlab.DstIP.String() + " lladdr " + vethlab.FinalMAC.String() + " dev " + vb.FB + "\n"
 	if err := os.WriteFile(conf, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +59,11 @@ func vethDaemon(t testing.TB, workers int) (*pktio.VethBench, *Daemon) {
 func TestWorkerLoopAllocs(t *testing.T) {
 	vb, d := vethDaemon(t, 1)
 	defer d.Close()
-	var bl *pktio.Blaster
+	var bl *vethlab.Blaster
 	if err := pktio.InNetns(vb.S, func() error {
 		var err error
-		bl, err = pktio.NewBlaster(pktio.BlasterConfig{Iface: vb.S0, DstMAC: vb.BlastMAC, Batch: 32,
-			SrcIP: pktio.VethSrcIP, DstIP: pktio.VethDstIP, SrcPort: 1000, Flows: 8})
+		bl, err = vethlab.NewBlaster(vethlab.BlasterConfig{Iface: vb.S0, DstMAC: vb.BlastMAC, Batch: 32,
+			SrcIP: vethlab.SrcIP, DstIP: vethlab.DstIP, SrcPort: 1000, Flows: 8})
 		return err
 	}); err != nil {
 		t.Fatal(err)

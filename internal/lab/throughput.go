@@ -2,7 +2,7 @@ package lab
 
 // Throughput between two hosts of a lab network: an iperf3 TCP run when
 // iperf3 is installed (a real TCP stack on each side, offloads and all), or
-// else the built-in generator: pktio's Blaster sending 64-byte UDP frames
+// else the built-in generator: vethlab's Blaster sending 64-byte UDP frames
 // from one host's interface to the other host through the router, counted
 // by a Sink on the receiving host's interface.
 //
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 // ThroughputResult is one run.
@@ -134,20 +135,20 @@ func tcpListening(ns string, port int) bool {
 func Blast(ctx context.Context, from, to *Host, gwMAC net.HardwareAddr, d time.Duration) (ThroughputResult, error) {
 	r := ThroughputResult{Tool: "blaster", Duration: d,
 		Command: fmt.Sprintf("built-in blaster on %s:%s -> %s, counted on %s:%s", from.NS, from.Iface, to.Addr.Addr(), to.NS, to.Iface)}
-	var sink *pktio.Sink
+	var sink *vethlab.Sink
 	if err := pktio.InNetns(to.NS, func() error {
 		var err error
-		sink, err = pktio.NewSink(pktio.SinkConfig{Iface: to.Iface})
+		sink, err = vethlab.NewSink(vethlab.SinkConfig{Iface: to.Iface})
 		return err
 	}); err != nil {
 		return r, err
 	}
 	sinkErr := make(chan error, 1)
 	go func() { sinkErr <- sink.Run() }()
-	var bl *pktio.Blaster
+	var bl *vethlab.Blaster
 	if err := pktio.InNetns(from.NS, func() error {
 		var err error
-		bl, err = pktio.NewBlaster(pktio.BlasterConfig{Iface: from.Iface, DstMAC: gwMAC,
+		bl, err = vethlab.NewBlaster(vethlab.BlasterConfig{Iface: from.Iface, DstMAC: gwMAC,
 			SrcIP: from.Addr.Addr(), DstIP: to.Addr.Addr(), SrcPort: 10000, Flows: 16})
 		return err
 	}); err != nil {

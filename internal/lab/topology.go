@@ -7,7 +7,7 @@
 // address), the hosts (access hosts on a VLAN, uplink hosts on a routed
 // port, trunk ends for emulated tagged hosts) and extra router config.
 // Build creates the namespaces and veth pairs with iproute2 (through
-// pktio.Lab, which gives every namespace a random per-run prefix and sweeps
+// vethlab.Lab, which gives every namespace a random per-run prefix and sweeps
 // the namespaces of dead runs), configures the hosts as a person would
 // (`ip addr add`, `ip route add default via`), and Spec.Config writes the
 // router's config file. The router namespace gets no addresses: netfwd
@@ -23,7 +23,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 // VLAN is one VLAN of the router's bridge with its VLAN interface.
@@ -97,7 +97,7 @@ type Trunk struct {
 // Net is a built lab network.
 type Net struct {
 	Spec   Spec
-	Lab    *pktio.Lab
+	Lab    *vethlab.Lab
 	Router string // the router's namespace
 	Hosts  []*Host
 	Trunks []*Trunk
@@ -129,7 +129,7 @@ func Build(spec Spec) (*Net, error) {
 	if spec.HostIface == "" {
 		spec.HostIface = "eth0"
 	}
-	l, err := pktio.NewLab()
+	l, err := vethlab.NewLab()
 	if err != nil {
 		return nil, err
 	}

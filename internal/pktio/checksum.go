@@ -1,9 +1,10 @@
+package pktio
+
 // checksum: finishing the partial L4 checksums that checksum offload leaves
 // in frames (CHECKSUM_PARTIAL: the field holds only the pseudo-header sum,
 // the device was to add the payload), and locating L3 behind VLAN tags.
 //
 // Locking: none; pure functions over byte slices.
-package pktio
 
 import (
 	"encoding/binary"

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
-	"net/netip"
 	"testing"
 	"time"
 )
@@ -137,12 +136,8 @@ func TestRecvCompletesPartialChecksums(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := newPair(t)
 			port := openIn(t, p.nsB, p.b, cfg)
-			if err := p.lab.IP(p.nsA, "addr", "add", "10.77.0.1/24", "dev", p.a); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.lab.IP(p.nsA, "neigh", "add", "10.77.0.2", "lladdr", port.MAC.String(), "dev", p.a, "nud", "permanent"); err != nil {
-				t.Fatal(err)
-			}
+			ipIn(t, p.nsA, "addr", "add", "10.77.0.1/24", "dev", p.a)
+			ipIn(t, p.nsA, "neigh", "add", "10.77.0.2", "lladdr", port.MAC.String(), "dev", p.a, "nud", "permanent")
 			err := InNetns(p.nsA, func() error {
 				c, err := net.Dial("udp", "10.77.0.2:9999")
 				if err != nil {
@@ -179,21 +174,5 @@ func TestRecvCompletesPartialChecksums(t *testing.T) {
 				t.Errorf("stats %+v", st)
 			}
 		})
-	}
-}
-
-func TestBuildUDPFrame(t *testing.T) {
-	f := make([]byte, 64)
-	BuildUDPFrame(f, net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, 7,
-		netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 1000, 9)
-	l3, et, ok := l3OffsetType(f)
-	if !ok || l3 != 18 || et != etherTypeIPv4 {
-		t.Fatalf("l3 %d %#x %v", l3, et, ok)
-	}
-	if refSum(f[l3:l3+20]) != 0xffff {
-		t.Error("IPv4 header checksum invalid")
-	}
-	if binary.BigEndian.Uint32(f[l3+28:]) != BlastMagic || binary.BigEndian.Uint16(f[l3+24:]) != 64-18-20 {
-		t.Error("UDP header or magic wrong")
 	}
 }

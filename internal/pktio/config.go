@@ -1,7 +1,8 @@
+package pktio
+
 // Config: the knobs of a Port, their defaults and their validation.
 //
 // Locking: none; a Config is a value copied into the Port at Open.
-package pktio
 
 import (
 	"fmt"

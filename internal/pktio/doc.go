@@ -1,10 +1,16 @@
-// Package pktio is the daemon's packet I/O: AF_PACKET sockets on Linux
-// interfaces with TPACKET_V3 mmap receive rings, batched transmit,
-// PACKET_FANOUT across worker goroutines, and the fix-ups the kernel's
-// offloads require before a frame can be forwarded (VLAN tags moved into
-// metadata, partial checksums, GSO super-frames).
+// Package pktio is the daemon's packet I/O on Linux interfaces, with two
+// backends behind one batch API (Receiver, Sender):
 //
-// Flow:
+//   - AF_PACKET: sockets with TPACKET_V3 mmap receive rings, batched
+//     transmit, PACKET_FANOUT across worker goroutines, and the fix-ups the
+//     kernel's offloads require before a frame can be forwarded (VLAN tags
+//     moved into metadata, partial checksums, GSO super-frames).
+//   - AF_XDP: an XDP program (built at run time, attached through a
+//     bpf_link) steers each queue into an XDP socket; the sockets of one
+//     worker share a UMEM, so a frame received on one port leaves another by
+//     descriptor, without a copy.
+//
+// AF_PACKET flow:
 //
 //	Open(name, cfg) -> *Port: one fanout group, cfg.Queues sockets, each with
 //	  its own RX ring (Queue). Worker i owns Queue(i):
@@ -22,8 +28,15 @@
 // are writable too (frames[i][:Headroom]), so a VLAN tag can be pushed
 // without a copy.
 //
+// AF_XDP flow:
+//
+//	OpenXDP(name, cfg) -> *XDPPort: program + socket map on the interface
+//	NewXDPWorker(cfg)  -> *XDPWorker: one UMEM per worker goroutine
+//	w.Bind(port, q)    -> *XDPSocket: queue q of port, receive and transmit
+//	w.Wait(); s.TryRecv(frames, meta); ...; s2.Send(frames, nil)
+//
 // Concurrency: a Queue and a Tx each have exactly one owner goroutine and no
-// locks. Counters are atomics readable from any goroutine (Stats).
+// locks, as have an XDPWorker and its sockets. Counters are atomics readable from any goroutine (Stats).
 // Stopping is two-phase: Port.Shutdown (any goroutine, any time) closes the
 // sockets, so owners blocked in Recv or Send return ErrClosed and owners in
 // the middle of a batch get ErrClosed on their next call; Port.Close, called

@@ -1,6 +1,7 @@
 package pktio
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"os"
@@ -10,58 +11,59 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/testenv"
 )
 
-// requireRoot skips tests that need namespaces when not root, unless
-// NETFWD_E2E=1 says they must run (CI), in which case it fails.
-func requireRoot(t testing.TB) {
+// netns creates a network namespace for the test (removed when it ends),
+// with IPv6 off so that no router solicitations or MLD reports muddle the
+// frame counts. It skips without root (fails under NETFWD_E2E=1).
+func netns(t testing.TB, prefix string) string {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NETFWD_E2E") == "1" {
-		t.Fatal("NETFWD_E2E=1 but not root: network namespace tests cannot run")
-	}
-	t.Skip("needs root for network namespaces and AF_PACKET (set NETFWD_E2E=1 to make this a failure)")
-}
-
-// newLab returns a lab removed when the test ends.
-func newLab(t testing.TB) *Lab {
-	t.Helper()
-	requireRoot(t)
-	l, err := NewLab()
+	testenv.RequireRoot(t)
+	ns := testenv.Netns(t, prefix)
+	err := InNetns(ns, func() error {
+		for _, k := range []string{"all", "default"} {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab cleanup: %v", err)
-		}
-	})
-	return l
+	return ns
+}
+
+// ipIn runs `ip -n ns ARGS...` and fails the test if it fails.
+func ipIn(t testing.TB, ns string, args ...string) {
+	t.Helper()
+	testenv.Run(t, "ip", append([]string{"-n", ns}, args...)...)
+}
+
+// addVeth creates the veth pair a (in nsA) - b (in nsB), both up, with
+// extra `ip link add` arguments (numrxqueues N ...) for both ends.
+func addVeth(t testing.TB, nsA, a, nsB, b string, extra ...string) {
+	t.Helper()
+	args := append([]string{"link", "add", "name", a}, extra...)
+	args = append(args, "type", "veth", "peer", "name", b)
+	args = append(args, extra...)
+	ipIn(t, nsA, append(args, "netns", nsB)...)
+	ipIn(t, nsA, "link", "set", "dev", a, "up")
+	ipIn(t, nsB, "link", "set", "dev", b, "up")
 }
 
 // pair is two namespaces joined by one veth pair: a (in nsA) <-> b (in nsB).
 type pair struct {
-	lab      *Lab
 	nsA, nsB string
 	a, b     string
 }
 
-func newPair(t testing.TB) *pair {
+func newPair(t testing.TB, extra ...string) *pair {
 	t.Helper()
-	l := newLab(t)
-	p := &pair{lab: l}
-	var err error
-	if p.nsA, err = l.AddNetns("A"); err != nil {
-		t.Fatal(err)
-	}
-	if p.nsB, err = l.AddNetns("B"); err != nil {
-		t.Fatal(err)
-	}
-	if p.a, p.b, err = l.AddVeth(p.nsA, "a", p.nsB, "b"); err != nil {
-		t.Fatal(err)
-	}
+	p := &pair{nsA: netns(t, "pkA"), nsB: netns(t, "pkB"), a: "a", b: "b"}
+	addVeth(t, p.nsA, p.a, p.nsB, p.b, extra...)
 	return p
 }
 
@@ -174,4 +176,59 @@ func forward(from *Queue, to *Tx, batch int) error {
 			return err
 		}
 	}
+}
+
+// udpSender sends IPv4 UDP frames of flows source ports from a Port's Tx
+// in another namespace: the tests' traffic generator. It sends through the
+// qdisc layer, so that a multi-queue device picks the TX queue (and veth
+// the peer's RX queue) by flow hash; with qdisc bypass AF_PACKET picks it
+// by the sender's CPU.
+type udpSender struct {
+	tx     *Tx
+	frames [][]byte
+}
+
+func newUDPSender(t testing.TB, ns, iface string, dst net.HardwareAddr, flows int) *udpSender {
+	t.Helper()
+	p := openIn(t, ns, iface, Config{NotPromiscuous: true, Filter: dropAll, NoQdiscBypass: true})
+	tx, err := p.NewTx()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &udpSender{tx: tx}
+	for i := range 256 {
+		s.frames = append(s.frames, udpFrame(dst, p.MAC, uint16(1000+i%flows), 60))
+	}
+	return s
+}
+
+// send transmits n frames, the flows round robin.
+func (s *udpSender) send(t testing.TB, n int) {
+	t.Helper()
+	for n > 0 {
+		k := min(n, len(s.frames))
+		if m, err := s.tx.Send(s.frames[:k], nil); m != k || err != nil {
+			t.Fatalf("sent %d of %d: %v", m, k, err)
+		}
+		n -= k
+	}
+}
+
+// udpFrame builds an IPv4 UDP frame 10.1.0.1:sport -> 10.2.0.1:9 of size
+// bytes (without FCS), header checksum valid, UDP checksum 0.
+func udpFrame(dst, src net.HardwareAddr, sport uint16, size int) []byte {
+	f := make([]byte, size)
+	copy(f, dst)
+	copy(f[6:], src)
+	binary.BigEndian.PutUint16(f[12:], etherTypeIPv4)
+	ip := f[ethHdrLen:]
+	ip[0], ip[8], ip[9] = 0x45, 64, ipProtoUDP
+	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
+	copy(ip[12:], []byte{10, 1, 0, 1, 10, 2, 0, 1})
+	binary.BigEndian.PutUint16(ip[10:], ^csumFold(csumAdd(0, ip[:ipv4MinHdrLen])))
+	udp := ip[ipv4MinHdrLen:]
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], 9)
+	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
+	return f
 }

@@ -1,8 +1,9 @@
+package pktio
+
 // Meta: what Recv says about each frame beyond its bytes, and the offload
 // state (GSO, partial checksum) that must travel with a frame to Tx.Send.
 //
 // Locking: none; values.
-package pktio
 
 // Flags describe what the kernel reported and what Recv fixed up.
 type Flags uint16

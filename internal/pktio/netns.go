@@ -1,3 +1,5 @@
+package pktio
+
 // netns: running code in another network namespace. Sockets belong to the
 // namespace they were created in, so a Port, Blaster or Sink opened inside
 // InNetns keeps working from any goroutine afterwards.
@@ -6,7 +8,6 @@
 // thread; if the thread cannot be switched back it is left locked, so the Go
 // runtime retires it with the goroutine instead of reusing a thread in the
 // wrong namespace.
-package pktio
 
 import (
 	"fmt"

@@ -1,3 +1,5 @@
+package pktio
+
 // port: a Port is one Linux interface opened for the daemon: Queues sockets
 // in one PACKET_FANOUT hash group (each with its own RX ring, one per worker
 // goroutine) plus the Tx handles workers create to send on it.
@@ -9,7 +11,6 @@
 //
 // Locking: mu guards txs and the shutdown/closed state; the datapath
 // (Queue.Recv, Tx.Send) never takes it.
-package pktio
 
 import (
 	"errors"

@@ -6,10 +6,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -170,9 +166,7 @@ func TestRecvTruncatedDropped(t *testing.T) {
 	p := newPair(t)
 	// 4 KiB blocks cannot hold the 9000-byte frame the MTU lets through.
 	for _, dev := range []struct{ ns, name string }{{p.nsA, p.a}, {p.nsB, p.b}} {
-		if err := p.lab.IP(dev.ns, "link", "set", dev.name, "mtu", "9000"); err != nil {
-			t.Fatal(err)
-		}
+		ipIn(t, dev.ns, "link", "set", "dev", dev.name, "mtu", "9000")
 	}
 	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 8})
 	c := rawSender(t, p.nsA, p.a)
@@ -254,41 +248,5 @@ func TestRecvBatchSpanningRing(t *testing.T) {
 	st := port.Stats().Rx
 	if got == 0 || uint64(got)+st.RingDrops != rounds*perRound {
 		t.Fatalf("received %d + ring drops %d != sent %d", got, st.RingDrops, rounds*perRound)
-	}
-}
-
-// TestSweepStaleLabs: namespaces of a lab whose process died are removed by
-// the next NewLab; a live process's lab is kept.
-func TestSweepStaleLabs(t *testing.T) {
-	requireRoot(t)
-	live, err := NewLab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	ns, err := live.AddNetns("L")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A lab left by a process that no longer exists.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	stale := &Lab{Prefix: "nfdead" + strconv.Itoa(dead.Process.Pid%100)}
-	if err := os.WriteFile(filepath.Join(LabStateDir, stale.Prefix), []byte(strconv.Itoa(dead.Process.Pid)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sns, err := stale.AddNetns("S")
-	if err != nil {
-		t.Fatal(err)
-	}
-	SweepStaleLabs()
-	if _, err := os.Stat(NetnsPath(sns)); !errors.Is(err, os.ErrNotExist) {
-		stale.Close()
-		t.Errorf("stale namespace %s survived the sweep", sns)
-	}
-	if _, err := os.Stat(NetnsPath(ns)); err != nil {
-		t.Errorf("live namespace %s removed: %v", ns, err)
 	}
 }

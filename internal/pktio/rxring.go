@@ -1,3 +1,5 @@
+package pktio
+
 // rxring: a Queue is one fanout member socket with its TPACKET_V3 receive
 // ring, read in place by its owner goroutine.
 //
@@ -17,7 +19,6 @@
 // Locking: none. One owner goroutine calls Recv/Release; block_status words
 // are shared with the kernel and accessed with atomic loads/stores (acquire/
 // release). Counters are atomics so Stats can read them from anywhere.
-package pktio
 
 import (
 	"encoding/binary"

@@ -1,3 +1,5 @@
+package pktio
+
 // socket: opening one AF_PACKET socket with github.com/mdlayher/packet and
 // the socket options the library does not cover (rings, fanout, vnet
 // headers, qdisc bypass), set through Conn.SyscallConn on the fd.
@@ -9,7 +11,6 @@
 // none) replaces it last.
 //
 // Locking: none; called from Open and NewTx under the Port's mutex.
-package pktio
 
 import (
 	"errors"

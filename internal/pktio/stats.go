@@ -1,10 +1,11 @@
+package pktio
+
 // stats: the counters a Port exposes, summed over its queues and Tx handles
 // at read time (the datapath adds to per-queue/per-handle atomics once per
 // batch, so no cache line is shared between workers).
 //
 // Locking: Port.Stats takes Port.mu to read the kernel's clear-on-read ring
 // statistics and the handle list; the counters themselves are atomics.
-package pktio
 
 // RxStats are receive counters.
 type RxStats struct {

@@ -13,7 +13,6 @@ import (
 // chain is h1 -- (f1) F (f2) -- h2: two host namespaces and a forwarding
 // namespace in the middle, hosts on one subnet.
 type chain struct {
-	lab            *Lab
 	h1, f, h2      string
 	h1if, f1, f2   string
 	h2if           string
@@ -22,27 +21,12 @@ type chain struct {
 
 func newChain(t testing.TB) *chain {
 	t.Helper()
-	l := newLab(t)
-	c := &chain{lab: l, h1addr: "10.78.0.1", h2addr: "10.78.0.2"}
-	var err error
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.h1, err = l.AddNetns("h1")
-	must(err)
-	c.f, err = l.AddNetns("f")
-	must(err)
-	c.h2, err = l.AddNetns("h2")
-	must(err)
-	c.h1if, c.f1, err = l.AddVeth(c.h1, "h1", c.f, "f1")
-	must(err)
-	c.f2, c.h2if, err = l.AddVeth(c.f, "f2", c.h2, "h2")
-	must(err)
-	must(l.IP(c.h1, "addr", "add", c.h1addr+"/24", "dev", c.h1if))
-	must(l.IP(c.h2, "addr", "add", c.h2addr+"/24", "dev", c.h2if))
+	c := &chain{h1: netns(t, "pkh1"), f: netns(t, "pkf"), h2: netns(t, "pkh2"),
+		h1if: "h1", f1: "f1", f2: "f2", h2if: "h2", h1addr: "10.78.0.1", h2addr: "10.78.0.2"}
+	addVeth(t, c.h1, c.h1if, c.f, c.f1)
+	addVeth(t, c.f, c.f2, c.h2, c.h2if)
+	ipIn(t, c.h1, "addr", "add", c.h1addr+"/24", "dev", c.h1if)
+	ipIn(t, c.h2, "addr", "add", c.h2addr+"/24", "dev", c.h2if)
 	return c
 }
 

@@ -1,3 +1,5 @@
+package pktio
+
 // tx: a Tx is a transmit handle on a Port for one owner goroutine: its own
 // send-only sockets (bound with protocol 0, so they receive nothing) with
 // PACKET_QDISC_BYPASS. In TxRing mode (the default, txring.go) frames go
@@ -12,7 +14,6 @@
 // counted and skipped; a dead device (ENETDOWN, ENXIO) ends the call.
 //
 // Locking: none; one owner goroutine. Counters are atomics.
-package pktio
 
 import (
 	"sync/atomic"

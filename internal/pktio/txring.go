@@ -1,3 +1,5 @@
+package pktio
+
 // txring: the TxRing transmit mode. Frames are copied into fixed-size slots
 // of a TPACKET_V3 TX ring (tp_next_offset 0; at slot+48 a virtio-net header,
 // always present so hdr_len can ask for a linear skb, then the frame),
@@ -11,7 +13,6 @@
 //
 // Locking: none; the owner goroutine of the Tx. Slot status words are shared
 // with the kernel (atomic load/store).
-package pktio
 
 import (
 	"encoding/binary"

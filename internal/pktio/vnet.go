@@ -1,9 +1,10 @@
+package pktio
+
 // vnet: the virtio-net header (struct virtio_net_hdr, 10 bytes, little
 // endian on every Linux host we run on) that PACKET_VNET_HDR puts in front
 // of each received frame and expects in front of each transmitted one.
 //
 // Locking: none; pure functions over byte slices.
-package pktio
 
 import "encoding/binary"
 

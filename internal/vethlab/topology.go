@@ -1,17 +1,18 @@
-// vethbench: the two-namespace forwarding benchmark topology of `netfwd
-// bench veth` and of this package's benchmarks, with the Linux baselines:
+package vethlab
+
+// Topology: the two-namespace forwarding topology of this package's
+// benchmarks and of the daemon's veth tests, with the Linux baselines:
 //
 //	S (Blaster on s0) --veth-- (fa) F (fb) --veth-- (d0) D (Sink)
 //
 // The forwarder under test runs in F between fa and fb: Linux itself
-// (ip_forward, or a bridge) or a program built on this package. The sink
+// (ip_forward, or a bridge) or a program built on pktio. The sink
 // counts delivered blaster frames in D; both sides use AF_PACKET rings, so
 // the generator and counter cost the same in every run. Frames reach D
-// addressed to a MAC no interface has (VethBench.FinalMAC), so D's own
+// addressed to a MAC no interface has (FinalMAC), so D's own
 // stack drops them at once in every mode (PACKET_OTHERHOST).
 //
-// Locking: none; one goroutine drives a VethBench.
-package pktio
+// Locking: none; one goroutine drives a Topology.
 
 import (
 	"context"
@@ -22,46 +23,48 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
-// VethMode is what forwards in F.
-type VethMode int
+// Mode is what forwards in F.
+type Mode int
 
 const (
-	// VethExternal: nothing set up in F; the caller runs a forwarder
+	// External: nothing set up in F; the caller runs a forwarder
 	// between FA and FB (L2: frames are addressed to FinalMAC already).
-	VethExternal VethMode = iota
-	// VethLinuxForward: F routes (ip_forward=1) from 10.81.1.0/24 on fa to
+	External Mode = iota
+	// LinuxForward: F routes (ip_forward=1) from 10.81.1.0/24 on fa to
 	// 10.81.2.0/24 on fb, next hop 10.81.2.2 at FinalMAC (static neighbour).
-	VethLinuxForward
-	// VethLinuxBridge: fa and fb are ports of a Linux bridge in F.
-	VethLinuxBridge
+	LinuxForward
+	// LinuxBridge: fa and fb are ports of a Linux bridge in F.
+	LinuxBridge
 )
 
-func (m VethMode) String() string {
+func (m Mode) String() string {
 	switch m {
-	case VethExternal:
+	case External:
 		return "external"
-	case VethLinuxForward:
+	case LinuxForward:
 		return "linux-ipforward"
-	case VethLinuxBridge:
+	case LinuxBridge:
 		return "linux-bridge"
 	}
-	return fmt.Sprintf("VethMode(%d)", int(m))
+	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
 // Addresses of the topology.
 var (
-	VethSrcIP = netip.MustParseAddr("10.81.1.2")
-	VethDstIP = netip.MustParseAddr("10.81.2.2")
+	SrcIP = netip.MustParseAddr("10.81.1.2")
+	DstIP = netip.MustParseAddr("10.81.2.2")
 	// FinalMAC is the destination MAC frames carry when they reach D.
 	FinalMAC = net.HardwareAddr{0x02, 0x6e, 0x66, 0x00, 0x00, 0x02}
 )
 
-// VethBench is one topology.
-type VethBench struct {
+// Topology is one topology.
+type Topology struct {
 	Lab            *Lab
-	Mode           VethMode
+	Mode           Mode
 	S, F, D        string // namespaces
 	S0, FA, FB, D0 string // interfaces
 	// BlastMAC is the destination MAC the blaster uses: FA's MAC when F
@@ -69,13 +72,13 @@ type VethBench struct {
 	BlastMAC net.HardwareAddr
 }
 
-// NewVethBench builds the topology for mode.
-func NewVethBench(mode VethMode) (*VethBench, error) {
+// NewTopology builds the topology for mode.
+func NewTopology(mode Mode) (*Topology, error) {
 	l, err := NewLab()
 	if err != nil {
 		return nil, err
 	}
-	v := &VethBench{Lab: l, Mode: mode, BlastMAC: FinalMAC}
+	v := &Topology{Lab: l, Mode: mode, BlastMAC: FinalMAC}
 	if err := v.setup(); err != nil {
 		l.Close()
 		return nil, err
@@ -83,7 +86,7 @@ func NewVethBench(mode VethMode) (*VethBench, error) {
 	return v, nil
 }
 
-func (v *VethBench) setup() error {
+func (v *Topology) setup() error {
 	l := v.Lab
 	var err error
 	for _, ns := range []struct {
@@ -102,17 +105,17 @@ func (v *VethBench) setup() error {
 	}
 	steps := [][]string{}
 	switch v.Mode {
-	case VethLinuxForward:
+	case LinuxForward:
 		steps = [][]string{
-			{v.S, "addr", "add", VethSrcIP.String() + "/24", "dev", v.S0},
+			{v.S, "addr", "add", SrcIP.String() + "/24", "dev", v.S0},
 			{v.F, "addr", "add", "10.81.1.1/24", "dev", v.FA},
 			{v.F, "addr", "add", "10.81.2.1/24", "dev", v.FB},
-			{v.F, "neigh", "add", VethDstIP.String(), "lladdr", FinalMAC.String(), "dev", v.FB, "nud", "permanent"},
+			{v.F, "neigh", "add", DstIP.String(), "lladdr", FinalMAC.String(), "dev", v.FB, "nud", "permanent"},
 		}
 		if err := l.Sysctl(v.F, "net.ipv4.ip_forward", "1"); err != nil {
 			return err
 		}
-	case VethLinuxBridge:
+	case LinuxBridge:
 		br := l.Name("br")
 		steps = [][]string{
 			{v.F, "link", "add", br, "type", "bridge"},
@@ -126,8 +129,8 @@ func (v *VethBench) setup() error {
 			return err
 		}
 	}
-	if v.Mode == VethLinuxForward {
-		return InNetns(v.F, func() error {
+	if v.Mode == LinuxForward {
+		return pktio.InNetns(v.F, func() error {
 			ifi, err := net.InterfaceByName(v.FA)
 			if err == nil {
 				v.BlastMAC = ifi.HardwareAddr
@@ -139,10 +142,10 @@ func (v *VethBench) setup() error {
 }
 
 // Close removes the topology.
-func (v *VethBench) Close() error { return v.Lab.Close() }
+func (v *Topology) Close() error { return v.Lab.Close() }
 
-// VethRun says how to drive one measurement.
-type VethRun struct {
+// Run says how to drive one measurement.
+type Run struct {
 	Duration time.Duration // default 2s
 	Warmup   time.Duration // default 200ms, not counted
 	Rate     float64       // offered frames/s; 0 = as fast as the blaster goes
@@ -150,8 +153,8 @@ type VethRun struct {
 	Flows    int           // UDP source ports; default 16
 }
 
-// VethResult is one measurement.
-type VethResult struct {
+// Result is one measurement.
+type Result struct {
 	Offered, Delivered uint64
 	Elapsed            time.Duration
 	OfferedPPS         float64
@@ -168,13 +171,13 @@ type VethResult struct {
 	CPUPerFrame time.Duration
 }
 
-func (r VethResult) String() string {
+func (r Result) String() string {
 	return fmt.Sprintf("offered %.3f Mpps, delivered %.3f Mpps (%d of %d, loss %.2f%%) in %v, %v CPU/frame",
 		r.OfferedPPS/1e6, r.DeliveredPPS/1e6, r.Delivered, r.Offered, 100*r.Loss, r.Elapsed.Round(time.Millisecond), r.CPUPerFrame)
 }
 
 // Measure blasts from S and counts in D.
-func (v *VethBench) Measure(run VethRun) (VethResult, error) {
+func (v *Topology) Measure(run Run) (Result, error) {
 	if run.Duration == 0 {
 		run.Duration = 2 * time.Second
 	}
@@ -185,24 +188,24 @@ func (v *VethBench) Measure(run VethRun) (VethResult, error) {
 		run.Flows = 16
 	}
 	var sink *Sink
-	if err := InNetns(v.D, func() error {
+	if err := pktio.InNetns(v.D, func() error {
 		var err error
 		sink, err = NewSink(SinkConfig{Iface: v.D0, Promiscuous: true})
 		return err
 	}); err != nil {
-		return VethResult{}, err
+		return Result{}, err
 	}
 	sinkErr := make(chan error, 1)
 	go func() { sinkErr <- sink.Run() }()
 	var bl *Blaster
-	if err := InNetns(v.S, func() error {
+	if err := pktio.InNetns(v.S, func() error {
 		var err error
-		bl, err = NewBlaster(BlasterConfig{Iface: v.S0, DstMAC: v.BlastMAC, SrcIP: VethSrcIP, DstIP: VethDstIP,
+		bl, err = NewBlaster(BlasterConfig{Iface: v.S0, DstMAC: v.BlastMAC, SrcIP: SrcIP, DstIP: DstIP,
 			SrcPort: 10000, DstPort: 9, Flows: run.Flows, FrameLen: run.FrameLen})
 		return err
 	}); err != nil {
 		sink.Close()
-		return VethResult{}, err
+		return Result{}, err
 	}
 	defer bl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), run.Warmup)
@@ -223,9 +226,9 @@ func (v *VethBench) Measure(run VethRun) (VethResult, error) {
 	cerr := sink.Close()
 	serr := <-sinkErr
 	if err := errors.Join(err, berr, cerr, serr); err != nil {
-		return VethResult{}, err
+		return Result{}, err
 	}
-	r := VethResult{Offered: sent, Delivered: delivered, Elapsed: elapsed, SinkRingDrops: drops,
+	r := Result{Offered: sent, Delivered: delivered, Elapsed: elapsed, SinkRingDrops: drops,
 		OfferedPPS: float64(sent) / elapsed.Seconds(), DeliveredPPS: float64(delivered) / elapsed.Seconds()}
 	if sent > 0 && delivered < sent {
 		r.Loss = float64(sent-delivered) / float64(sent)

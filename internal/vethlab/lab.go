@@ -1,15 +1,21 @@
-// vethlab: throw-away network namespaces and veth pairs for tests and
-// benchmarks (`netfwd bench veth`), built with iproute2 like a person would.
-// Every name carries a random per-lab prefix so parallel runs never collide,
-// and Close removes everything the lab created (deleting a namespace
-// destroys the veth ends in it and so their peers). A process that dies
-// before Close (a panic, a test timeout) leaves its namespaces behind: each
-// lab registers its prefix and pid in LabStateDir, and NewLab removes the
-// namespaces of labs whose process is gone.
+// Package vethlab is the scaffolding of packet I/O tests and benchmarks:
+// throw-away network namespaces joined by veth pairs (Lab), the
+// two-namespace forwarding topology with its Linux baselines (Topology), and
+// a built-in AF_PACKET traffic generator and counter (Blaster, Sink). None
+// of it is on the datapath; `netfwd lab`, `netfwd bench veth` and the
+// namespace tests build on it.
+package vethlab
+
+// Lab: throw-away network namespaces and veth pairs, built with iproute2
+// like a person would. Every name carries a random per-lab prefix so
+// parallel runs never collide, and Close removes everything the lab created
+// (deleting a namespace destroys the veth ends in it and so their peers). A
+// process that dies before Close (a panic, a test timeout) leaves its
+// namespaces behind: each lab registers its prefix and pid in LabStateDir,
+// and NewLab removes the namespaces of labs whose process is gone.
 //
 // Locking: mu guards the list of namespaces; a Lab may be used from several
 // goroutines.
-package pktio
 
 import (
 	"crypto/rand"
@@ -24,6 +30,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // Lab owns a set of network namespaces.
@@ -39,10 +47,10 @@ type Lab struct {
 // It needs root and the ip command.
 func NewLab() (*Lab, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("pktio: network namespaces need root")
+		return nil, errors.New("vethlab: network namespaces need root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		return nil, fmt.Errorf("pktio: iproute2 missing: %w", err)
+		return nil, fmt.Errorf("vethlab: iproute2 missing: %w", err)
 	}
 	SweepStaleLabs()
 	var b [3]byte
@@ -79,7 +87,7 @@ func SweepStaleLabs() {
 		if err != nil || pid <= 0 || unix.Kill(pid, 0) != unix.ESRCH {
 			continue // alive (or not ours to judge)
 		}
-		if nss, err := os.ReadDir(filepath.Dir(NetnsPath("x"))); err == nil {
+		if nss, err := os.ReadDir(filepath.Dir(pktio.NetnsPath("x"))); err == nil {
 			for _, ns := range nss {
 				if strings.HasPrefix(ns.Name(), prefix) {
 					run("ip", "netns", "del", ns.Name())
@@ -118,7 +126,7 @@ func (l *Lab) AddNetns(suffix string) (string, error) {
 func (l *Lab) AddVeth(nsA, a, nsB, b string) (string, string, error) {
 	na, nb := l.Name(a), l.Name(b)
 	if len(na) > 15 || len(nb) > 15 {
-		return "", "", fmt.Errorf("pktio: interface names %q/%q longer than 15 bytes", na, nb)
+		return "", "", fmt.Errorf("vethlab: interface names %q/%q longer than 15 bytes", na, nb)
 	}
 	if err := l.IP(nsA, "link", "add", na, "type", "veth", "peer", "name", nb, "netns", nsB); err != nil {
 		return "", "", err
@@ -151,9 +159,9 @@ func (l *Lab) Exec(ns string, cmd string, args ...string) ([]byte, error) {
 // takes it). /proc/sys/net resolves to the namespace of the opening thread.
 func (l *Lab) Sysctl(ns, key, value string) error {
 	path := "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
-	return InNetns(ns, func() error {
+	return pktio.InNetns(ns, func() error {
 		if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
-			return fmt.Errorf("pktio: sysctl %s=%s in %s: %w", key, value, ns, err)
+			return fmt.Errorf("vethlab: sysctl %s=%s in %s: %w", key, value, ns, err)
 		}
 		return nil
 	})

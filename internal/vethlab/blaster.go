@@ -1,7 +1,10 @@
-// blaster: a built-in AF_PACKET traffic generator (Blaster) and counting
-// receiver (Sink) for `netfwd bench veth` and the tests: 64-byte UDP/IPv4
-// frames at the highest rate one goroutine can push through a Tx (TX ring),
-// and a ring-based counter that recognises them.
+package vethlab
+
+// Blaster and Sink: a built-in AF_PACKET traffic generator and counting
+// receiver for the tests and `netfwd lab`: 64-byte UDP/IPv4 frames at the
+// highest rate one goroutine can push through a pktio.Tx (TX ring), and a
+// ring-based counter that recognises them. (`netfwd bench veth` uses
+// trafgen instead: one goroutine cannot outrun a forwarder.)
 //
 // Frames: Ethernet (optionally one 802.1Q tag) + IPv4 + UDP, checksum 0 (no
 // checksum, legal in IPv4) so the payload can change without recomputing;
@@ -10,7 +13,6 @@
 //
 // Locking: none; a Blaster and a Sink each have one owner goroutine. Sink
 // counters are atomics readable anywhere; Stop may be called from anywhere.
-package pktio
 
 import (
 	"context"
@@ -23,12 +25,25 @@ import (
 	"time"
 
 	"golang.org/x/net/bpf"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/l3"
 )
 
 // BlastMagic starts the UDP payload of every blaster frame.
 const BlastMagic = 0x4e465744 // "NFWD"
 
-const blastHdrLen = ethHdrLen + ipv4MinHdrLen + 8
+// Header sizes and codes of the frames.
+const (
+	ethHdrLen      = 14
+	vlanTagLen     = 4
+	ipv4MinHdrLen  = 20
+	etherTypeIPv4  = 0x0800
+	etherTypeVLAN  = 0x8100
+	ipProtoUDP     = 17
+	ipv4FragOffset = 0x1fff
+	blastHdrLen    = ethHdrLen + ipv4MinHdrLen + 8
+)
 
 // BlasterConfig describes the frames a Blaster sends.
 type BlasterConfig struct {
@@ -54,8 +69,8 @@ type BlasterConfig struct {
 // Blaster sends UDP frames as fast as it can, or at a given rate.
 type Blaster struct {
 	cfg    BlasterConfig
-	port   *Port
-	tx     *Tx
+	port   *pktio.Port
+	tx     *pktio.Tx
 	frames [][]byte
 	seqOff int
 	seq    uint64
@@ -81,18 +96,18 @@ func NewBlaster(cfg BlasterConfig) (*Blaster, error) {
 	}
 	switch {
 	case !cfg.SrcIP.Is4() || !cfg.DstIP.Is4():
-		return nil, errors.New("pktio: blaster needs IPv4 SrcIP and DstIP")
+		return nil, errors.New("vethlab: blaster needs IPv4 SrcIP and DstIP")
 	case len(cfg.DstMAC) != 6:
-		return nil, errors.New("pktio: blaster needs DstMAC")
+		return nil, errors.New("vethlab: blaster needs DstMAC")
 	case cfg.FrameLen < 60 || cfg.FrameLen < blastHdrLen+tag+12 || cfg.FrameLen > 1514+tag:
-		return nil, fmt.Errorf("pktio: blaster FrameLen %d out of range 60..%d", cfg.FrameLen, 1514+tag)
+		return nil, fmt.Errorf("vethlab: blaster FrameLen %d out of range 60..%d", cfg.FrameLen, 1514+tag)
 	case cfg.Flows < 1 || cfg.Flows > 65536-int(cfg.SrcPort):
-		return nil, fmt.Errorf("pktio: blaster Flows %d out of range", cfg.Flows)
+		return nil, fmt.Errorf("vethlab: blaster Flows %d out of range", cfg.Flows)
 	case cfg.Batch < 1 || cfg.Batch > 1024:
-		return nil, fmt.Errorf("pktio: blaster Batch %d out of range 1..1024", cfg.Batch)
+		return nil, fmt.Errorf("vethlab: blaster Batch %d out of range 1..1024", cfg.Batch)
 	}
 	// The blaster only sends: its receive socket filters everything out.
-	p, err := Open(cfg.Iface, Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAll,
+	p, err := pktio.Open(cfg.Iface, pktio.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAll,
 		NotPromiscuous: true, NoOffload: true, TxBatch: cfg.Batch})
 	if err != nil {
 		return nil, err
@@ -140,7 +155,7 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 	s4, d4 := sip.As4(), dip.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
-	binary.BigEndian.PutUint16(ip[10:], ^csumFold(csumAdd(0, ip[:ipv4MinHdrLen])))
+	binary.BigEndian.PutUint16(ip[10:], l3.Checksum(ip[:ipv4MinHdrLen], 0))
 	udp := ip[ipv4MinHdrLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], dport)
@@ -149,7 +164,7 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 }
 
 // Port is the blaster's port (for its counters).
-func (b *Blaster) Port() *Port { return b.port }
+func (b *Blaster) Port() *pktio.Port { return b.port }
 
 // Send sends n frames (whole batches, the last one partial) and returns how
 // many the kernel accepted.
@@ -206,7 +221,7 @@ func (b *Blaster) Close() error {
 
 // Sink counts blaster frames arriving on an interface.
 type Sink struct {
-	port    *Port
+	port    *pktio.Port
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	bad     atomic.Uint64
@@ -235,7 +250,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := Open(cfg.Iface, Config{Filter: prog, NotPromiscuous: !cfg.Promiscuous, BlockSize: 1 << 17, Blocks: 64})
+	p, err := pktio.Open(cfg.Iface, pktio.Config{Filter: prog, NotPromiscuous: !cfg.Promiscuous, BlockSize: 1 << 17, Blocks: 64})
 	if err != nil {
 		return nil, err
 	}
@@ -263,15 +278,15 @@ func udpPortFilter(port uint16) []bpf.Instruction {
 // Run counts frames until Stop; it returns nil after Stop.
 func (s *Sink) Run() error {
 	if s.started.Swap(true) {
-		return errors.New("pktio: Sink.Run called twice")
+		return errors.New("vethlab: Sink.Run called twice")
 	}
 	defer close(s.done)
 	q := s.port.Queue(0)
 	frames := make([][]byte, 1024)
-	meta := make([]Meta, 1024)
+	meta := make([]pktio.Meta, 1024)
 	for {
 		n, err := q.Recv(frames, meta)
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(err, pktio.ErrClosed) {
 			return nil
 		}
 		if err != nil {
@@ -279,8 +294,7 @@ func (s *Sink) Run() error {
 		}
 		var pk, by, bad uint64
 		for _, f := range frames[:n] {
-			l3, ok := l3Offset(f)
-			if ok && len(f) >= l3+ipv4MinHdrLen+12 && binary.BigEndian.Uint32(f[l3+ipv4MinHdrLen+8:]) == BlastMagic {
+			if IsBlasterFrame(f) {
 				pk++
 				by += uint64(len(f))
 			} else {
@@ -293,6 +307,30 @@ func (s *Sink) Run() error {
 	}
 }
 
+// IsBlasterFrame reports whether f (Ethernet, up to two VLAN tags) carries
+// an IPv4 UDP payload that starts with BlastMagic.
+func IsBlasterFrame(f []byte) bool {
+	off := 12
+	for range 3 {
+		if len(f) < off+2 {
+			return false
+		}
+		switch binary.BigEndian.Uint16(f[off:]) {
+		case etherTypeVLAN, 0x88a8:
+			off += vlanTagLen
+			continue
+		case etherTypeIPv4:
+			ip := off + 2
+			return len(f) >= ip+ipv4MinHdrLen+12 && binary.BigEndian.Uint32(f[ip+ipv4MinHdrLen+8:]) == BlastMagic
+		}
+		return false
+	}
+	return false
+}
+
+// dropAll is a classic BPF program that accepts nothing.
+var dropAll = []bpf.RawInstruction{{Op: 0x06 /* BPF_RET|BPF_K */, K: 0}}
+
 // Packets and Bytes are the blaster frames counted so far; Other counts
 // frames that passed the filter without the blaster's magic.
 func (s *Sink) Packets() uint64 { return s.packets.Load() }
@@ -300,7 +338,7 @@ func (s *Sink) Bytes() uint64   { return s.bytes.Load() }
 func (s *Sink) Other() uint64   { return s.bad.Load() }
 
 // Port is the sink's port (for its ring drop counters).
-func (s *Sink) Port() *Port { return s.port }
+func (s *Sink) Port() *pktio.Port { return s.port }
 
 // Stop ends Run (from any goroutine).
 func (s *Sink) Stop() { s.port.Shutdown() }

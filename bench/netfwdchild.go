@@ -1,0 +1,200 @@
+package bench
+
+// netfwdChild: netfwd run as a child process of the benchmark, as a user
+// runs it (`netfwd run --config FILE --netns NS --io BACKEND --metrics off
+// --ctl off`), so that its CPU time, threads and memory are its own and it
+// can be pinned like any process.
+//
+// The executable is NETFWD_BENCH_EXE when set (tests build netfwd there),
+// else this process's own executable (`netfwd bench veth`). A daemon that
+// does not know `--io` yet (flag error) runs AF_PACKET without the flag,
+// and AF_XDP is reported as not supported.
+//
+// Locking: stderr is written by the exec package's copier and read by the
+// starter (syncWriter); a child is started and stopped by one goroutine.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// errIONotSupported: the daemon has no `--io` flag (or not this backend).
+var errIONotSupported = errors.New("not supported by this netfwd")
+
+type netfwdChild struct {
+	cmd    *exec.Cmd
+	stderr *syncWriter
+	exited chan struct{}
+	dir    string
+}
+
+// syncWriter is a strings.Builder safe for one writer and readers.
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func netfwdExe() (string, error) {
+	if e := os.Getenv("NETFWD_BENCH_EXE"); e != "" {
+		return e, nil
+	}
+	return os.Executable()
+}
+
+// startNetfwd runs netfwd with config in namespace ns on backend io
+// ("afpacket" or "afxdp"), pinned to cpu when cpu >= 0, and waits until it
+// runs.
+func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
+	exe, err := netfwdExe()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "netfwd-bench-")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "netfwd.conf")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	base := []string{"run", "--config", file, "--netns", ns, "--metrics", "off", "--ctl", "off"}
+	c, err := launch(exe, append(base, "--io", io), cpu)
+	if err != nil && errors.Is(err, errIONotSupported) && io == "afpacket" {
+		c, err = launch(exe, base, cpu) // AF_PACKET is all it has
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c.dir = dir
+	return c, nil
+}
+
+func launch(exe string, args []string, cpu int) (*netfwdChild, error) {
+	c := &netfwdChild{stderr: &syncWriter{}, exited: make(chan struct{})}
+	c.cmd = exec.Command(exe, args...)
+	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startPinned(c.cmd, cpu); err != nil {
+		return nil, err
+	}
+	go func() {
+		c.cmd.Wait()
+		close(c.exited)
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(c.stderr.String(), "netfwd running") {
+		select {
+		case <-c.exited:
+			out := strings.TrimSpace(c.stderr.String())
+			if strings.Contains(out, "not defined: -io") {
+				return nil, fmt.Errorf("%w: netfwd run has no --io flag", errIONotSupported)
+			}
+			if strings.Contains(out, "--io") || strings.Contains(out, "not supported") {
+				return nil, fmt.Errorf("%w: %s", errIONotSupported, lastLine(out))
+			}
+			return nil, fmt.Errorf("netfwd %s exited: %s", strings.Join(args, " "), out)
+		case <-deadline:
+			c.kill()
+			return nil, fmt.Errorf("netfwd not running after 10 s: %s", c.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return c, nil
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// startPinned starts cmd with its CPU affinity set to cpu (cpu < 0: as
+// this process): the child inherits the mask of the thread that forks it.
+func startPinned(cmd *exec.Cmd, cpu int) error {
+	if cpu < 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return err
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to CPU %d: %w", cpu, err)
+	}
+	err := cmd.Start()
+	if rerr := unix.SchedSetaffinity(0, &old); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// cpu is the daemon's CPU time so far (all its threads).
+func (c *netfwdChild) cpu() time.Duration {
+	return statCPU(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+}
+
+// rssKiB is the child's resident set size (VmRSS), 0 if unknown.
+func (c *netfwdChild) rssKiB() uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// stop sends SIGTERM and waits (SIGKILL after 5 s); it returns an error
+// when the daemon did not exit cleanly.
+func (c *netfwdChild) stop() error {
+	defer os.RemoveAll(c.dir)
+	c.cmd.Process.Signal(unix.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(5 * time.Second):
+		c.kill()
+		return fmt.Errorf("netfwd did not stop on SIGTERM: %s", lastLine(strings.TrimSpace(c.stderr.String())))
+	}
+	if st := c.cmd.ProcessState; st != nil && !st.Success() {
+		return fmt.Errorf("netfwd exited with %v: %s", st, lastLine(strings.TrimSpace(c.stderr.String())))
+	}
+	return nil
+}
+
+func (c *netfwdChild) kill() {
+	c.cmd.Process.Kill()
+	<-c.exited
+}

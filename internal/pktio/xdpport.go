@@ -1,0 +1,238 @@
+package pktio
+
+// xdpport: an XDPPort is one Linux interface opened for AF_XDP: its socket
+// map (XSKMAP, one slot per queue), the steering program and the bpf_link
+// that attaches it. The sockets themselves belong to workers (XDPWorker.Bind
+// registers a worker's socket in slot q); the port only keeps the list, for
+// its counters and for detaching.
+//
+// Flow: OpenXDP -> queue count (ethtool channels) -> map -> program ->
+// attach (native, else generic; a stale netfwd program is replaced) ->
+// registry (DetachXDPPrograms). Close detaches and closes map and program;
+// sockets keep their rings until their workers close them (they simply get
+// no more frames).
+//
+// Locking: mu guards the socket list, the link and the AF_PACKET transmit
+// port; the datapath never takes it.
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// XDPPort is one interface opened for AF_XDP.
+type XDPPort struct {
+	// Name, Index, MAC and MTU describe the interface at OpenXDP.
+	Name  string
+	Index int
+	MAC   net.HardwareAddr
+	MTU   int
+
+	cfg    XDPPortConfig
+	ifi    *net.Interface
+	netns  *os.File // sockets must be created in the interface's namespace
+	queues int
+	attach XDPAttach
+	// restoresVLAN: the program puts offloaded VLAN tags back into the bytes.
+	restoresVLAN bool
+	xsks         *ebpf.Map
+	prog         *ebpf.Program
+
+	mu      sync.Mutex
+	lnk     link.Link               // guarded by mu; nil once detached
+	socks   map[*XDPSocket]struct{} // guarded by mu
+	retired XDPStats                // counters of closed sockets; guarded by mu
+	tx      *Port                   // AF_PACKET transmit port, opened lazily; guarded by mu
+	closed  bool                    // guarded by mu
+}
+
+// OpenXDP attaches netfwd's steering program to the interface named name
+// in the calling goroutine's network namespace (see InNetns). Frames of
+// queues without a bound socket go on to the kernel (XDP_PASS).
+func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("pktio: interface %q: %w", name, err)
+	}
+	n, err := deviceQueues(ifi.Name, ifi.Index)
+	if err != nil {
+		return nil, fmt.Errorf("pktio: %s: %w", name, err)
+	}
+	switch {
+	case cfg.Queues < 0 || cfg.Queues > maxQueues:
+		return nil, fmt.Errorf("pktio: %s: XDP Queues %d out of range 0..%d", name, cfg.Queues, maxQueues)
+	case cfg.Queues > n:
+		return nil, fmt.Errorf("pktio: %s has %d queues, %d asked for", name, n, cfg.Queues)
+	case cfg.Queues > 0:
+		n = cfg.Queues
+	}
+	n = min(n, maxQueues)
+	ns, err := currentNetns()
+	if err != nil {
+		return nil, fmt.Errorf("pktio: %s: %w", name, err)
+	}
+	p := &XDPPort{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU,
+		cfg: cfg, ifi: ifi, netns: ns, queues: n, socks: map[*XDPSocket]struct{}{}}
+	fail := func(err error) (*XDPPort, error) {
+		p.closeObjects()
+		return nil, fmt.Errorf("pktio: %s: %w", name, err)
+	}
+	if p.xsks, err = newXSKMap(n); err != nil {
+		return fail(err)
+	}
+	var a xskAttachment
+	if p.lnk, p.prog, a, err = attachXSK(p.xsks, ifi.Index, cfg.Attach); err != nil {
+		return fail(fmt.Errorf("attach XDP: %w", err))
+	}
+	p.attach, p.restoresVLAN = a.mode, a.restoreVLAN
+	registerXDP(p)
+	return p, nil
+}
+
+// Queues is the number of queues sockets may be bound to (0..Queues-1).
+func (p *XDPPort) Queues() int { return p.queues }
+
+// Attach is the mode the program got: XDPAttachNative or XDPAttachGeneric.
+func (p *XDPPort) Attach() XDPAttach { return p.attach }
+
+// RestoresVLAN reports whether the program puts a VLAN tag that the driver
+// moved into metadata back into the frame (native mode with the kfunc);
+// without it such a tag is lost (see docs/pktio.md).
+func (p *XDPPort) RestoresVLAN() bool { return p.restoresVLAN }
+
+// NewTx opens an AF_PACKET transmit handle on the interface for a goroutine
+// that owns no XDP socket on it (housekeeping, a worker whose queue index
+// the port does not have). Frames sent through it are copied by the kernel;
+// they leave beside the XDP sockets' frames.
+func (p *XDPPort) NewTx() (*Tx, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if p.tx == nil {
+		cfg, err := p.cfg.Tx.withDefaults()
+		if err != nil {
+			p.mu.Unlock()
+			return nil, err
+		}
+		// The transmit port closes its own namespace handle.
+		nsfd, err := unix.FcntlInt(p.netns.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("pktio: %s: %w", p.Name, err)
+		}
+		p.tx = &Port{Name: p.Name, Index: p.Index, MAC: p.MAC, MTU: p.MTU, cfg: cfg, ifi: p.ifi,
+			netns: os.NewFile(uintptr(nsfd), "netns"), fanoutID: -1}
+	}
+	tx := p.tx
+	p.mu.Unlock()
+	return tx.NewTx()
+}
+
+// addSocket registers s (bound to queue q) in the map and the list.
+func (p *XDPPort) addSocket(s *XDPSocket) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if err := p.xsks.Put(uint32(s.queue), uint32(s.fd)); err != nil {
+		return fmt.Errorf("XSKMAP slot %d: %w", s.queue, err)
+	}
+	p.socks[s] = struct{}{}
+	return nil
+}
+
+// removeSocket takes s out of the map and the list before its fd closes,
+// keeping its counters.
+func (p *XDPPort) removeSocket(s *XDPSocket) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.socks[s]; !ok {
+		return
+	}
+	delete(p.socks, s)
+	if !p.closed {
+		p.xsks.Delete(uint32(s.queue)) // the kernel also drops it when the socket closes
+	}
+	p.retired.add(s.statsLocked())
+}
+
+// Stats sums the counters of the port's sockets, closed ones included, in
+// the same form as an AF_PACKET Port's.
+func (p *XDPPort) Stats() Stats { return p.XDPStats().Stats }
+
+// XDPStats is Stats with the AF_XDP-only counters.
+func (p *XDPPort) XDPStats() XDPStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.retired
+	for x := range p.socks {
+		s.add(x.statsLocked())
+	}
+	if p.tx != nil {
+		s.Tx.add(p.tx.Stats().Tx)
+	}
+	return s
+}
+
+// detach removes the program from the interface (idempotent).
+func (p *XDPPort) detach() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lnk == nil {
+		return nil
+	}
+	err := p.lnk.Close()
+	p.lnk = nil
+	return err
+}
+
+// Close detaches the program and releases map and program. The sockets
+// bound to the port get no frames afterwards; their workers close them.
+// Safe to call more than once.
+func (p *XDPPort) Close() error {
+	unregisterXDP(p)
+	err := p.detach()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return err
+	}
+	p.closed = true
+	if p.tx != nil {
+		err = errors.Join(err, p.tx.Close())
+	}
+	return errors.Join(err, p.closeObjectsLocked())
+}
+
+func (p *XDPPort) closeObjects() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeObjectsLocked()
+}
+
+func (p *XDPPort) closeObjectsLocked() error {
+	var errs []error
+	if p.prog != nil {
+		errs = append(errs, p.prog.Close())
+		p.prog = nil
+	}
+	if p.xsks != nil {
+		errs = append(errs, p.xsks.Close())
+		p.xsks = nil
+	}
+	if p.netns != nil {
+		errs = append(errs, p.netns.Close())
+		p.netns = nil
+	}
+	return errors.Join(errs...)
+}

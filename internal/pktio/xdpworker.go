@@ -1,0 +1,379 @@
+package pktio
+
+// xdpworker: an XDPWorker is what one worker goroutine owns for AF_XDP: one
+// UMEM (an mmapped array of FrameSize frames) shared by all of its XDP
+// sockets, one per (port, queue) it serves (XDP_SHARED_UMEM across
+// devices: each socket has its own fill and completion rings), the free
+// list of frames, and the wait over all its sockets at once.
+//
+// Because every socket of the worker receives into the same UMEM, a frame
+// received on one port and rewritten in place can leave on another port of
+// the same worker by descriptor, without a copy (xdptx.go). What the worker
+// owns is exactly what one goroutine touches, so nothing takes a lock.
+//
+// Frame life cycle (state per frame, owner goroutine only):
+//
+//	free --refill--> kernel (a fill ring, or being received into)
+//	kernel --Recv--> held (in a batch the engine may still read)
+//	held --Release--> free
+//	held --Send by descriptor--> sentHeld --Release--> sent
+//	                             sentHeld --completion--> doneHeld --Release--> free
+//	free --Send copy--> sent --completion--> free
+//
+// A frame is never reused while a batch that may still reference it is
+// open: a completion that arrives before the batch's Release parks it in
+// doneHeld. A frame already sent once (a flood's second output) is copied.
+//
+// Waiting (Wait): spin over the sockets' RX rings for cfg.Spin, then block
+// in poll(2) on all their fds and an eventfd that Shutdown writes.
+//
+// Locking: none on the datapath; one owner goroutine calls Bind, Wait, the
+// sockets' Recv/TryRecv/Release/Send and Close. Shutdown (any goroutine)
+// sets an atomic flag and writes the eventfd. Counters are atomics.
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Frame states.
+const (
+	frameFree uint8 = iota
+	frameKernel
+	frameHeld
+	frameSent
+	frameSentHeld
+	frameDoneHeld
+)
+
+// XDPWorker owns one UMEM and the XDP sockets bound on it.
+type XDPWorker struct {
+	cfg   XDPWorkerConfig
+	umem  []byte
+	base  uintptr
+	shift uint // log2(FrameSize)
+
+	state []uint8  // per frame
+	owner []uint16 // per frame: socket slot while frameKernel or frameSent
+	free  []uint32 // stack of free frame indexes, free[:nfree]
+	nfree int
+
+	socks      []*XDPSocket // by slot; nil: slot unused
+	live       int          // non-nil socks
+	list       []*XDPSocket // the non-nil socks in slot order (Sockets)
+	fillTarget int          // frames each socket keeps in its fill ring
+	zeroCopy   bool         // the UMEM's mode, fixed by its first socket
+	pfds       []unix.PollFd
+
+	evmu      sync.Mutex // orders Shutdown's eventfd write before Close closes it
+	evfd      int
+	closed    atomic.Bool
+	unmapped  bool
+	spinIters int // Wait's spin rounds between clock reads
+}
+
+// NewXDPWorker maps a UMEM of cfg.Frames frames. Bind sockets on it, then
+// run the worker loop in one goroutine.
+func NewXDPWorker(cfg XDPWorkerConfig) (*XDPWorker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	size := cfg.Frames * cfg.FrameSize
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Munmap(mem)
+		return nil, fmt.Errorf("pktio: eventfd: %w", err)
+	}
+	w := &XDPWorker{cfg: cfg, umem: mem, base: uintptr(unsafe.Pointer(&mem[0])),
+		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
+		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
+		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64}
+	for i := range w.free {
+		w.free[i] = uint32(cfg.Frames - 1 - i) // low frames first
+	}
+	w.setFillTarget()
+	return w, nil
+}
+
+// Config returns the effective configuration (defaults filled).
+func (w *XDPWorker) Config() XDPWorkerConfig { return w.cfg }
+
+// ZeroCopy reports whether the worker's sockets run in zero-copy mode (the
+// driver DMAs into the UMEM) rather than copy mode (the kernel copies each
+// frame). Decided by the first Bind; false before.
+func (w *XDPWorker) ZeroCopy() bool { return w.zeroCopy }
+
+// Sockets returns the worker's sockets in slot order, without allocating:
+// the slice is the worker's own, valid until the next Bind or CloseSocket
+// (owner goroutine; do not modify it).
+func (w *XDPWorker) Sockets() []*XDPSocket { return w.list }
+
+// Bind opens an XDP socket on queue q of port p, sharing the worker's UMEM,
+// and registers it in the port's map: from then on the frames p receives
+// on queue q come to this socket, and the socket transmits on p. Call it
+// from the owner goroutine (or before it starts).
+//
+// The first socket of a worker decides its mode: zero-copy if the driver
+// takes XDP_ZEROCOPY (and cfg.NoZeroCopy is unset), else copy; later
+// sockets share the UMEM in the same mode (a zero-copy UMEM cannot take a
+// device without zero-copy: Bind then fails).
+func (w *XDPWorker) Bind(p *XDPPort, q int) (*XDPSocket, error) {
+	if w.closed.Load() {
+		return nil, ErrClosed
+	}
+	if q < 0 || q >= p.queues {
+		return nil, fmt.Errorf("pktio: %s: queue %d out of range 0..%d", p.Name, q, p.queues-1)
+	}
+	if max := w.cfg.FrameSize - xdpPacketHeadroom; p.MTU+ethHdrLen+2*vlanTagLen > max {
+		return nil, fmt.Errorf("pktio: %s: MTU %d does not fit AF_XDP frames of %d bytes (largest frame %d): raise FrameSize",
+			p.Name, p.MTU, w.cfg.FrameSize, max)
+	}
+	for _, s := range w.socks {
+		if s != nil && s.port == p && s.queue == q {
+			return nil, fmt.Errorf("pktio: %s queue %d: already bound by this worker", p.Name, q)
+		}
+	}
+	slot := 0
+	for slot < len(w.socks) && w.socks[slot] != nil {
+		slot++
+	}
+	if slot >= 1<<16 {
+		return nil, errors.New("pktio: too many XDP sockets on one worker")
+	}
+	var s *XDPSocket
+	err := inNetnsFile(p.netns, p.Name, func() error {
+		var err error
+		s, err = w.openSocket(p, q, slot)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pktio: %s queue %d: %w", p.Name, q, err)
+	}
+	if slot == len(w.socks) {
+		w.socks = append(w.socks, nil)
+	}
+	w.socks[slot] = s
+	w.live++
+	w.setFillTarget()
+	s.refill()
+	if err := p.addSocket(s); err != nil {
+		w.closeSocket(s)
+		return nil, fmt.Errorf("pktio: %s queue %d: %w", p.Name, q, err)
+	}
+	w.rebuildPoll()
+	return s, nil
+}
+
+// anySocket returns a bound socket whose UMEM registration a new socket
+// can share, or nil.
+func (w *XDPWorker) anySocket() *XDPSocket {
+	for _, s := range w.socks {
+		if s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// setFillTarget divides three quarters of the frames among the sockets'
+// fill rings (capped at FillPerSocket); the rest serves held batches,
+// copies and frames in flight.
+func (w *XDPWorker) setFillTarget() {
+	w.fillTarget = w.cfg.FillPerSocket
+	if w.live > 0 {
+		w.fillTarget = min(w.fillTarget, w.cfg.Frames*3/4/w.live)
+	}
+}
+
+// rebuildPoll renews the poll set and the socket list after a change.
+func (w *XDPWorker) rebuildPoll() {
+	w.pfds = w.pfds[:0]
+	w.list = make([]*XDPSocket, 0, w.live) // a new array: a caller may still range over the old one
+	for _, s := range w.socks {
+		if s != nil {
+			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
+			w.list = append(w.list, s)
+		}
+	}
+	w.pfds = append(w.pfds, unix.PollFd{Fd: int32(w.evfd), Events: unix.POLLIN})
+}
+
+// pushFree returns frame f to the free list.
+func (w *XDPWorker) pushFree(f uint32) {
+	w.state[f] = frameFree
+	w.free[w.nfree] = f
+	w.nfree++
+}
+
+// frameOf returns the index of the UMEM frame that b starts in, and
+// whether b lies in this worker's UMEM at all.
+func (w *XDPWorker) frameOf(b []byte) (off uint64, ok bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	o := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - w.base)
+	return o, o < uint64(len(w.umem))
+}
+
+// reapAll takes the completions of every socket (frames back to the free
+// list) and returns how many came back.
+func (w *XDPWorker) reapAll() int {
+	n := 0
+	for _, s := range w.socks {
+		if s != nil {
+			n += s.reapCompletions()
+		}
+	}
+	return n
+}
+
+// Ready reports whether any socket of the worker has received frames that
+// TryRecv would return now. It does not block and does not allocate.
+func (w *XDPWorker) Ready() bool {
+	for _, s := range w.socks {
+		if s != nil && s.rx.peekReady() {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait returns when a socket of the worker has frames (then TryRecv each
+// socket), after a while without any (nil, nothing ready), or with
+// ErrClosed after Shutdown. It spins for cfg.Spin before blocking in
+// poll(2); frames left on a transmit ring by a busy device are kicked
+// again on the way.
+func (w *XDPWorker) Wait() error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	if w.Ready() {
+		return nil
+	}
+	if w.cfg.Spin > 0 {
+		deadline := time.Now().Add(w.cfg.Spin)
+		for {
+			for range w.spinIters {
+				if w.Ready() {
+					return nil
+				}
+			}
+			if w.closed.Load() {
+				return ErrClosed
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+	timeout := 1000
+	for _, s := range w.socks {
+		if s != nil && s.tx.pending() != 0 {
+			s.kick()
+			timeout = 1
+		}
+	}
+	return w.block(w.pfds, timeout)
+}
+
+// block polls pfds (the last one is the eventfd) for up to timeout ms.
+func (w *XDPWorker) block(pfds []unix.PollFd, timeout int) error {
+	for {
+		_, err := unix.Poll(pfds, timeout)
+		if w.closed.Load() {
+			return ErrClosed
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		return err
+	}
+}
+
+// Shutdown makes Wait, Recv, TryRecv and Send return ErrClosed (a blocked
+// owner wakes at once). Any goroutine, any number of times; UMEM and rings
+// stay mapped until Close.
+func (w *XDPWorker) Shutdown() {
+	if w.closed.Swap(true) {
+		return
+	}
+	w.evmu.Lock()
+	defer w.evmu.Unlock()
+	if w.evfd >= 0 {
+		var one [8]byte
+		one[0] = 1 // eventfd counters are host-endian; any non-zero value wakes
+		unix.Write(w.evfd, one[:])
+	}
+}
+
+// Close shuts the worker down, closes its sockets (taking them out of
+// their ports' maps) and unmaps the UMEM. Call it from the owner goroutine
+// after its loop ended, or after the owner returned: frames handed out by
+// Recv become invalid memory.
+func (w *XDPWorker) Close() error {
+	w.Shutdown()
+	if w.unmapped {
+		return nil
+	}
+	var errs []error
+	for _, s := range w.socks {
+		if s != nil {
+			errs = append(errs, w.closeSocket(s))
+		}
+	}
+	w.unmapped = true
+	errs = append(errs, unix.Munmap(w.umem))
+	w.umem = nil
+	w.evmu.Lock()
+	errs = append(errs, unix.Close(w.evfd))
+	w.evfd = -1
+	w.evmu.Unlock()
+	return errors.Join(errs...)
+}
+
+// closeSocket unregisters and closes s and takes back the frames the
+// kernel held for it (fill ring, frames in flight): after close the kernel
+// touches none of them.
+func (w *XDPWorker) closeSocket(s *XDPSocket) error {
+	s.Release()
+	s.port.removeSocket(s)
+	err := s.close()
+	for f, st := range w.state {
+		if int(w.owner[f]) != s.slot {
+			continue
+		}
+		switch st {
+		case frameKernel, frameSent:
+			w.pushFree(uint32(f))
+		case frameSentHeld:
+			w.state[f] = frameHeld // never completes now; its batch's Release frees it
+		}
+	}
+	w.socks[s.slot] = nil
+	w.live--
+	w.setFillTarget()
+	w.rebuildPoll()
+	return err
+}
+
+// CloseSocket closes one socket of the worker (its port was removed) and
+// keeps the others running. Owner goroutine.
+func (w *XDPWorker) CloseSocket(s *XDPSocket) error {
+	if s.w != w || w.socks[s.slot] != s {
+		return errors.New("pktio: not a socket of this worker")
+	}
+	return w.closeSocket(s)
+}
