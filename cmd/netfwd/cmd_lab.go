@@ -25,7 +25,7 @@ import (
 func init() {
 	register(command{
 		name:  "lab",
-		usage: "[--keep] [--metrics ADDR] [--ctl SOCKET] [--throughput DURATION] [-v]   (root: hosts in network namespaces, netfwd between them)",
+		usage: "[--keep] [--io auto|afxdp|afpacket] [--metrics ADDR] [--ctl SOCKET] [--throughput DURATION] [-v]   (root: hosts in network namespaces, netfwd between them)",
 		run:   runLab,
 	})
 }
@@ -38,6 +38,7 @@ func runLab(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctlPath := fs.String("ctl", "", "control socket (default /run/netfwd-lab-PREFIX.sock)")
 	tput := fs.Duration("throughput", 3*time.Second, "length of the throughput run (0 skips it)")
 	verbose := fs.Bool("v", false, "show netfwd's log")
+	ioKind := fs.String("io", "auto", "netfwd's packet I/O: auto, afxdp or afpacket")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,7 +57,7 @@ func runLab(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o := lab.DemoOptions{Out: stdout, Keep: *keep, Metrics: *metrics, Ctl: *ctlPath, Throughput: *tput}
+	o := lab.DemoOptions{Out: stdout, Keep: *keep, Metrics: *metrics, Ctl: *ctlPath, Throughput: *tput, IO: *ioKind}
 	if *tput == 0 {
 		o.Throughput = -1
 	}

@@ -32,6 +32,11 @@ func TestE2EMACMove(t *testing.T) {
 		if err := n.Veth(n.Router, "eth5", nil, h2.NS, "eth1", h2MAC); err != nil {
 			t.Fatal(err)
 		}
+		if n.Spec.HostTxChecksumOff {
+			if err := lab.TxChecksumOff(h2.NS, "eth1"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := n.IP(h2.NS, "link", "set", "eth1", "down"); err != nil {
 			t.Fatal(err)
 		}

@@ -91,9 +91,21 @@ func newE2E(t *testing.T, spec lab.Spec, prepare func(*lab.Net)) *e2e {
 	return newE2EArgs(t, spec, prepare)
 }
 
+// testIO is the packet I/O the end-to-end tests run the daemon with:
+// NETFWD_TEST_IO (auto, afxdp, afpacket; CI runs the suite with auto, which
+// is AF_PACKET on veth, and again with afxdp).
+func testIO() string {
+	if v := os.Getenv("NETFWD_TEST_IO"); v != "" {
+		return v
+	}
+	return "auto"
+}
+
 // newE2EArgs is newE2E with more `netfwd run` flags.
 func newE2EArgs(t *testing.T, spec lab.Spec, prepare func(*lab.Net), args ...string) *e2e {
 	t.Helper()
+	args = append(args, "--io", testIO())
+	spec.HostTxChecksumOff = testIO() == "afxdp"
 	testenv.RequireRoot(t, "ping")
 	n, err := lab.Build(spec)
 	if err != nil {

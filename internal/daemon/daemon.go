@@ -76,9 +76,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the engine's clock (nil: monotonic).
 	Clock l2.Clock
-	// PktIO is the template of every port's pktio configuration (Queues is
-	// set from Workers).
+	// PktIO is the template of every AF_PACKET port's pktio configuration
+	// (Queues is set from Workers).
 	PktIO pktio.Config
+	// XDPPort and XDPWorker are the templates of AF_XDP ports and of each
+	// worker's UMEM.
+	XDPPort   pktio.XDPPortConfig
+	XDPWorker pktio.XDPWorkerConfig
 	// NoLinkMonitor disables carrier following (tests).
 	NoLinkMonitor bool
 	// TickInterval is the housekeeping period (0: 100 ms).
@@ -174,11 +178,9 @@ func New(opts Options) (d *Daemon, err error) {
 		opts.ListenWait = defaultListenWait
 	}
 	switch opts.IO {
-	case "", "auto":
-		opts.IO = "afpacket" // AF_XDP is not built in yet
-	case "afpacket":
-	case "afxdp":
-		return nil, errors.New("--io afxdp: not supported by this build (use afpacket or auto)")
+	case "":
+		opts.IO = "auto"
+	case "auto", "afpacket", "afxdp":
 	default:
 		return nil, fmt.Errorf("--io %s: unknown packet I/O (auto, afxdp, afpacket)", opts.IO)
 	}
@@ -222,7 +224,7 @@ func New(opts Options) (d *Daemon, err error) {
 	defer func() { // opened but not yet in the port table
 		for _, p := range opened {
 			if err != nil {
-				p.io.Close()
+				p.close()
 			}
 		}
 	}()
@@ -460,7 +462,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	t0 := time.Now()
 	ps := d.ports.Load().list
-	parallel(len(ps), func(i int) { ps[i].io.Shutdown() })
+	parallel(len(ps), func(i int) { ps[i].shutdown() })
 	d.wg.Wait()
 	servers.Wait()
 	err := d.closePorts()
@@ -537,7 +539,14 @@ func (d *Daemon) metricsSource() metrics.Source {
 	return metrics.Source{Engine: d.e, Controller: d.ctl, Ports: func() []metrics.PortIO {
 		var out []metrics.PortIO
 		for _, p := range d.ports.Load().list {
-			out = append(out, metrics.PortIO{Name: p.name, Stats: p.io.Stats()})
+			pio := metrics.PortIO{Name: p.name, IO: p.ioName()}
+			if p.xp != nil {
+				x := p.xp.XDPStats()
+				pio.Stats, pio.XDP = x.Stats, &x
+			} else {
+				pio.Stats = p.pk.Stats()
+			}
+			out = append(out, pio)
 		}
 		return out
 	}}

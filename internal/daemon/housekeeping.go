@@ -58,7 +58,7 @@ func (h *housekeeper) run() {
 	var gen uint64
 	for {
 		if pt := h.d.ports.Load(); pt.gen != gen {
-			h.txs.follow(h.d, pt)
+			h.txs.follow(h.d, pt, nil)
 			gen = pt.gen
 			h.seen.Store(gen)
 		}

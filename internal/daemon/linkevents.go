@@ -102,7 +102,7 @@ func (d *Daemon) setCarrier(name string, up bool) {
 // followMTU makes the kernel's MTU the port's.
 func (d *Daemon) followMTU(name string, mtu int) {
 	if p := d.ports.Load().byName(name); p != nil {
-		p.io.SetMTU(mtu)
+		p.setMTU(mtu)
 	}
 	changed, err := d.ctl.SetKernelMTU(name, mtu)
 	switch {

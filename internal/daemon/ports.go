@@ -35,7 +35,9 @@ import (
 // fields the link monitor's goroutine owns.
 type port struct {
 	name    string
-	io      *pktio.Port
+	pk      *pktio.Port    // AF_PACKET, or nil (portio.go)
+	xp      *pktio.XDPPort // AF_XDP, or nil
+	ioWhy   string         // why --io auto took AF_PACKET ("" when it did not)
 	l2      *l2.Port
 	ifindex int // the kernel's index at open; a re-created interface gets a new one
 	mtu     int // the kernel's MTU at open
@@ -83,13 +85,18 @@ func (d *Daemon) openPorts(names []string) ([]*port, error) {
 		closePortsParallel(out)
 		return nil, err
 	}
+	for _, p := range out {
+		if p.ioWhy != "" {
+			d.log.Warn("port opened with AF_PACKET: AF_XDP is not available", "dev", p.name, "why", p.ioWhy)
+		} else {
+			d.log.Info("port opened", "dev", p.name, "io", p.ioName(), "queues", p.queues())
+		}
+	}
 	return out, nil
 }
 
 // openPort opens one interface in the daemon's namespace.
 func (d *Daemon) openPort(name string) (*port, error) {
-	cfg := d.opts.PktIO
-	cfg.Queues = d.opts.Workers
 	var p *port
 	err := pktio.InNetns(d.opts.Netns, func() error {
 		ifi, err := net.InterfaceByName(name)
@@ -100,12 +107,12 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if err != nil {
 			return err
 		}
-		io, err := pktio.Open(name, cfg)
+		pk, xp, why, err := d.openIO(ifi)
 		if err != nil {
 			lock.release()
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		p = &port{name: name, io: io, ifindex: ifi.Index, mtu: ifi.MTU,
+		p = &port{name: name, pk: pk, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
 			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
 		return nil
 	})
@@ -117,7 +124,7 @@ func (d *Daemon) openPort(name string) (*port, error) {
 
 // close releases everything of a port no worker uses any more.
 func (p *port) close() error {
-	err := p.io.Close()
+	err := p.closeIO()
 	p.lock.release()
 	return err
 }
@@ -210,7 +217,7 @@ func (d *Daemon) retire(p *port) error {
 	if err != nil {
 		return err
 	}
-	p.io.Shutdown() // a worker blocked on it returns at once
+	p.shutdown() // a worker blocked on it returns at once
 	if running {
 		d.waitWorkers(t.gen)
 	}

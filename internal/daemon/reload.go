@@ -58,7 +58,7 @@ func (d *Daemon) Reload() error {
 	}
 	closeOpened := func() {
 		for _, p := range opened {
-			p.io.Close()
+			p.close()
 		}
 	}
 	for _, p := range opened {

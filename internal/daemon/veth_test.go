@@ -38,7 +38,7 @@ func vethDaemon(t testing.TB, workers int) (*vethlab.Topology, *Daemon) {
 		t.Fatal(err)
 	}
 	// S needs no ARP: the blaster writes the router's MAC itself.
-	d, err := New(Options{ConfigFile: conf, Netns: vb.F, Workers: workers,
+	d, err := New(Options{ConfigFile: conf, Netns: vb.F, Workers: workers, IO: "afpacket",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestWorkerLoopAllocs(t *testing.T) {
 	defer bl.Close()
 	p := d.ports.Load().byName(vb.FA)
 	iw := d.workers[0] // bound to every port by New
-	q := p.io.Queue(0)
+	q := p.pk.Queue(0)
 	step := func() {
 		if _, err := bl.Send(32); err != nil {
 			t.Fatal(err)
@@ -93,7 +93,7 @@ func TestWorkerLoopAllocs(t *testing.T) {
 	if fwd := d.Engine().Stats().Forwarded - before; fwd < 100*16 {
 		t.Errorf("forwarded %d frames in the measured batches, want most of %d", fwd, 101*32)
 	}
-	if sent := d.ports.Load().byName(vb.FB).io.Stats().Tx.Packets; sent < 100*16 {
+	if sent := d.ports.Load().byName(vb.FB).stats().Tx.Packets; sent < 100*16 {
 		t.Errorf("%d frames left on %s", sent, vb.FB)
 	}
 }

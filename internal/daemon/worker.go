@@ -17,6 +17,13 @@ package daemon
 // the worker on all its queues at once (pktio.Waiter: one epoll set in the
 // Go netpoller).
 //
+// With AF_XDP ports (portio.go) the worker also owns a pktio.XDPWorker: one
+// UMEM shared by its XDP sockets, one per (port, its queue), each both its
+// receive queue and its transmit handle on that port, so a frame received
+// on one port and rewritten in place leaves on another by descriptor. Such
+// a worker waits with the XDPWorker (spin, then poll over its sockets and
+// its AF_PACKET queues) instead of the netpoller.
+//
 // Locking: none on the datapath. Each worker owns its queues' receive side,
 // its l3.Worker and its transmit handles; the port table is an atomic
 // snapshot checked once per sweep. No allocations per batch once the
@@ -37,8 +44,10 @@ const batchSize = 256
 // rxBinding is one of a worker's receive queues.
 type rxBinding struct {
 	p    *port
-	q    *pktio.Queue
-	dead bool // the queue returned ErrClosed: skipped until the table drops the port
+	q    pktio.Receiver
+	pq   *pktio.Queue     // AF_PACKET: q, for waiting
+	xs   *pktio.XDPSocket // AF_XDP: q, also the port's transmit handle
+	dead bool             // the queue returned ErrClosed: skipped until the table drops the port
 }
 
 // ioWorker is one datapath goroutine.
@@ -47,6 +56,8 @@ type ioWorker struct {
 	idx    int
 	w      *l3.Worker
 	waiter *pktio.Waiter
+	xw     *pktio.XDPWorker                // the UMEM of the worker's XDP sockets; nil until the first AF_XDP port
+	xwPub  atomic.Pointer[pktio.XDPWorker] // xw, for wake from other goroutines
 
 	gen  uint64 // port table generation bound
 	seen atomic.Uint64
@@ -75,7 +86,12 @@ func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
 }
 
 // wake makes a parked worker look at the port table and the stop flag.
-func (iw *ioWorker) wake() { iw.waiter.Wake() }
+func (iw *ioWorker) wake() {
+	iw.waiter.Wake()
+	if xw := iw.xwPub.Load(); xw != nil {
+		xw.Wake()
+	}
+}
 
 // caughtUp reports whether the worker runs with generation gen or later,
 // or has exited.
@@ -106,49 +122,139 @@ func (iw *ioWorker) run() {
 			if err != nil {
 				if errors.Is(err, pktio.ErrClosed) {
 					b.dead = true
-					iw.waiter.Remove(b.q)
+					iw.unwatch(b)
 				}
 				continue
 			}
 			if n > 0 {
 				iw.batch(b.p, n)
+				b.q.Release() // the flush is done: the frames go back now, not a sweep later
 				got = true
 			}
 		}
 		if !got {
-			if err := iw.waiter.Wait(); err != nil {
+			if err := iw.wait(); err != nil && !iw.d.stopping.Load() {
+				iw.d.log.Error("worker wait", "worker", iw.idx, "err", err)
 				return
 			}
 		}
 	}
 }
 
+// wait parks the worker until one of its queues has frames or it is woken.
+func (iw *ioWorker) wait() error {
+	if iw.xw != nil {
+		return iw.xw.Wait()
+	}
+	return iw.waiter.Wait()
+}
+
+func (iw *ioWorker) watch(b *rxBinding) error {
+	switch {
+	case b.pq == nil:
+		return nil // an XDP socket: the XDPWorker waits for it already
+	case iw.xw != nil:
+		iw.xw.Watch(b.pq)
+		return nil
+	default:
+		return iw.waiter.Add(b.pq)
+	}
+}
+
+func (iw *ioWorker) unwatch(b *rxBinding) {
+	if b.pq == nil {
+		return
+	}
+	if iw.xw != nil {
+		iw.xw.Unwatch(b.pq)
+	}
+	iw.waiter.Remove(b.pq)
+}
+
 // bind follows the port table: queues and handles of new ports, none of
 // ports that left (or were re-opened).
 func (iw *ioWorker) bind(t *portTable) {
 	keep := iw.rx[:0]
+	var gone []*pktio.XDPSocket
 	for _, b := range iw.rx {
 		if t.get(b.p.l2.ID) == b.p {
 			keep = append(keep, b)
-		} else {
-			iw.waiter.Remove(b.q)
+			continue
+		}
+		iw.unwatch(&b)
+		if b.xs != nil {
+			gone = append(gone, b.xs)
 		}
 	}
 	iw.rx = keep
 	for _, p := range t.list {
-		if iw.idx >= p.io.Queues() || iw.hasQueue(p) {
+		if iw.idx >= p.queues() || iw.hasQueue(p) {
 			continue
 		}
-		q := p.io.Queue(iw.idx)
-		if err := iw.waiter.Add(q); err != nil {
+		b := rxBinding{p: p}
+		if p.xp != nil {
+			if err := iw.ensureXDP(); err != nil {
+				iw.d.log.Error("AF_XDP worker", "worker", iw.idx, "err", err)
+				continue
+			}
+			xs, err := iw.xw.Bind(p.xp, iw.idx)
+			if err != nil {
+				iw.d.log.Error("XDP socket", "dev", p.name, "queue", iw.idx, "err", err)
+				continue
+			}
+			b.q, b.xs = xs, xs
+		} else {
+			b.pq = p.pk.Queue(iw.idx)
+			b.q = b.pq
+		}
+		if err := iw.watch(&b); err != nil {
 			iw.d.log.Error("receive queue", "dev", p.name, "queue", iw.idx, "err", err)
 			continue
 		}
-		iw.rx = append(iw.rx, rxBinding{p: p, q: q})
+		iw.rx = append(iw.rx, b)
 	}
-	iw.txs.follow(iw.d, t)
+	iw.txs.follow(iw.d, t, iw.sockets)
+	for _, xs := range gone { // after the transmit handles let go of them
+		iw.xw.CloseSocket(xs)
+	}
 	iw.gen = t.gen
 	iw.seen.Store(t.gen)
+}
+
+// ensureXDP creates the worker's UMEM at its first AF_XDP port; the
+// AF_PACKET queues it waited for in the netpoller move to the XDPWorker.
+func (iw *ioWorker) ensureXDP() error {
+	if iw.xw != nil {
+		return nil
+	}
+	cfg := iw.d.opts.XDPWorker
+	if cfg.Sockets == 0 {
+		cfg.Sockets = len(iw.d.ports.Load().list) // fill rings shared fairly from the first Bind
+	}
+	xw, err := pktio.NewXDPWorker(cfg)
+	if err != nil {
+		return err
+	}
+	iw.xw = xw
+	iw.xwPub.Store(xw)
+	for i := range iw.rx {
+		if b := &iw.rx[i]; b.pq != nil {
+			iw.waiter.Remove(b.pq)
+			xw.Watch(b.pq)
+		}
+	}
+	return nil
+}
+
+// sockets returns the worker's XDP socket on a port (nil: none): its
+// transmit handle there.
+func (iw *ioWorker) sockets(p *port) pktio.Sender {
+	for _, b := range iw.rx {
+		if b.p == p && b.xs != nil {
+			return b.xs
+		}
+	}
+	return nil
 }
 
 func (iw *ioWorker) hasQueue(p *port) bool {
@@ -182,10 +288,13 @@ func (iw *ioWorker) send(p *l2.Port, frames [][]byte, origins []int32) {
 	iw.txs.send(iw.w, p, frames, origins, iw.meta[:iw.n])
 }
 
-// release closes the worker's transmit handles and its waiter; the queues
-// belong to their ports.
+// release closes the worker's transmit handles, its XDP sockets and UMEM
+// and its waiter; the AF_PACKET queues belong to their ports.
 func (iw *ioWorker) release() {
 	iw.txs.closeAll()
+	if iw.xw != nil {
+		iw.xw.Close()
+	}
 	iw.waiter.Close()
 }
 
@@ -201,44 +310,50 @@ const (
 	txLight
 )
 
-// txSet is one goroutine's transmit handles, one per port, by l2.PortID.
+// txSet is one goroutine's transmit handles, one per port, by l2.PortID:
+// the goroutine's XDP socket on the port, or a pktio.Tx of its own.
 type txSet struct {
 	mode  txMode
-	txs   []*pktio.Tx
-	ports []*port // the port each handle was opened on
+	txs   []pktio.Sender
+	own   []*pktio.Tx // the handles the set opened (closed by it); nil for XDP sockets
+	ports []*port     // the port each handle is for
 	offl  []pktio.Offload
 }
 
 // follow opens handles for new ports and closes those of ports that left
 // the table (closing costs a grace period in the kernel each: concurrently).
-func (s *txSet) follow(d *Daemon, t *portTable) {
+// socket gives the goroutine's XDP socket on a port, if it has one (nil:
+// housekeeping).
+func (s *txSet) follow(d *Daemon, t *portTable, socket func(*port) pktio.Sender) {
 	var stale []*pktio.Tx
 	for id, p := range s.ports {
 		if p != nil && t.get(l2.PortID(id)) != p {
-			stale = append(stale, s.txs[id])
-			s.txs[id], s.ports[id] = nil, nil
+			stale = append(stale, s.own[id])
+			s.txs[id], s.own[id], s.ports[id] = nil, nil, nil
 		}
 	}
 	closeTxs(stale)
 	for len(s.txs) < len(t.byID) {
 		s.txs = append(s.txs, nil)
+		s.own = append(s.own, nil)
 		s.ports = append(s.ports, nil)
 	}
 	var open []*port
 	for id, p := range t.byID {
-		if p != nil && s.ports[id] == nil {
-			open = append(open, p)
+		if p == nil || s.ports[id] != nil {
+			continue
 		}
+		if socket != nil {
+			if xs := socket(p); xs != nil {
+				s.txs[id], s.ports[id] = xs, p
+				continue
+			}
+		}
+		open = append(open, p)
 	}
 	opened := make([]*pktio.Tx, len(open))
 	errs := make([]error, len(open))
-	parallel(len(open), func(i int) {
-		if s.mode == txLight {
-			opened[i], errs[i] = open[i].io.NewTxMode(pktio.TxSendmmsg)
-		} else {
-			opened[i], errs[i] = open[i].io.NewTx()
-		}
-	})
+	parallel(len(open), func(i int) { opened[i], errs[i] = open[i].newTx(s.mode == txLight) })
 	for i, p := range open {
 		if errs[i] != nil {
 			if !errors.Is(errs[i], pktio.ErrClosed) {
@@ -246,14 +361,14 @@ func (s *txSet) follow(d *Daemon, t *portTable) {
 			}
 			continue
 		}
-		s.txs[p.l2.ID], s.ports[p.l2.ID] = opened[i], p
+		s.txs[p.l2.ID], s.own[p.l2.ID], s.ports[p.l2.ID] = opened[i], opened[i], p
 	}
 }
 
 // send transmits one port's frames; meta is the batch's metadata (nil for
 // frames that are all generated).
 func (s *txSet) send(w *l3.Worker, p *l2.Port, frames [][]byte, origins []int32, meta []pktio.Meta) {
-	var tx *pktio.Tx
+	var tx pktio.Sender
 	if int(p.ID) < len(s.txs) {
 		tx = s.txs[p.ID]
 	}
@@ -281,8 +396,9 @@ func (s *txSet) send(w *l3.Worker, p *l2.Port, frames [][]byte, origins []int32,
 }
 
 func (s *txSet) closeAll() {
-	closeTxs(s.txs)
+	closeTxs(s.own)
 	clear(s.txs)
+	clear(s.own)
 	clear(s.ports)
 }
 

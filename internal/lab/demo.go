@@ -45,6 +45,9 @@ type DemoOptions struct {
 	DaemonLog io.Writer
 	// GoTools pretends ping and iperf3 are missing (tests of the fallback).
 	GoTools bool
+	// IO is netfwd's packet I/O (--io: auto, afxdp, afpacket; "" = auto).
+	// With afxdp the hosts finish their own checksums (Spec.HostTxChecksumOff).
+	IO string
 }
 
 // Check is one verified claim of the demo.
@@ -104,7 +107,9 @@ func RunDemo(ctx context.Context, o DemoOptions) (rep *DemoReport, err error) {
 		d.tool = "go"
 	}
 	d.printf("netfwd lab: building the network (network namespaces, veth pairs)\n")
-	n, err := Build(Standard())
+	spec := Standard()
+	spec.HostTxChecksumOff = o.IO == "afxdp"
+	n, err := Build(spec)
 	if err != nil {
 		return d.rep, err
 	}
@@ -186,7 +191,7 @@ func (d *demo) startRouter() error {
 	} else {
 		l.Close()
 	}
-	r, err := StartNetfwd(d.n, RouterOptions{Metrics: metrics, Ctl: ctlPath, Log: d.o.DaemonLog})
+	r, err := StartNetfwd(d.n, RouterOptions{Metrics: metrics, Ctl: ctlPath, Log: d.o.DaemonLog, IO: d.o.IO})
 	if err != nil {
 		return err
 	}

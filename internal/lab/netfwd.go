@@ -31,6 +31,8 @@ type RouterOptions struct {
 	Ctl string
 	// Workers is the number of receive queues per port (0: GOMAXPROCS).
 	Workers int
+	// IO is the packet I/O (--io: auto, afxdp, afpacket; "" = auto).
+	IO string
 	// Log receives the daemon's log (nil: discarded).
 	Log io.Writer
 	// Dir holds the config file (default: a new temporary directory,
@@ -81,6 +83,7 @@ func StartRouterConfig(netns, config string, o RouterOptions) (*Router, error) {
 		Metrics:    o.Metrics,
 		Ctl:        o.Ctl,
 		Workers:    o.Workers,
+		IO:         o.IO,
 		Netns:      netns,
 		Logger:     slog.New(slog.NewTextHandler(logw, nil)),
 	})

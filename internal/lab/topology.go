@@ -78,6 +78,12 @@ type Spec struct {
 	RouterConfig []string
 	// HostIface is the name of every host's interface (default "eth0").
 	HostIface string
+	// HostTxChecksumOff turns transmit checksum offload off on the hosts'
+	// interfaces (and with it TSO): a veth hands a frame whose checksum
+	// the sender left to the NIC to an XDP program unfinished, with nothing
+	// to say so, so AF_XDP (--io afxdp) needs senders that finish their
+	// own (docs/pktio.md).
+	HostTxChecksumOff bool
 }
 
 // Host is a built host.
@@ -164,6 +170,11 @@ func (n *Net) build() error {
 		}
 		for k, v := range hs.Sysctls {
 			if err := l.Sysctl(h.NS, k, v); err != nil {
+				return err
+			}
+		}
+		if n.Spec.HostTxChecksumOff {
+			if err := TxChecksumOff(h.NS, h.Iface); err != nil {
 				return err
 			}
 		}

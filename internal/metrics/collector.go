@@ -42,6 +42,10 @@ import (
 type PortIO struct {
 	Name  string
 	Stats pktio.Stats
+	// IO says how the port is opened ("afpacket", "afxdp native", ...);
+	// XDP holds the AF_XDP-only counters (nil for AF_PACKET).
+	IO  string
+	XDP *pktio.XDPStats
 }
 
 // Source is what the collector reads.
@@ -82,6 +86,9 @@ func NewCollector(src Source) *Collector {
 		"pktio_freezes":     desc("pktio_ring_freezes_total", "Times an RX ring filled up.", "port"),
 		"pktio_errors":      desc("pktio_errors_total", "Packet I/O errors by kind.", "port", "kind"),
 		"pktio_offload":     desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
+		"port_io":           desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
+		"xdp_tx":            desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
+		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
 		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
@@ -219,6 +226,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter("pktio_offload", st.Rx.ChecksumCompleted, p.Name, "checksum_completed")
 			counter("pktio_offload", st.Rx.ChecksumUnfixed, p.Name, "checksum_unfixed")
 			counter("pktio_offload", st.Rx.VLANRestored, p.Name, "vlan_restored")
+			if p.IO != "" {
+				gauge("port_io", 1, p.Name, p.IO)
+			}
+			if x := p.XDP; x != nil {
+				counter("xdp_tx", x.TxByDescriptor, p.Name, "descriptor")
+				counter("xdp_tx", x.TxCopied, p.Name, "copy")
+				counter("xdp_tx", x.TxNoBuffer, p.Name, "no_buffer")
+				counter("xdp_fill_empty", x.FillRingEmpty, p.Name)
+			}
 		}
 	}
 }

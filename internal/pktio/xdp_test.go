@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -634,5 +635,55 @@ func TestXDPPortNewTx(t *testing.T) {
 	}
 	if _, err := c.fb.NewTx(); !errors.Is(err, ErrClosed) {
 		t.Errorf("NewTx after Close: %v", err)
+	}
+}
+
+// TestXDPGeneratedFramesAfterManyBinds: sockets bound one after the other
+// each fill their ring before the fill target shrinks; a frame generated
+// outside the UMEM (an ARP reply) must still find a free frame to be
+// copied into (it found none with three sockets on the default UMEM).
+func TestXDPGeneratedFramesAfterManyBinds(t *testing.T) {
+	c := newXDPChain(t, XDPWorkerConfig{})
+	nsC := netns(t, "pxC")
+	addVeth(t, c.nsF, "fc", nsC, "c")
+	fc := openXDPIn(t, c.nsF, "fc", XDPPortConfig{})
+	if _, err := c.w.Bind(fc, 0); err != nil {
+		t.Fatal(err)
+	}
+	peer := openIn(t, c.nsB, "b", Config{})
+	rng := rand.New(rand.NewPCG(5, 6))
+	gen := testFrame(rng, peer.MAC, c.fb.MAC, 60)
+	if k, err := c.sb.Send([][]byte{gen}, nil); err != nil || k != 1 {
+		t.Fatalf("Send of a generated frame = %d, %v; want 1 (free frames %d)", k, err, c.w.nfree)
+	}
+	rcv, _ := recvN(t, peer.Queue(0), 1, 3*time.Second)
+	if len(rcv) != 1 || !bytes.Equal(rcv[0], gen) {
+		t.Fatalf("b received %d frames", len(rcv))
+	}
+	if st := c.fb.XDPStats(); st.TxNoBuffer != 0 || st.TxCopied != 1 {
+		t.Errorf("copied %d, no buffer %d; want 1, 0", st.TxCopied, st.TxNoBuffer)
+	}
+}
+
+// TestXDPFillRingsShared: with Sockets set, sockets bound one after the
+// other all get frames in their fill rings (the last ones got none when
+// each Bind filled its ring for the count so far).
+func TestXDPFillRingsShared(t *testing.T) {
+	nsF := netns(t, "pxS")
+	w := newXDPWorker(t, XDPWorkerConfig{Sockets: 4})
+	var socks []*XDPSocket
+	for i := range 4 {
+		name := fmt.Sprintf("f%d", i)
+		addVeth(t, nsF, name, nsF, fmt.Sprintf("g%d", i))
+		s, err := w.Bind(openXDPIn(t, nsF, name, XDPPortConfig{}), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		socks = append(socks, s)
+	}
+	for i, s := range socks {
+		if s.fillOut < w.fillTarget/2 {
+			t.Errorf("socket %d: %d frames in its fill ring, want about %d", i, s.fillOut, w.fillTarget)
+		}
 	}
 }

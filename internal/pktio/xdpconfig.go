@@ -43,6 +43,11 @@ type XDPWorkerConfig struct {
 	// 4000: seen on a loaded machine). Default RingSize, lowered to three
 	// quarters of Frames shared among the sockets.
 	FillPerSocket int
+	// Sockets is the number of sockets the worker is expected to bind (the
+	// ports it serves): the fill rings are sized for at least that many
+	// from the first Bind on (see FillPerSocket). Default 0: sized for the
+	// sockets bound so far.
+	Sockets int
 	// Headroom is the number of writable bytes in front of every received
 	// frame included at the start of the slices Recv returns, as in
 	// Config.Headroom (0..256). Default 0.

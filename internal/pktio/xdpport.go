@@ -131,6 +131,7 @@ func (p *XDPPort) NewTx() (*Tx, error) {
 		}
 		p.tx = &Port{Name: p.Name, Index: p.Index, MAC: p.MAC, MTU: p.MTU, cfg: cfg, ifi: p.ifi,
 			netns: os.NewFile(uintptr(nsfd), "netns"), fanoutID: -1}
+		p.tx.mtu.Store(int32(p.MTU))
 	}
 	tx := p.tx
 	p.mu.Unlock()

@@ -168,11 +168,12 @@ func (s *XDPSocket) Release() {
 func (s *XDPSocket) refill() {
 	w := s.w
 	want := w.fillTarget - s.fillOut
-	if want <= 0 || want < 16 && s.fillOut > w.fillTarget/2 || w.nfree == 0 {
+	avail := w.nfree - w.reserve // frames kept for copies: generated frames must always find one
+	if want <= 0 || want < 16 && s.fillOut > w.fillTarget/2 || avail <= 0 {
 		return
 	}
-	n := int(s.fill.free(uint32(min(want, w.nfree))))
-	n = min(n, want, w.nfree)
+	n := int(s.fill.free(uint32(min(want, avail))))
+	n = min(n, want, avail)
 	for i := range n {
 		w.nfree--
 		f := w.free[w.nfree]

@@ -64,6 +64,11 @@ type XDPWorker struct {
 	owner []uint16 // per frame: socket slot while frameKernel or frameSent
 	free  []uint32 // stack of free frame indexes, free[:nfree]
 	nfree int
+	// reserve is the number of free frames refill leaves for copies
+	// (generated frames: ARP replies, ICMP): sockets bound one after the
+	// other fill their rings before the fill target shrinks, and took
+	// every frame.
+	reserve int
 
 	socks      []*XDPSocket // by slot; nil: slot unused
 	live       int          // non-nil socks
@@ -71,6 +76,7 @@ type XDPWorker struct {
 	fillTarget int          // frames each socket keeps in its fill ring
 	zeroCopy   bool         // the UMEM's mode, fixed by its first socket
 	pfds       []unix.PollFd
+	watched    []Waitable // queues of other backends Wait also waits for (Watch)
 
 	evmu      sync.Mutex // orders Shutdown's eventfd write before Close closes it
 	evfd      int
@@ -100,7 +106,8 @@ func NewXDPWorker(cfg XDPWorkerConfig) (*XDPWorker, error) {
 	w := &XDPWorker{cfg: cfg, umem: mem, base: uintptr(unsafe.Pointer(&mem[0])),
 		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
 		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
-		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64}
+		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
+		reserve: max(64, cfg.Frames/8)}
 	for i := range w.free {
 		w.free[i] = uint32(cfg.Frames - 1 - i) // low frames first
 	}
@@ -191,10 +198,15 @@ func (w *XDPWorker) anySocket() *XDPSocket {
 // setFillTarget divides three quarters of the frames among the sockets'
 // fill rings (capped at FillPerSocket); the rest serves held batches,
 // copies and frames in flight.
+//
+// Frames in a fill ring cannot be taken back, so the share is computed for
+// at least cfg.Sockets sockets: sockets bound one after the other would
+// otherwise each fill their ring for the count so far and leave the last
+// ones nothing.
 func (w *XDPWorker) setFillTarget() {
 	w.fillTarget = w.cfg.FillPerSocket
-	if w.live > 0 {
-		w.fillTarget = min(w.fillTarget, w.cfg.Frames*3/4/w.live)
+	if n := max(w.live, w.cfg.Sockets); n > 0 {
+		w.fillTarget = min(w.fillTarget, w.cfg.Frames*3/4/n)
 	}
 }
 
@@ -206,6 +218,11 @@ func (w *XDPWorker) rebuildPoll() {
 		if s != nil {
 			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 			w.list = append(w.list, s)
+		}
+	}
+	for _, q := range w.watched {
+		if fd := q.pollFd(); fd >= 0 {
+			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
 	}
 	w.pfds = append(w.pfds, unix.PollFd{Fd: int32(w.evfd), Events: unix.POLLIN})
@@ -245,6 +262,11 @@ func (w *XDPWorker) reapAll() int {
 func (w *XDPWorker) Ready() bool {
 	for _, s := range w.socks {
 		if s != nil && s.rx.peekReady() {
+			return true
+		}
+	}
+	for _, q := range w.watched {
+		if q.Ready() {
 			return true
 		}
 	}
@@ -299,7 +321,42 @@ func (w *XDPWorker) block(pfds []unix.PollFd, timeout int) error {
 		if err == unix.EINTR {
 			continue
 		}
+		if ev := &pfds[len(pfds)-1]; ev.Revents&unix.POLLIN != 0 {
+			var b [8]byte
+			unix.Read(w.evfd, b[:]) // a Wake: reset the counter
+		}
 		return err
+	}
+}
+
+// Wake makes a current or the next Wait return (nil) without shutting the
+// worker down: its owner has something else to look at. Any goroutine.
+func (w *XDPWorker) Wake() {
+	w.evmu.Lock()
+	defer w.evmu.Unlock()
+	if w.evfd >= 0 {
+		var one [8]byte
+		one[0] = 1
+		unix.Write(w.evfd, one[:])
+	}
+}
+
+// Watch makes Wait also return when q, a receive queue of another backend
+// (an AF_PACKET Queue of a port that could not take AF_XDP), has frames.
+// Owner goroutine.
+func (w *XDPWorker) Watch(q Waitable) {
+	w.watched = append(w.watched, q)
+	w.rebuildPoll()
+}
+
+// Unwatch forgets a queue given to Watch. Owner goroutine.
+func (w *XDPWorker) Unwatch(q Waitable) {
+	for i, x := range w.watched {
+		if x == q {
+			w.watched = append(w.watched[:i], w.watched[i+1:]...)
+			w.rebuildPoll()
+			return
+		}
 	}
 }
 
@@ -328,12 +385,28 @@ func (w *XDPWorker) Close() error {
 	if w.unmapped {
 		return nil
 	}
-	var errs []error
-	for _, s := range w.socks {
+	// Releasing an XDP socket waits for an RCU grace period in the kernel
+	// (xsk_release): unregister them all, then close them concurrently.
+	var socks []*XDPSocket
+	for i, s := range w.socks {
 		if s != nil {
-			errs = append(errs, w.closeSocket(s))
+			s.Release()
+			s.port.removeSocket(s)
+			socks = append(socks, s)
+			w.socks[i] = nil
 		}
 	}
+	w.live = 0
+	errs := make([]error, len(socks), len(socks)+2)
+	var wg sync.WaitGroup
+	for i, s := range socks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.close()
+		}()
+	}
+	wg.Wait()
 	w.unmapped = true
 	errs = append(errs, unix.Munmap(w.umem))
 	w.umem = nil

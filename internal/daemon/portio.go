@@ -1,0 +1,146 @@
+package daemon
+
+// Port I/O backends: a port is opened with AF_XDP or AF_PACKET (--io):
+//   - afpacket: a pktio.Port: a PACKET_FANOUT group of Workers receive
+//     queues (worker i reads queue i) and transmit handles per owner;
+//   - afxdp: a pktio.XDPPort: the steering program on the interface; each
+//     worker binds an XDP socket on its queue of the port (sharing the
+//     worker's UMEM, so forwarded frames leave by descriptor) and sends on
+//     it; a worker whose queue number the interface lacks, and the
+//     housekeeping, send through AF_PACKET handles;
+//   - auto: AF_XDP where the program attaches in native (driver) mode and
+//     the MTU fits its frames, else AF_PACKET, with the reason logged. Not on
+//     veth: a veth hands the sender's CHECKSUM_PARTIAL frames to XDP with
+//     the checksum unfinished and nothing to tell so (no XDP metadata for
+//     it), and with a program attached its peer stops sending GSO
+//     super-frames; AF_PACKET sees both in the virtio-net header, so local
+//     TCP through a veth keeps working and keeps its 64 KiB segments.
+//     `--io afxdp` takes AF_XDP on veth too (native, else generic): for
+//     traffic from generators and stacks without checksum offload.
+// AF_XDP hands every frame of the port to netfwd: the kernel of the
+// router's namespace sees none of them (the host path decides what it
+// gets), exactly as with AF_PACKET, where routed frames are PACKET_OTHERHOST
+// for it.
+//
+// Locking: a port's backend is fixed when it opens; the methods are safe
+// where their pktio counterparts are.
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"golang.org/x/sys/unix"
+)
+
+// xdpFrameMTU is the largest MTU an AF_XDP port takes with the default
+// 2 KiB UMEM frames (the kernel keeps 256 bytes of headroom; two VLAN tags
+// may be pushed).
+const xdpFrameMTU = 2048 - 256 - 14 - 8
+
+// openIO opens the backend of an interface (in the calling thread's
+// namespace). why is the reason auto fell back to AF_PACKET.
+func (d *Daemon) openIO(ifi *net.Interface) (pk *pktio.Port, xp *pktio.XDPPort, why string, err error) {
+	if d.opts.IO != "afpacket" {
+		xp, err = d.openXDP(ifi)
+		if err == nil {
+			return nil, xp, "", nil
+		}
+		if d.opts.IO == "afxdp" {
+			return nil, nil, "", err
+		}
+		why = err.Error()
+	}
+	cfg := d.opts.PktIO
+	cfg.Queues = d.opts.Workers
+	pk, err = pktio.Open(ifi.Name, cfg)
+	return pk, nil, why, err
+}
+
+func (d *Daemon) openXDP(ifi *net.Interface) (*pktio.XDPPort, error) {
+	if ifi.MTU > xdpFrameMTU {
+		return nil, fmt.Errorf("MTU %d is above AF_XDP's %d with 2 KiB frames", ifi.MTU, xdpFrameMTU)
+	}
+	cfg := d.opts.XDPPort
+	if d.opts.IO == "auto" {
+		if driver(ifi.Name) == "veth" {
+			return nil, fmt.Errorf("veth: partial checksums and GSO super-frames of local senders cannot cross AF_XDP (--io afxdp forces it)")
+		}
+		cfg.Attach = pktio.XDPAttachNative // generic XDP is no faster than AF_PACKET
+	}
+	cfg.Tx.Tx = pktio.TxSendmmsg // handles of goroutines without a socket: little traffic, no ring memory
+	return pktio.OpenXDP(ifi.Name, cfg)
+}
+
+// driver names an interface's driver (ETHTOOL_GDRVINFO; "" when unknown),
+// in the calling thread's namespace.
+func driver(name string) string {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	info, err := unix.IoctlGetEthtoolDrvinfo(fd, name)
+	if err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(info.Driver[:])
+}
+
+// queues is the number of receive queues workers bind.
+func (p *port) queues() int {
+	if p.xp != nil {
+		return p.xp.Queues()
+	}
+	return p.pk.Queues()
+}
+
+// ioName says how the port is opened, for logs, metrics and link show.
+func (p *port) ioName() string {
+	if p.xp != nil {
+		return "afxdp " + p.xp.Attach().String()
+	}
+	return "afpacket"
+}
+
+// shutdown makes the port's owners let go (AF_PACKET: blocked receives
+// return; AF_XDP: the workers close their sockets when they see the table).
+func (p *port) shutdown() {
+	if p.pk != nil {
+		p.pk.Shutdown()
+	}
+}
+
+func (p *port) stats() pktio.Stats {
+	if p.xp != nil {
+		return p.xp.Stats()
+	}
+	return p.pk.Stats()
+}
+
+func (p *port) setMTU(mtu int) {
+	if p.pk != nil {
+		p.pk.SetMTU(mtu)
+	}
+}
+
+// newTx opens a transmit handle for a goroutine without an XDP socket on
+// the port: light handles have no ring memory.
+func (p *port) newTx(light bool) (*pktio.Tx, error) {
+	switch {
+	case p.xp != nil:
+		return p.xp.NewTx()
+	case light:
+		return p.pk.NewTxMode(pktio.TxSendmmsg)
+	default:
+		return p.pk.NewTx()
+	}
+}
+
+// closeIO releases the backend (after every owner let go).
+func (p *port) closeIO() error {
+	if p.xp != nil {
+		return p.xp.Close()
+	}
+	return p.pk.Close()
+}
