@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 // TestE2EMACMove: h2 unplugs from eth2 and plugs into eth5 (same MAC,
@@ -33,7 +34,7 @@ func TestE2EMACMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n.Spec.HostTxChecksumOff {
-			if err := lab.TxChecksumOff(h2.NS, "eth1"); err != nil {
+			if err := vethlab.TxChecksumOff(h2.NS, "eth1"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/internal/vethlab"
 )
 
 // TestE2EPortRecreated: the uplink's interface is deleted and created
@@ -41,7 +42,7 @@ func TestE2EPortRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	if e.net.Spec.HostTxChecksumOff {
-		if err := lab.TxChecksumOff(isp.NS, isp.Iface); err != nil {
+		if err := vethlab.TxChecksumOff(isp.NS, isp.Iface); err != nil {
 			t.Fatal(err)
 		}
 	}

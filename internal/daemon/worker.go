@@ -44,6 +44,7 @@ const batchSize = 256
 // rxBinding is one of a worker's receive queues.
 type rxBinding struct {
 	p    *port
+	qi   int // the queue's number on the port
 	q    pktio.Receiver
 	pq   *pktio.Queue     // AF_PACKET: q, for waiting
 	xs   *pktio.XDPSocket // AF_XDP: q, also the port's transmit handle
@@ -187,31 +188,36 @@ func (iw *ioWorker) bind(t *portTable) {
 		}
 	}
 	iw.rx = keep
+	// Queue q of a port goes to worker q mod W: AF_PACKET ports have W
+	// queues (one fanout member each); an AF_XDP port has as many as its
+	// device (an RSS NIC may have more than there are workers).
 	for _, p := range t.list {
-		if iw.idx >= p.queues() || iw.hasQueue(p) {
-			continue
-		}
-		b := rxBinding{p: p}
-		if p.xp != nil {
-			if err := iw.ensureXDP(); err != nil {
-				iw.d.log.Error("AF_XDP worker", "worker", iw.idx, "err", err)
+		for q := iw.idx; q < p.queues(); q += iw.d.opts.Workers {
+			if iw.hasQueue(p, q) {
 				continue
 			}
-			xs, err := iw.xw.Bind(p.xp, iw.idx)
-			if err != nil {
-				iw.d.log.Error("XDP socket", "dev", p.name, "queue", iw.idx, "err", err)
+			b := rxBinding{p: p, qi: q}
+			if p.xp != nil {
+				if err := iw.ensureXDP(); err != nil {
+					iw.d.log.Error("AF_XDP worker", "worker", iw.idx, "err", err)
+					break
+				}
+				xs, err := iw.xw.Bind(p.xp, q)
+				if err != nil {
+					iw.d.log.Error("XDP socket", "dev", p.name, "queue", q, "err", err)
+					continue
+				}
+				b.q, b.xs = xs, xs
+			} else {
+				b.pq = p.pk.Queue(q)
+				b.q = b.pq
+			}
+			if err := iw.watch(&b); err != nil {
+				iw.d.log.Error("receive queue", "dev", p.name, "queue", q, "err", err)
 				continue
 			}
-			b.q, b.xs = xs, xs
-		} else {
-			b.pq = p.pk.Queue(iw.idx)
-			b.q = b.pq
+			iw.rx = append(iw.rx, b)
 		}
-		if err := iw.watch(&b); err != nil {
-			iw.d.log.Error("receive queue", "dev", p.name, "queue", iw.idx, "err", err)
-			continue
-		}
-		iw.rx = append(iw.rx, b)
 	}
 	iw.txs.follow(iw.d, t, iw.sockets)
 	for _, xs := range gone { // after the transmit handles let go of them
@@ -257,9 +263,9 @@ func (iw *ioWorker) sockets(p *port) pktio.Sender {
 	return nil
 }
 
-func (iw *ioWorker) hasQueue(p *port) bool {
+func (iw *ioWorker) hasQueue(p *port, q int) bool {
 	for _, b := range iw.rx {
-		if b.p == p {
+		if b.p == p && b.qi == q {
 			return true
 		}
 	}

@@ -174,7 +174,7 @@ func (n *Net) build() error {
 			}
 		}
 		if n.Spec.HostTxChecksumOff {
-			if err := TxChecksumOff(h.NS, h.Iface); err != nil {
+			if err := vethlab.TxChecksumOff(h.NS, h.Iface); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package lab
+package vethlab
 
 // Transmit checksum offload of a host's interface (ethtool -K IF tx off).
 //
