@@ -51,6 +51,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math/bits"
 	"net"
 	"os"
 	"slices"
@@ -125,6 +126,8 @@ func DiffFiles(old, new *File, opts DiffOptions) FileDiff {
 type commands interface {
 	each(fn func(ref uint32, c *config.Command)) []error
 	pick(refs []uint32, fn func(ref uint32, c *config.Command))
+	// size is about the number of commands (to size the records).
+	size() int
 }
 
 type cmdList []config.Command
@@ -136,11 +139,15 @@ func (l cmdList) each(fn func(uint32, *config.Command)) []error {
 	return nil
 }
 
+func (l cmdList) size() int { return len(l) }
+
 func (l cmdList) pick(refs []uint32, fn func(uint32, *config.Command)) {
 	for _, r := range refs {
 		fn(r, &l[r])
 	}
 }
+
+func (f *File) size() int { return bytes.Count(f.Text, []byte("\n")) + 1 }
 
 func (f *File) each(fn func(uint32, *config.Command)) []error {
 	return config.Stream(f.Name, bytes.NewReader(f.Text), func(c *config.Command) error {
@@ -192,6 +199,7 @@ type bridgeAlt struct {
 // command.
 func (n *normaliser) read(src commands, onCmd func(*config.Command)) (recs []rec, alts []bridgeAlt, errs []error) {
 	masters := map[string]string{} // each port's bridge at this point of the file
+	recs = make([]rec, 0, src.size())
 	errs = src.each(func(ref uint32, c *config.Command) {
 		if onCmd != nil {
 			onCmd(c)
@@ -313,20 +321,7 @@ func diff(oldSrc, newSrc commands, opts DiffOptions, all bool, onNew func(*confi
 // match pairs equal canonical forms, the i-th occurrence in a with the
 // i-th in b (-1: unpaired), by sorting both by (sum, position).
 func match(a, b []rec) (aPair, bPair []int32) {
-	order := func(rs []rec) []int32 {
-		idx := make([]int32, len(rs))
-		for i := range idx {
-			idx[i] = int32(i)
-		}
-		slices.SortFunc(idx, func(x, y int32) int {
-			if c := cmpSum(rs[x].sum, rs[y].sum); c != 0 {
-				return c
-			}
-			return cmp.Compare(x, y)
-		})
-		return idx
-	}
-	ia, ib := order(a), order(b)
+	ia, ib := bySum(a), bySum(b)
 	aPair, bPair = make([]int32, len(a)), make([]int32, len(b))
 	for i := range aPair {
 		aPair[i] = -1
@@ -347,6 +342,39 @@ func match(a, b []rec) (aPair, bPair []int32) {
 		}
 	}
 	return aPair, bPair
+}
+
+// bySum returns the records' indexes sorted by (sum, index): a stable
+// counting sort by the sum's top bits (sums are uniform: about one record
+// per bucket), then each bucket sorted.
+func bySum(rs []rec) []int32 {
+	shift := 64 - min(bits.Len(uint(len(rs))), 24)
+	count := make([]int32, 1<<(64-shift)+1)
+	for i := range rs {
+		count[rs[i].sum[0]>>shift+1]++
+	}
+	for b := 1; b < len(count); b++ {
+		count[b] += count[b-1]
+	}
+	idx := make([]int32, len(rs))
+	for i := range rs {
+		b := rs[i].sum[0] >> shift
+		idx[count[b]] = int32(i)
+		count[b]++
+	}
+	start := int32(0)
+	for _, end := range count[:len(count)-1] {
+		if end-start > 1 {
+			slices.SortFunc(idx[start:end], func(x, y int32) int {
+				if c := cmpSum(rs[x].sum, rs[y].sum); c != 0 {
+					return c
+				}
+				return cmp.Compare(x, y)
+			})
+		}
+		start = end
+	}
+	return idx
 }
 
 func cmpSum(x, y [2]uint64) int {
@@ -426,7 +454,7 @@ func (ks *keyState) dirtyReordered(a []rec, aPair []int32) {
 		k key
 		i int32
 	}
-	var routes []use
+	routes := make([]use, 0, len(a))
 	lastB := map[key]int32{}
 	check := func(k key, i int) {
 		if k.kind == keyRoute {
@@ -444,9 +472,6 @@ func (ks *keyState) dirtyReordered(a []rec, aPair []int32) {
 			continue
 		}
 		if a[i].route.kind != 0 {
-			if routes == nil {
-				routes = make([]use, 0, len(a)-i)
-			}
 			routes = append(routes, use{a[i].route, int32(i)})
 		}
 		s := &ks.n.sets[a[i].set]
