@@ -34,7 +34,6 @@ import (
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/fulltable"
-	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -160,18 +159,11 @@ func TestReloadFullTableMemory(t *testing.T) {
 		// (~70 s instead of ~130 s).
 		pfx = pfx[:500_000]
 	}
-	lab, err := pktio.NewLab()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lab.Close() })
-	ns, err := lab.AddNetns("R")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, _, err := lab.AddVeth(ns, "up0", ns, "up1")
-	if err != nil {
-		t.Fatal(err)
+	ns := testenv.Netns(t, "nfreload")
+	port := "up0"
+	testenv.Run(t, "ip", "-n", ns, "link", "add", port, "type", "veth", "peer", "name", "up1")
+	for _, l := range []string{port, "up1"} {
+		testenv.Run(t, "ip", "-n", ns, "link", "set", l, "up")
 	}
 	dir := t.TempDir()
 	conf, sock := filepath.Join(dir, "full.conf"), filepath.Join(dir, "ctl.sock")
