@@ -121,7 +121,13 @@ type routerAction struct {
 func (c *Controller) Apply(cmds []config.Command) error { return c.ApplySteps(Steps(cmds)) }
 
 // ApplySteps is Apply with per-step leniency (reload inverses).
-func (c *Controller) ApplySteps(steps []Step) error {
+func (c *Controller) ApplySteps(steps []Step) error { return c.applySteps(steps, true) }
+
+// CheckSteps checks steps as ApplySteps does and changes nothing: the
+// errors the batch would meet.
+func (c *Controller) CheckSteps(steps []Step) error { return c.applySteps(steps, false) }
+
+func (c *Controller) applySteps(steps []Step, commit bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := &pending{vlans: append([]l3.VLANIfaceSpec(nil), c.vlans...), settings: map[string]l3.IfaceSettings{},
@@ -219,6 +225,13 @@ func (c *Controller) ApplySteps(steps []Step) error {
 			change.Abort()
 		}
 		return p.joinErrs()
+	}
+	if !commit {
+		tx.Abort()
+		if change != nil {
+			change.Abort()
+		}
+		return nil
 	}
 	before := ifaceMap(c.e.Router().Ifaces())
 	if err := change.Commit(); err != nil {

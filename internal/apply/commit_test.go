@@ -39,7 +39,15 @@ func TestBatchesCommitAsValidated(t *testing.T) {
 			for try := range 3 {
 				name := fmt.Sprintf("b%d-%d.conf", batch, try)
 				before := live.Snapshot(nil)
+				// CheckSteps says what Apply will say, and changes nothing.
+				checkErr := live.CheckSteps(Steps(parseLines(t, name, lines)))
+				if live.Snapshot(nil) != before {
+					t.Fatalf("seed %d: CheckSteps of batch %d changed the state", seed, batch)
+				}
 				err := live.Apply(parseLines(t, name, lines))
+				if fmt.Sprint(checkErr) != fmt.Sprint(err) {
+					t.Fatalf("seed %d: batch %d: CheckSteps says %v, Apply %v", seed, batch, checkErr, err)
+				}
 				if err == nil {
 					accepted++
 					file = append(file, lines...)

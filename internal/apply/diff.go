@@ -3,49 +3,59 @@ package apply
 // Reload diffs: the steps that take an engine configured by file A to the
 // state file B gives a fresh engine, touching only what changed.
 //
-// Flow: both files are normalised into logical commands (one per effect:
-// `link set eth1 up mtu 9000 master br0` is three, `link add br0 type
-// bridge ageing_time 100` is a creation plus an attribute), matched by their
-// canonical text (the i-th occurrence in A with the i-th in B). Unmatched
-// ones are removed (A) or added (B). Each logical command owns keys (the
-// objects it sets) and depends on keys (objects whose re-creation undoes or
-// changes its effect). The keys of removed and added commands are dirty;
-// any command owning or depending on a dirty key is re-done and dirties all
-// it owns, until nothing changes. The result is: the inverses of the re-done
-// A commands in reverse A order (lenient: an inverse of something already
-// gone is skipped), then the re-done B commands in B order, for one
-// all-or-nothing Apply.
+// Flow: both files are normalised into logical commands (diff_logical.go:
+// one per effect: `link set eth1 up mtu 9000 master br0` is three, `link
+// add br0 type bridge ageing_time 100` is a creation plus an attribute),
+// matched by their canonical form (the i-th occurrence in A with the i-th
+// in B). Unmatched ones are removed (A) or added (B). Each logical command
+// owns keys (the objects it sets) and depends on keys (objects whose
+// re-creation undoes or changes its effect). The keys of removed and added
+// commands are dirty; any command owning or depending on a dirty key is
+// re-done and dirties all it owns, until nothing changes. The result is:
+// the inverses of the re-done A commands in reverse A order (lenient: an
+// inverse of something already gone is skipped), then the re-done B
+// commands in B order, for one all-or-nothing Apply.
 //
-// Keys and rules (why each is needed is in the comments of logicalOf):
-//   dev:N        a bridge or VLAN interface N exists (re-creating it resets all on it)
-//   brport:P     P's bridge membership and everything on it (vlan, fdb, link flags, mdb):
-//                redone as a unit; its inverse is `nomaster`, which resets all of it
-//   brports:B    the memberships of bridge B and the lines on its ports (what
-//                `link set B type bridge` lines changing vlan_filtering or
-//                vlan_default_pvid depend on: they change what those lines do)
-//   iface:P      the router interface of port P (it exists while P is not bridged)
-//   brattr:B:O   bridge attribute O (ageing_time, fdb_max_learned)
-//   hostvlan:B:V the host membership a VLAN interface brings
-//   addr:D       D's addresses (redone as a unit: order makes primaries/secondaries,
-//                and removing the last one flushes D's routes); addr:* is any of them
-//   route:T:P    the routes of table T at prefix P (order among equal metrics matters)
-//   nh:I         nexthop I (deleting it deletes its routes and shrinks its groups)
-//   linkstate:D, mtu:D, mac:D  link settings (down and MAC changes flush neighbours)
-//   neigh:D:A    the neighbour entry
+// Memory: a file is read as a stream of commands (twice: once whole, then
+// the few lines that are re-done) and kept as one fixed-size record per
+// logical command: a 128-bit hash of its canonical form, its line, its key
+// set (interned: the route lines through one device share one) and a route
+// line's own key. So a 900,000-route file costs ~40 bytes a line, sorted
+// (not hashed into maps) to match them; the commands that apply and undo
+// a logical command are rebuilt only for those re-done.
+//
+// Keys and rules (why each is needed is in the comments of diff_logical.go):
+//
+//	dev:N        a bridge or VLAN interface N exists (re-creating it resets all on it)
+//	brport:P     P's bridge membership and everything on it (vlan, fdb, link flags, mdb):
+//	             redone as a unit; its inverse is `nomaster`, which resets all of it
+//	brports:B    the memberships of bridge B and the lines on its ports (what
+//	             `link set B type bridge` lines changing vlan_filtering or
+//	             vlan_default_pvid depend on: they change what those lines do)
+//	iface:P      the router interface of port P (it exists while P is not bridged)
+//	brattr:B:O   bridge attribute O (ageing_time, fdb_max_learned)
+//	hostvlan:B:V the host membership a VLAN interface brings
+//	addr:D       D's addresses (redone as a unit: order makes primaries/secondaries,
+//	             and removing the last one flushes D's routes); addr:* is any of them
+//	route:T:P    the routes of table T at prefix P (order among equal metrics matters)
+//	nh:I         nexthop I (deleting it deletes its routes and shrinks its groups)
+//	linkstate:D, mtu:D, mac:D  link settings (down and MAC changes flush neighbours)
+//	neigh:D:A    the neighbour entry
+//
 // The bridge device's own VLANs and FDB entries (`dev BR`) have no reset, so
 // changing any of them re-creates the bridge (dev:BR).
 //
 // Locking: pure functions.
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"math/bits"
 	"net"
-	"net/netip"
 	"os"
-	"sort"
-	"strings"
+	"slices"
 
-	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 )
@@ -66,150 +76,457 @@ type DiffStats struct {
 // Diff returns the steps that take an engine configured with old to the
 // configuration new (see the file comment).
 func Diff(old, new []config.Command, opts DiffOptions) ([]Step, DiffStats) {
-	return diff(old, new, opts, false)
+	s, st, _ := diff(cmdList(old), cmdList(new), opts, false, nil)
+	return s, st
 }
 
 // FullRedo is the diff that re-does everything: every inverse of old, then
 // all of new (the fallback when a diff cannot be trusted).
 func FullRedo(old, new []config.Command, opts DiffOptions) []Step {
-	s, _ := diff(old, new, opts, true)
+	s, _, _ := diff(cmdList(old), cmdList(new), opts, true, nil)
 	return s
 }
 
-func diff(old, new []config.Command, opts DiffOptions, all bool) ([]Step, DiffStats) {
-	bridges := map[string]bool{}
-	for _, set := range [][]config.Command{old, new} {
-		for _, c := range set {
-			if c.Link != nil && c.Link.Op == "add" && c.Link.Kind == "bridge" {
-				bridges[c.Link.Name] = true
-			}
+// File is the text of a config file: what a daemon keeps of the
+// configuration it applied (a tenth of the size of its parsed commands)
+// and what DiffFiles reads.
+type File struct {
+	Name string
+	Text []byte
+}
+
+// Commands parses the whole file; errs lists the lines that do not parse
+// (bounded as config.ErrorList is).
+func (f *File) Commands() (cmds []config.Command, errs []error) {
+	return config.Parse(f.Name, bytes.NewReader(f.Text))
+}
+
+// FileDiff is the result of DiffFiles.
+type FileDiff struct {
+	Steps []Step
+	Stats DiffStats
+	// Ports are the interfaces new names as ports (PortNamer).
+	Ports []string
+	// Errs are new's lines that do not parse (FILE:LINE); Steps then take
+	// old to the lines that do.
+	Errs []error
+}
+
+// DiffFiles is Diff for two config texts, read line by line without
+// keeping their commands.
+func DiffFiles(old, new *File, opts DiffOptions) FileDiff {
+	var ports PortNamer
+	s, st, errs := diff(old, new, opts, false, ports.Add)
+	return FileDiff{Steps: s, Stats: st, Ports: ports.Names(), Errs: errs}
+}
+
+// commands is one side of a diff, read in order as a whole and then again
+// for the commands of some refs (ascending). A ref names a command: its
+// index in a list, its line in a file.
+type commands interface {
+	each(fn func(ref uint32, c *config.Command)) []error
+	pick(refs []uint32, fn func(ref uint32, c *config.Command))
+	// size is about the number of commands (to size the records).
+	size() int
+}
+
+type cmdList []config.Command
+
+func (l cmdList) each(fn func(uint32, *config.Command)) []error {
+	for i := range l {
+		fn(uint32(i), &l[i])
+	}
+	return nil
+}
+
+func (l cmdList) size() int { return len(l) }
+
+func (l cmdList) pick(refs []uint32, fn func(uint32, *config.Command)) {
+	for _, r := range refs {
+		fn(r, &l[r])
+	}
+}
+
+func (f *File) size() int { return bytes.Count(f.Text, []byte("\n")) + 1 }
+
+func (f *File) each(fn func(uint32, *config.Command)) []error {
+	return config.Stream(f.Name, bytes.NewReader(f.Text), func(c *config.Command) error {
+		fn(uint32(c.Pos.Line), c)
+		return nil
+	})
+}
+
+// pick parses only the lines asked for; lines are split as config.Stream
+// splits them (bufio.ScanLines: "\n", an optional "\r" before it dropped).
+func (f *File) pick(refs []uint32, fn func(uint32, *config.Command)) {
+	text, line := f.Text, uint32(0)
+	for len(refs) > 0 && len(text) > 0 {
+		line++
+		l := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			text = nil
 		}
-	}
-	a, b := normalise(old, bridges), normalise(new, bridges)
-	// Match equal commands in order.
-	queue := map[string][]int{}
-	for i := range a {
-		queue[a[i].text] = append(queue[a[i].text], i)
-	}
-	aRedo, bRedo := make([]bool, len(a)), make([]bool, len(b))
-	bPair := make([]int, len(b))
-	aPair := make([]int, len(a))
-	for i := range aPair {
-		aPair[i] = -1
-	}
-	var st DiffStats
-	for j := range b {
-		q := queue[b[j].text]
-		if len(q) == 0 || all {
-			bPair[j] = -1
-			bRedo[j] = true
-			st.Added++
+		if line != refs[0] {
 			continue
 		}
-		bPair[j], aPair[q[0]] = q[0], j
-		queue[b[j].text] = q[1:]
+		refs = refs[1:]
+		l = bytes.TrimSuffix(l, []byte("\r"))
+		if c, ok, err := config.ParseLine(config.Pos{File: f.Name, Line: int(line)}, string(l)); ok && err == nil {
+			fn(line, &c)
+		}
 	}
-	dirty := map[string]bool{}
-	pulled := map[string]bool{} // keys whose owners are re-done (see logical.pulls)
-	mark := func(l *logical) {
-		for _, k := range l.own {
-			dirty[k] = true
-			if strings.HasPrefix(k, "addr:") {
-				dirty["addr:*"] = true
+}
+
+// rec is one logical command of a file as the diff keeps it.
+type rec struct {
+	sum   [2]uint64 // hash of its canonical form
+	route key       // a route line's own key (kind 0 for other commands: their keys are all in set)
+	ref   uint32    // its command
+	set   uint32    // its keys (normaliser.sets)
+}
+
+// bridgeAlt: a bridge line whose keys depend on whether its device is a
+// bridge in either file, which is known when both are read.
+type bridgeAlt struct {
+	rec      int
+	dev      string
+	onBridge uint32 // the key set if it is
+}
+
+// read normalises one file into records; onCmd (optional) sees every
+// command.
+func (n *normaliser) read(src commands, onCmd func(*config.Command)) (recs []rec, alts []bridgeAlt, errs []error) {
+	masters := map[string]string{} // each port's bridge at this point of the file
+	recs = make([]rec, 0, src.size())
+	errs = src.each(func(ref uint32, c *config.Command) {
+		if onCmd != nil {
+			onCmd(c)
+		}
+		switch {
+		case c.Route != nil: // the bulk of a large file: no logical built
+			sum, own, set := n.routeRecord(c.Route)
+			recs = append(recs, rec{sum: sum, route: own, ref: ref, set: set})
+			return
+		case c.Bridge != nil:
+			if dev, self := bridgeDev(c.Bridge.Op); dev != "" && !self {
+				on := n.bridgeLogical(c, true, masters)
+				alts = append(alts, bridgeAlt{rec: len(recs), dev: dev, onBridge: n.set(on.own, on.deps, on.pulls)})
+				lg := n.bridgeLogical(c, false, masters)
+				recs = append(recs, rec{sum: n.textSum(lg.text), ref: ref, set: n.set(lg.own, lg.deps, lg.pulls)})
+				return
 			}
+		case c.Link != nil:
+			l := c.Link
+			if l.Op == "add" && l.Kind == "bridge" {
+				n.bridges[l.Name] = true
+			}
+			defer func() {
+				if l.Op == "set" && (l.Master != "" || l.NoMaster) {
+					masters[l.Name] = l.Master
+				}
+				if l.Op == "delete" {
+					for p, m := range masters {
+						if m == l.Name {
+							delete(masters, p)
+						}
+					}
+				}
+			}()
 		}
-		for _, k := range l.pulls {
-			pulled[k] = true
+		for _, lg := range n.logicalOf(c, masters) {
+			recs = append(recs, rec{sum: n.textSum(lg.text), ref: ref, set: n.set(lg.own, lg.deps, lg.pulls)})
+		}
+	})
+	return recs, alts, errs
+}
+
+func (n *normaliser) settle(recs []rec, alts []bridgeAlt) {
+	for _, a := range alts {
+		if n.bridges[a.dev] {
+			recs[a.rec].set = a.onBridge
 		}
 	}
+}
+
+func diff(oldSrc, newSrc commands, opts DiffOptions, all bool, onNew func(*config.Command)) ([]Step, DiffStats, []error) {
+	n := newNormaliser()
+	a, altA, _ := n.read(oldSrc, nil)
+	b, altB, errs := n.read(newSrc, onNew)
+	n.settle(a, altA)
+	n.settle(b, altB)
+	aPair, bPair := match(a, b)
+	aRedo, bRedo := make([]bool, len(a)), make([]bool, len(b))
+	var st DiffStats
+	for j := range b {
+		if bPair[j] < 0 || all {
+			if bPair[j] >= 0 {
+				aPair[bPair[j]], bPair[j] = -1, -1
+			}
+			bRedo[j] = true
+			st.Added++
+		}
+	}
+	ks := newKeyState(n)
 	for i := range a {
 		if aPair[i] < 0 {
 			if debugDiff {
-				fmt.Println("removed", a[i].text, a[i].own)
+				fmt.Println("removed", n.describe(&a[i]))
 			}
 			aRedo[i] = true
 			st.Removed++
-			mark(&a[i])
+			ks.mark(&a[i])
 		}
 	}
 	for j := range b {
 		if bRedo[j] {
-			mark(&b[j])
+			ks.mark(&b[j])
 		}
 	}
-	// Order within a key matters (primary and secondary addresses, equal
-	// metric routes, the last of several settings wins): a key whose common
-	// commands come in another order in B is dirty.
-	lastB := map[string]int{}
-	for i := range a {
-		j := aPair[i]
-		if j < 0 {
-			continue
-		}
-		// (pulls too: a neighbour or route moved across a link-down line)
-		for _, k := range append(append([]string(nil), a[i].own...), a[i].pulls...) {
-			if prev, ok := lastB[k]; ok && prev > j {
-				dirty[k] = true
-			}
-			lastB[k] = j
-		}
-	}
-	touched := func(l *logical) bool {
-		for _, k := range l.own {
-			if dirty[k] || pulled[k] || strings.HasPrefix(k, "linkstate:") && pulled["linkstate:*"] {
-				return true
-			}
-		}
-		for _, k := range l.deps {
-			if dirty[k] {
-				return true
-			}
-		}
-		return false
-	}
+	ks.dirtyReordered(a, aPair)
 	for changed := true; changed; {
 		changed = false
 		for j := range b {
-			if bRedo[j] || !touched(&b[j]) && (bPair[j] < 0 || !touched(&a[bPair[j]])) {
+			if bRedo[j] || !ks.touched(&b[j]) && (bPair[j] < 0 || !ks.touched(&a[bPair[j]])) {
 				continue
 			}
 			bRedo[j] = true
 			if debugDiff {
-				fmt.Println("redo B", b[j].text, b[j].own, b[j].deps)
+				fmt.Println("redo B", n.describe(&b[j]))
 			}
-			mark(&b[j])
+			ks.mark(&b[j])
 			if i := bPair[j]; i >= 0 {
 				aRedo[i] = true
-				mark(&a[i])
+				ks.mark(&a[i])
 			}
 			st.Redone++
 			changed = true
 		}
 		for i := range a {
-			if aRedo[i] || !touched(&a[i]) {
+			if aRedo[i] || !ks.touched(&a[i]) {
 				continue
 			}
 			aRedo[i] = true // a common command: its B twin follows on the next round
 			if debugDiff {
-				fmt.Println("redo A", a[i].text, a[i].own, a[i].deps)
+				fmt.Println("redo A", n.describe(&a[i]))
 			}
-			mark(&a[i])
+			ks.mark(&a[i])
 			changed = true
 		}
 	}
-	// Inverses in reverse order; FDB and mdb deletions first of all (no
-	// other inverse depends on them, and they must precede the `nomaster`
-	// or bridge deletion that resets their unit: see bridgeLogical).
+	return n.steps(oldSrc, newSrc, a, b, aRedo, bRedo, opts), st, errs
+}
+
+// match pairs equal canonical forms, the i-th occurrence in a with the
+// i-th in b (-1: unpaired), by sorting both by (sum, position).
+func match(a, b []rec) (aPair, bPair []int32) {
+	ia, ib := bySum(a), bySum(b)
+	aPair, bPair = make([]int32, len(a)), make([]int32, len(b))
+	for i := range aPair {
+		aPair[i] = -1
+	}
+	for j := range bPair {
+		bPair[j] = -1
+	}
+	for x, y := 0, 0; x < len(ia) && y < len(ib); {
+		switch c := cmpSum(a[ia[x]].sum, b[ib[y]].sum); {
+		case c < 0:
+			x++
+		case c > 0:
+			y++
+		default:
+			aPair[ia[x]], bPair[ib[y]] = ib[y], ia[x]
+			x++
+			y++
+		}
+	}
+	return aPair, bPair
+}
+
+// bySum returns the records' indexes sorted by (sum, index): a stable
+// counting sort by the sum's top bits (sums are uniform: about one record
+// per bucket), then each bucket sorted.
+func bySum(rs []rec) []int32 {
+	shift := 64 - min(bits.Len(uint(len(rs))), 24)
+	count := make([]int32, 1<<(64-shift)+1)
+	for i := range rs {
+		count[rs[i].sum[0]>>shift+1]++
+	}
+	for b := 1; b < len(count); b++ {
+		count[b] += count[b-1]
+	}
+	idx := make([]int32, len(rs))
+	for i := range rs {
+		b := rs[i].sum[0] >> shift
+		idx[count[b]] = int32(i)
+		count[b]++
+	}
+	start := int32(0)
+	for _, end := range count[:len(count)-1] {
+		if end-start > 1 {
+			slices.SortFunc(idx[start:end], func(x, y int32) int {
+				if c := cmpSum(rs[x].sum, rs[y].sum); c != 0 {
+					return c
+				}
+				return cmp.Compare(x, y)
+			})
+		}
+		start = end
+	}
+	return idx
+}
+
+func cmpSum(x, y [2]uint64) int {
+	if c := cmp.Compare(x[0], y[0]); c != 0 {
+		return c
+	}
+	return cmp.Compare(x[1], y[1])
+}
+
+// keyState is the diff's dirty and pulled keys. Whether a key set is
+// touched is cached until a key is added (a million route lines share a
+// few sets, and few keys change).
+type keyState struct {
+	n       *normaliser
+	dirty   map[key]bool
+	pulled  map[key]bool // keys whose owners are re-done (see logical.pulls)
+	version uint32       // bumped when a key is added
+	clean   []uint32     // per key set: the version it was last found untouched at
+}
+
+func newKeyState(n *normaliser) *keyState {
+	return &keyState{n: n, dirty: map[key]bool{}, pulled: map[key]bool{}, version: 1, clean: make([]uint32, len(n.sets))}
+}
+
+func (ks *keyState) add(m map[key]bool, k key) {
+	if !m[k] {
+		m[k] = true
+		ks.version++
+	}
+}
+
+func (ks *keyState) mark(r *rec) {
+	if r.route.kind != 0 {
+		ks.add(ks.dirty, r.route)
+	}
+	s := &ks.n.sets[r.set]
+	for _, k := range s.own {
+		ks.add(ks.dirty, k)
+		if k.kind == keyAddr {
+			ks.add(ks.dirty, key{kind: keyAddrAny})
+		}
+	}
+	for _, k := range s.pulls {
+		ks.add(ks.pulled, k)
+	}
+}
+
+func (ks *keyState) touched(r *rec) bool {
+	if r.route.kind != 0 && (ks.dirty[r.route] || ks.pulled[r.route]) {
+		return true
+	}
+	if ks.clean[r.set] == ks.version {
+		return false
+	}
+	s := &ks.n.sets[r.set]
+	for _, k := range s.own {
+		if ks.dirty[k] || ks.pulled[k] || k.kind == keyLinkstate && ks.pulled[key{kind: keyLinkstateAny}] {
+			return true
+		}
+	}
+	for _, k := range s.deps {
+		if ks.dirty[k] {
+			return true
+		}
+	}
+	ks.clean[r.set] = ks.version
+	return false
+}
+
+// dirtyReordered: order within a key matters (primary and secondary
+// addresses, equal metric routes, the last of several settings wins), so a
+// key whose common commands come in another order in B is dirty (pulls
+// too: a neighbour or route moved across a link-down line). Route keys,
+// one per route line, are checked by sorting, the few others with a map.
+func (ks *keyState) dirtyReordered(a []rec, aPair []int32) {
+	type use struct {
+		k key
+		i int32
+	}
+	routes := make([]use, 0, len(a))
+	lastB := map[key]int32{}
+	check := func(k key, i int) {
+		if k.kind == keyRoute {
+			routes = append(routes, use{k, int32(i)})
+			return
+		}
+		j := aPair[i]
+		if prev, ok := lastB[k]; ok && prev > j {
+			ks.add(ks.dirty, k)
+		}
+		lastB[k] = j
+	}
+	for i := range a {
+		if aPair[i] < 0 {
+			continue
+		}
+		if a[i].route.kind != 0 {
+			routes = append(routes, use{a[i].route, int32(i)})
+		}
+		s := &ks.n.sets[a[i].set]
+		for _, k := range s.own {
+			check(k, i)
+		}
+		for _, k := range s.pulls {
+			check(k, i)
+		}
+	}
+	slices.SortFunc(routes, func(x, y use) int {
+		if c := cmpKey(x.k, y.k); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	for u := 1; u < len(routes); u++ {
+		if routes[u].k == routes[u-1].k && aPair[routes[u-1].i] > aPair[routes[u].i] {
+			ks.add(ks.dirty, routes[u].k)
+		}
+	}
+}
+
+func cmpKey(x, y key) int {
+	if c := cmp.Compare(x.kind, y.kind); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.a, y.a); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.b, y.b); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.bits, y.bits)
+}
+
+// steps rebuilds the logical commands of the re-done records and orders
+// them: inverses in reverse order, FDB and mdb deletions first of all (no
+// other inverse depends on them, and they must precede the `nomaster` or
+// bridge deletion that resets their unit: see bridgeLogical), then the new
+// commands in file order.
+func (n *normaliser) steps(oldSrc, newSrc commands, a, b []rec, aRedo, bRedo []bool, opts DiffOptions) []Step {
+	la := n.logicalsOf(oldSrc, a, aRedo)
+	lb := n.logicalsOf(newSrc, b, bRedo)
 	var steps, late []Step
 	for i := len(a) - 1; i >= 0; i-- {
-		if aRedo[i] {
-			for _, inv := range a[i].inverse {
-				st := Step{Command: inv, Lenient: true}
-				if inv.Bridge != nil {
-					steps = append(steps, st)
-				} else {
-					late = append(late, st)
-				}
+		if !aRedo[i] {
+			continue
+		}
+		for _, inv := range n.logicalAt(la, a, i).inverse {
+			st := Step{Command: inv, Lenient: true}
+			if inv.Bridge != nil {
+				steps = append(steps, st)
+			} else {
+				late = append(late, st)
 			}
 		}
 	}
@@ -218,7 +535,7 @@ func diff(old, new []config.Command, opts DiffOptions, all bool) ([]Step, DiffSt
 		if !bRedo[j] {
 			continue
 		}
-		fwd := b[j].fwd
+		fwd := n.logicalAt(lb, b, j).fwd
 		if l := fwd.Link; l != nil && l.Op == "add" && l.Kind == "bridge" && len(l.Address) == 0 && opts.BridgeMAC != nil {
 			if mac, ok := opts.BridgeMAC(l.Name); ok {
 				c := *l
@@ -228,392 +545,48 @@ func diff(old, new []config.Command, opts DiffOptions, all bool) ([]Step, DiffSt
 		}
 		steps = append(steps, Step{Command: fwd})
 	}
-	return steps, st
+	return steps
 }
 
-// logical is one normalised command.
-type logical struct {
-	text    string           // canonical form, for matching
-	fwd     config.Command   // what applies it
-	inverse []config.Command // what undoes it (applied leniently)
-	own     []string
-	deps    []string
-	// pulls are keys whose commands must be re-done when this one is,
-	// without this one depending on them: a route is checked against the
-	// link state of its device where it stands in the file, so re-adding it
-	// re-applies the device's link state lines in order around it
-	// ("linkstate:*": every device's, for a gateway whose device is not
-	// named); a later link change does not affect the route itself.
-	pulls []string
-}
-
-func normalise(cmds []config.Command, bridges map[string]bool) []logical {
-	var out []logical
-	masters := map[string]string{} // each port's bridge at this point of the file
-	for i := range cmds {
-		c := &cmds[i]
-		lgs := logicalOf(c, bridges)
-		if c.Bridge != nil {
-			// A port's lines also own its bridge's brports key (see
-			// bridgeSetLogicals).
-			for j := range lgs {
-				for _, k := range lgs[j].own {
-					if p, ok := strings.CutPrefix(k, "brport:"); ok && masters[p] != "" {
-						lgs[j].own = append(lgs[j].own, "brports:"+masters[p])
-						break
-					}
-				}
-			}
+// logicalsOf reads the commands of the re-done records again and
+// normalises them (their keys are not needed: no masters).
+func (n *normaliser) logicalsOf(src commands, recs []rec, redo []bool) map[uint32][]logical {
+	var refs []uint32
+	for i := range recs {
+		if redo[i] && (len(refs) == 0 || refs[len(refs)-1] != recs[i].ref) {
+			refs = append(refs, recs[i].ref)
 		}
-		if l := c.Link; l != nil && l.Op == "set" && (l.Master != "" || l.NoMaster) {
-			masters[l.Name] = l.Master
-		}
-		if l := c.Link; l != nil && l.Op == "delete" {
-			for p, m := range masters {
-				if m == l.Name {
-					delete(masters, p)
-				}
-			}
-		}
-		out = append(out, lgs...)
 	}
+	out := make(map[uint32][]logical, len(refs))
+	src.pick(refs, func(ref uint32, c *config.Command) { out[ref] = n.logicalOf(c, nil) })
 	return out
 }
 
-// with returns a copy of c (position kept) with one part replaced.
-func with(c *config.Command, f func(*config.Command)) config.Command {
-	n := config.Command{Pos: c.Pos, Text: c.Text}
-	f(&n)
-	return n
-}
-
-// bridgeDefaults are the values attribute inverses restore.
-var bridgeDefaults = map[string]string{"ageing_time": "30000", "fdb_max_learned": "0",
-	"flood_defer": fmt.Sprint(l2.DefaultFloodDeferThreshold), "mcast_prefilter": "1"}
-
-// createOptions stay with a bridge's creation: changing them re-creates it
-// (ports joined before and after a pvid change differ).
-var createOptions = map[string]bool{"vlan_filtering": true, "vlan_default_pvid": true}
-
-func logicalOf(c *config.Command, bridges map[string]bool) []logical {
-	switch {
-	case c.Link != nil:
-		return linkLogical(c)
-	case c.Bridge != nil:
-		return []logical{bridgeLogical(c, bridges)}
-	case c.Addr != nil:
-		return []logical{addrLogical(c)}
-	case c.Route != nil:
-		return []logical{routeLogical(c)}
-	case c.Nexthop != nil:
-		return []logical{nexthopLogical(c)}
-	case c.Neigh != nil:
-		return []logical{neighLogical(c)}
+// logicalAt is the logical command of record i: records of one command
+// are consecutive, in the order logicalOf returns them.
+func (n *normaliser) logicalAt(ls map[uint32][]logical, recs []rec, i int) logical {
+	first := i
+	for first > 0 && recs[first-1].ref == recs[i].ref {
+		first--
 	}
-	// A query in a file (refused by Apply anyway).
-	return []logical{{text: "query " + c.Text, fwd: *c}}
+	return ls[recs[i].ref][i-first]
 }
 
-func linkLogical(c *config.Command) []logical {
-	l := c.Link
-	name := l.Name
-	switch l.Op {
-	case "add":
-		if l.Kind == "vlan" {
-			return []logical{{
-				text:    fmt.Sprintf("vlan %s link %s id %d", name, l.Parent, l.VID),
-				fwd:     *c,
-				inverse: []config.Command{with(c, func(n *config.Command) { n.Link = &config.LinkCmd{Op: "delete", Name: name} })},
-				own:     []string{"dev:" + name, fmt.Sprintf("hostvlan:%s:%d", l.Parent, l.VID)},
-				deps:    []string{"dev:" + l.Parent},
-			}}
-		}
-		createOpts := map[string]string{}
-		var attrs []string
-		for k, v := range l.Options {
-			if createOptions[k] {
-				createOpts[k] = v
-			} else {
-				attrs = append(attrs, k)
-			}
-		}
-		sort.Strings(attrs)
-		create := *l
-		create.Options = createOpts
-		out := []logical{{
-			text:    fmt.Sprintf("bridge %s address %s options %v", name, l.Address, createOpts),
-			fwd:     with(c, func(n *config.Command) { n.Link = &create }),
-			inverse: []config.Command{with(c, func(n *config.Command) { n.Link = &config.LinkCmd{Op: "delete", Name: name} })},
-			own:     []string{"dev:" + name},
-		}}
-		return append(out, bridgeAttrLogicals(c, attrs)...)
-	case "delete":
-		return []logical{{text: "link del " + name, fwd: *c, own: []string{"dev:" + name}}}
-	case "set":
-		if l.Kind == "bridge" {
-			return bridgeSetLogicals(c)
-		}
-		var out []logical
-		set := func(text string, lc config.LinkCmd, inv *config.LinkCmd, own []string, deps ...string) {
-			// Every line naming a device is re-done when the device is
-			// re-created or stops being a bridge (it declares it as a port).
-			deps = append(deps, "dev:"+name)
-			lg := logical{text: text, fwd: with(c, func(n *config.Command) { x := lc; n.Link = &x }), own: own, deps: deps}
-			if inv != nil {
-				lg.inverse = []config.Command{with(c, func(n *config.Command) { x := *inv; n.Link = &x })}
-			}
-			out = append(out, lg)
-		}
-		if l.Master != "" {
-			set("master "+name+" "+l.Master, config.LinkCmd{Op: "set", Name: name, Master: l.Master},
-				&config.LinkCmd{Op: "set", Name: name, NoMaster: true},
-				[]string{"brport:" + name, "iface:" + name, "brports:" + l.Master}, "dev:"+l.Master)
-		}
-		if l.NoMaster {
-			set("nomaster "+name, config.LinkCmd{Op: "set", Name: name, NoMaster: true}, nil,
-				[]string{"brport:" + name, "iface:" + name})
-		}
-		if l.Up || l.Down {
-			set(fmt.Sprintf("linkstate %s up=%v", name, l.Up), config.LinkCmd{Op: "set", Name: name, Up: l.Up, Down: l.Down},
-				&config.LinkCmd{Op: "set", Name: name, Up: true}, []string{"linkstate:" + name})
-		}
-		if l.MTU > 0 {
-			set(fmt.Sprintf("mtu %s %d", name, l.MTU), config.LinkCmd{Op: "set", Name: name, MTU: l.MTU},
-				&config.LinkCmd{Op: "set", Name: name, MTU: 1500}, []string{"mtu:" + name})
-		}
-		if len(l.Address) == 6 {
-			set(fmt.Sprintf("mac %s %s", name, l.Address), config.LinkCmd{Op: "set", Name: name, Address: l.Address},
-				&config.LinkCmd{Op: "set", Name: name, Address: make(net.HardwareAddr, 6)}, []string{"mac:" + name})
-		}
-		if len(out) == 0 { // `link set eth0`: names a port, sets nothing
-			set("link "+name, config.LinkCmd{Op: "set", Name: name}, nil, nil)
+// describe names a record (debug output).
+func (n *normaliser) describe(r *rec) string {
+	s := &n.sets[r.set]
+	names := func(ks []key) []string {
+		var out []string
+		for _, k := range ks {
+			out = append(out, n.keyString(k))
 		}
 		return out
 	}
-	return []logical{{text: "link " + l.Op + " " + name, fwd: *c}}
-}
-
-// bridgeAttrLogicals: one logical command per bridge attribute of a `link
-// add|set BR type bridge` line (keys in sorted order), each set back to its
-// default by its inverse.
-func bridgeAttrLogicals(c *config.Command, keys []string) []logical {
-	name := c.Link.Name
-	var out []logical
-	for _, k := range keys {
-		v := c.Link.Options[k]
-		def, ok := bridgeDefaults[k]
-		if !ok {
-			def = v
-		}
-		out = append(out, logical{
-			text: fmt.Sprintf("bridge-attr %s %s %s", name, k, v),
-			fwd: with(c, func(n *config.Command) {
-				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
-			}),
-			inverse: []config.Command{with(c, func(n *config.Command) {
-				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: def}}
-			})},
-			own:  []string{"brattr:" + name + ":" + k},
-			deps: []string{"dev:" + name},
-		})
+	own := names(s.own)
+	if r.route.kind != 0 {
+		own = append([]string{n.keyString(r.route)}, own...)
 	}
-	return out
-}
-
-// bridgeSetLogicals: `link set BR type bridge OPTIONS` at file level. The
-// attributes that the reset of a bridge cannot undo one by one
-// (vlan_filtering and vlan_default_pvid move ports' VLANs) own the bridge
-// itself: a change re-creates it, as for its `link add` line. They also
-// depend on the bridge's memberships (brports:B): a port joining again
-// after such a line gets the VLANs of the new defaults, so re-doing any
-// membership of B re-does the line, and with it the bridge.
-func bridgeSetLogicals(c *config.Command) []logical {
-	name := c.Link.Name
-	var attrs []string
-	var out []logical
-	for k, v := range c.Link.Options {
-		if !createOptions[k] {
-			attrs = append(attrs, k)
-			continue
-		}
-		out = append(out, logical{
-			text: fmt.Sprintf("bridge-create-attr %s %s %s", name, k, v),
-			fwd: with(c, func(n *config.Command) {
-				n.Link = &config.LinkCmd{Op: "set", Name: name, Kind: "bridge", Options: map[string]string{k: v}}
-			}),
-			own:  []string{"dev:" + name},
-			deps: []string{"dev:" + name, "brports:" + name},
-			// Pulled too, so that moving port lines across it counts as a
-			// change of order.
-			pulls: []string{"brports:" + name},
-		})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].text < out[j].text })
-	sort.Strings(attrs)
-	return append(out, bridgeAttrLogicals(c, attrs)...)
-}
-
-// bridgeLogical: lines on a port belong to its brport unit (reset by
-// `nomaster`); lines on the bridge device re-create the bridge.
-func bridgeLogical(c *config.Command, bridges map[string]bool) logical {
-	lg := logical{text: c.Bridge.Op.String(), fwd: *c}
-	dev := ""
-	var vids [2]uint16
-	self := false
-	switch o := c.Bridge.Op.(type) {
-	case l2.VLANAdd:
-		dev, vids, self = o.Dev, [2]uint16{o.VID, o.VIDEnd}, o.Self
-	case l2.VLANDel:
-		dev, vids, self = o.Dev, [2]uint16{o.VID, o.VIDEnd}, o.Self
-	case l2.FDBAdd:
-		dev = o.Dev
-		// The unit's reset (nomaster, bridge deletion) removes the entry,
-		// but l2's validation view does not know that yet: delete it
-		// explicitly first, so the re-add in the same batch validates.
-		lg.inverse = []config.Command{with(c, func(n *config.Command) {
-			n.Bridge = &config.BridgeCmd{Op: l2.FDBDel{MAC: o.MAC, Dev: o.Dev, VID: o.VID, HasVID: o.HasVID}}
-		})}
-	case l2.FDBDel:
-		dev = o.Dev
-	case l2.LinkSet:
-		dev = o.Dev
-	case l2.MDBAdd:
-		lg.own, lg.deps = []string{"brport:" + o.Port}, []string{"dev:" + o.Bridge}
-		lg.inverse = []config.Command{with(c, func(n *config.Command) { // as for FDBAdd
-			n.Bridge = &config.BridgeCmd{Op: l2.MDBDel{Bridge: o.Bridge, Port: o.Port, Group: o.Group, VID: o.VID}}
-		})}
-		return lg
-	case l2.MDBDel:
-		lg.own, lg.deps = []string{"brport:" + o.Port}, []string{"dev:" + o.Bridge}
-		return lg
-	}
-	if bridges[dev] || self {
-		lg.own = []string{"dev:" + dev}
-		if vids[0] != 0 {
-			forVIDs(vids[0], vids[1], func(v uint16) { lg.deps = append(lg.deps, fmt.Sprintf("hostvlan:%s:%d", dev, v)) })
-		}
-		return lg
-	}
-	lg.own = []string{"brport:" + dev}
-	return lg
-}
-
-// addrLogical: an address also owns the keys of the routes derived from it,
-// so user routes sharing their (table, prefix) are re-done in order with
-// them.
-func addrLogical(c *config.Command) logical {
-	a := c.Addr
-	lg := logical{text: fmt.Sprintf("address %s %s dev %s", a.Op, a.Prefix, a.Dev), fwd: *c,
-		own: []string{"addr:" + a.Dev}, deps: []string{"dev:" + a.Dev}}
-	if a.Op == "add" {
-		lg.inverse = []config.Command{with(c, func(n *config.Command) {
-			n.Addr = &config.AddrCmd{Op: "delete", Dev: a.Dev, Prefix: a.Prefix}
-		})}
-		p := a.Prefix
-		lg.own = append(lg.own, routeKey(fib.TableLocal, netip.PrefixFrom(p.Addr(), 32)))
-		if p.Bits() < 31 {
-			lg.own = append(lg.own, routeKey(fib.TableLocal, netip.PrefixFrom(fib.LastAddr(p), 32)))
-		}
-		if p.Bits() < 32 {
-			lg.own = append(lg.own, routeKey(fib.TableMain, p.Masked()))
-		}
-	}
-	return lg
-}
-
-func routeKey(table uint32, p netip.Prefix) string { return fmt.Sprintf("route:%d:%s", table, p) }
-
-func routeTable(s *fib.RouteSpec) uint32 {
-	if s.Table != 0 {
-		return s.Table
-	}
-	if s.TypeSet && (s.Type == fib.Local || s.Type == fib.Broadcast) {
-		return fib.TableLocal
-	}
-	return fib.TableMain
-}
-
-// routeLogical: a route depends on its nexthop object, on the addresses of
-// its devices (a device losing its last address flushes its routes), and on
-// every address when a gateway's device is not given or a source is.
-func routeLogical(c *config.Command) logical {
-	r := c.Route
-	s := r.Spec
-	lg := logical{text: fmt.Sprintf("route %s %+v", r.Op, s), fwd: *c, own: []string{routeKey(routeTable(&s), s.Prefix)}}
-	if s.NhID != 0 {
-		lg.deps = append(lg.deps, fmt.Sprintf("nh:%d", s.NhID))
-	}
-	anyAddr := s.Src.IsValid() || s.Gateway.IsValid() && s.Dev == ""
-	if s.Dev != "" {
-		lg.deps = append(lg.deps, "addr:"+s.Dev, "dev:"+s.Dev)
-		lg.pulls = append(lg.pulls, "linkstate:"+s.Dev)
-	}
-	for _, p := range s.Multipath {
-		if p.Dev != "" {
-			lg.deps = append(lg.deps, "addr:"+p.Dev)
-			lg.pulls = append(lg.pulls, "linkstate:"+p.Dev)
-		} else {
-			anyAddr = true
-		}
-	}
-	if anyAddr {
-		lg.deps = append(lg.deps, "addr:*")
-	}
-	if anyAddr || s.Gateway.IsValid() && s.Dev == "" {
-		lg.pulls = append(lg.pulls, "linkstate:*")
-	}
-	if r.Op != "delete" {
-		inv := s
-		if inv.Proto == 0 {
-			inv.Proto = fib.ProtoBoot
-		}
-		inv.TypeSet = true
-		lg.inverse = []config.Command{with(c, func(n *config.Command) { n.Route = &config.RouteCmd{Op: "delete", Spec: inv} })}
-	}
-	return lg
-}
-
-func nexthopLogical(c *config.Command) logical {
-	n := c.Nexthop
-	id := n.Spec.ID
-	lg := logical{text: fmt.Sprintf("nexthop %s %+v", n.Op, n.Spec), fwd: *c, own: []string{fmt.Sprintf("nh:%d", id)}}
-	for _, m := range n.Spec.Group {
-		lg.deps = append(lg.deps, fmt.Sprintf("nh:%d", m.ID))
-	}
-	if d := n.Spec.Single.Dev; d != "" {
-		lg.pulls = append(lg.pulls, "linkstate:"+d) // checked against it (see logical.pulls)
-		lg.deps = append(lg.deps, "dev:"+d)
-	}
-	if n.Op != "delete" {
-		lg.inverse = []config.Command{with(c, func(x *config.Command) {
-			x.Nexthop = &config.NexthopCmd{Op: "delete"}
-			x.Nexthop.Spec.ID = id
-		})}
-	}
-	return lg
-}
-
-// neighLogical: an entry goes when its interface is re-created or changes
-// its MAC, and (unless permanent) when its link goes down.
-func neighLogical(c *config.Command) logical {
-	o := c.Neigh
-	lg := logical{text: o.String(), fwd: *c, own: []string{"neigh:" + o.Dev + ":" + o.IP.String()},
-		deps: []string{"dev:" + o.Dev, "iface:" + o.Dev, "mac:" + o.Dev},
-		// A MAC change flushes the entries before it, not those after it:
-		// moving the entry across a `link set D address` line is a change.
-		pulls: []string{"mac:" + o.Dev}}
-	if o.State != config.NUDPermanent {
-		// A link-down line after it in the file flushes it: it follows the
-		// link state lines, and re-doing it re-does them.
-		lg.deps = append(lg.deps, "linkstate:"+o.Dev)
-		lg.pulls = append(lg.pulls, "linkstate:"+o.Dev)
-	}
-	if o.Op != "delete" {
-		lg.inverse = []config.Command{with(c, func(n *config.Command) {
-			n.Neigh = &config.NeighCmd{Op: "delete", IP: o.IP, Dev: o.Dev}
-		})}
-	}
-	return lg
+	return fmt.Sprintf("ref %d own %v deps %v pulls %v", r.ref, own, names(s.deps), names(s.pulls))
 }
 
 var debugDiff = os.Getenv("NETFWD_DEBUG_DIFF") != ""

@@ -114,7 +114,11 @@ func genLine(r *rand.Rand) string {
 	case 4:
 		return "link set " + port + " nomaster"
 	case 5:
-		s := fmt.Sprintf("bridge vlan add dev %s vid %d", port, vid)
+		dev := port
+		if r.IntN(5) == 0 { // the bridge's own VLAN without `self`
+			dev = br
+		}
+		s := fmt.Sprintf("bridge vlan add dev %s vid %d", dev, vid)
 		if r.IntN(2) == 0 {
 			s += " pvid"
 		}
@@ -128,7 +132,11 @@ func genLine(r *rand.Rand) string {
 		}
 		return fmt.Sprintf("bridge vlan del dev %s vid %d", port, vid)
 	case 7:
-		s := "bridge fdb add " + mac() + " dev " + port
+		dev := port
+		if r.IntN(5) == 0 { // an entry of the bridge device itself
+			dev = br
+		}
+		s := "bridge fdb add " + mac() + " dev " + dev
 		if r.IntN(2) == 0 {
 			s += fmt.Sprintf(" vlan %d", vid)
 		}

@@ -61,16 +61,20 @@ func Parse(file string, r io.Reader) ([]Command, []error) {
 // transaction. It returns one positioned error per line that failed to parse
 // or that fn refused (bounded as ErrorList does); lines after an error are
 // still parsed and handed on, so the caller sees every problem (and aborts
-// its transaction).
-func Stream(file string, r io.Reader, fn func(*Command) error) []error {
+// its transaction). fn must not keep c: it is the same variable for every
+// line (one allocation per file, not per line).
+func Stream(file string, r io.Reader, fn func(c *Command) error) []error {
 	errs := ErrorList{File: file}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), MaxLine)
 	n := 0
+	var cmd Command
 	for sc.Scan() {
 		n++
 		pos := Pos{file, n}
-		cmd, ok, err := ParseLine(pos, sc.Text())
+		var ok bool
+		var err error
+		cmd, ok, err = ParseLine(pos, sc.Text())
 		if err == nil && ok {
 			err = fn(&cmd)
 		}
@@ -95,7 +99,8 @@ func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
 	if i := strings.IndexByte(line, '#'); i >= 0 {
 		line = line[:i]
 	}
-	w := newWords(strings.Fields(line))
+	var buf [32]string // the words of most lines, without an allocation
+	w := &words{a: appendFields(buf[:0], line)}
 	if !w.More() {
 		return Command{}, false, nil
 	}

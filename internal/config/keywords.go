@@ -59,6 +59,10 @@ func unsupported(ks ...keyword) []keyword {
 type keywords struct {
 	what  string // for messages: "object", "route command", ...
 	table []keyword
+	// byFirst lists the entries by their first byte, in table order: a
+	// word can only name a keyword that starts as it does (a prefix, a
+	// route's destination, skips the table at once).
+	byFirst [256][]int
 }
 
 func table(what string, parts ...any) *keywords {
@@ -73,8 +77,15 @@ func table(what string, parts ...any) *keywords {
 			panic(fmt.Sprintf("config: bad keyword table entry %T", p))
 		}
 	}
+	for i, k := range t.table {
+		t.byFirst[k.word[0]] = append(t.byFirst[k.word[0]], i)
+	}
+	allTables = append(allTables, t)
 	return t
 }
+
+// allTables lists every table (TestKeywordIndex checks each).
+var allTables []*keywords
 
 // matches is iproute2's matches(): word is a non-empty prefix of keyword.
 func matches(word, keyword string) bool {
@@ -83,8 +94,11 @@ func matches(word, keyword string) bool {
 
 // find returns the first keyword of the table that word names.
 func (t *keywords) find(word string) (keyword, bool) {
-	for _, k := range t.table {
-		if word == k.word || !k.exact && matches(word, k.word) {
+	if word == "" {
+		return keyword{}, false
+	}
+	for _, i := range t.byFirst[word[0]] {
+		if k := t.table[i]; word == k.word || !k.exact && matches(word, k.word) {
 			return k, true
 		}
 	}

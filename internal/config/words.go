@@ -17,6 +17,14 @@ type words struct {
 	i int
 }
 
+// appendFields appends the words of s (strings.Fields) to dst.
+func appendFields(dst []string, s string) []string {
+	for f := range strings.FieldsSeq(s) {
+		dst = append(dst, f)
+	}
+	return dst
+}
+
 // newWords starts a cursor at args[0].
 func newWords(args []string) *words { return &words{a: args} }
 

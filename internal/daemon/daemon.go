@@ -15,7 +15,7 @@
 // difference to a new version of the file.
 //
 // Locking: mu guards the port table's writers, the running state and the
-// loaded commands; reloadMu serialises reloads (SIGHUP, ctl). The datapath
+// loaded config text; reloadMu serialises reloads (SIGHUP, ctl). The datapath
 // reads the port table through an atomic pointer and takes no lock.
 package daemon
 
@@ -130,11 +130,11 @@ type Daemon struct {
 	stopping atomic.Bool // the workers' stop flag
 
 	mu      sync.Mutex
-	cmds    []config.Command // the file as last applied; guarded by mu
-	running bool             // guarded by mu
-	stopped bool             // guarded by mu
-	stop    chan struct{}    // closed when Run winds down
-	wg      sync.WaitGroup   // worker goroutines
+	conf    *apply.File    // the file as last applied (its text: see reload.go); guarded by mu
+	running bool           // guarded by mu
+	stopped bool           // guarded by mu
+	stop    chan struct{}  // closed when Run winds down
+	wg      sync.WaitGroup // worker goroutines
 
 	reloadMu sync.Mutex
 
@@ -192,7 +192,7 @@ func New(opts Options) (d *Daemon, err error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	cmds, err := readConfig(opts.ConfigFile)
+	conf, cmds, err := readConfig(opts.ConfigFile)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), cmds: cmds, stop: make(chan struct{})}
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{})}
 	nd.ports.Store(&portTable{})
 	defer func() {
 		if err != nil {
@@ -239,6 +239,7 @@ func New(opts Options) (d *Daemon, err error) {
 	if err := d.ctl.Apply(cmds); err != nil {
 		return nil, err
 	}
+	releaseMemory()
 	d.pushMTUs(opened)
 	if err := d.addPorts(opened); err != nil {
 		return nil, err
@@ -289,16 +290,24 @@ func fibNames() string {
 	return s
 }
 
-// readConfig parses a config file; the error lists every bad line. The
-// file must be a regular file: opening it cannot block (a FIFO's open waits
-// for a writer, forever), and its end is known.
-func readConfig(file string) ([]config.Command, error) {
-	f, err := openRegular(file)
+// readConfig reads and parses a config file; the error lists every bad
+// line. The file must be a regular file: opening it cannot block (a FIFO's
+// open waits for a writer, forever), and its end is known.
+func readConfig(file string) (*apply.File, []config.Command, error) {
+	f, err := readConfigText(file)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	cmds, errs := config.Parse(file, f)
+	cmds, err := parseConfig(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, cmds, nil
+}
+
+// parseConfig parses a config file's text; the error lists every bad line.
+func parseConfig(f *apply.File) ([]config.Command, error) {
+	cmds, errs := f.Commands()
 	if len(errs) > 0 {
 		// Report the lines that parsed but do not apply too: every
 		// problem of the file at once, in line order.
