@@ -15,6 +15,7 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
@@ -24,7 +25,7 @@ type EngineOptions struct {
 	Trie      fib.TrieKind
 	Compiled  bool // lookups through the compiled FIB (fib.Options.Compiled)
 	RateLimit RateLimitConfig
-	Neigh     NeighConfig
+	Neigh     neigh.Config
 	Tx        l2.TxOptions
 }
 

@@ -7,13 +7,14 @@ package l3
 // host unreachable for packets whose resolution failed, and neighbour
 // changes mirrored into the bridge's suppression table.
 //
-// Locking: the datapath part is the NeighWorker's (lock-free); actions are
+// Locking: the datapath part is the neigh.Worker's (lock-free); actions are
 // handled by the worker that got them.
 
 import (
 	"net/netip"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // routerAddrs answers ARP's "is this one of my addresses" (arp_ignore 0:
@@ -42,10 +43,10 @@ func (w *Worker) xmit(out *Iface, next uint32, frame []byte) xmitResult {
 	res := w.nw.Resolve(out.Index, next, out.MAC, frame[etherHeaderLen:], w.tx.Now(), &w.acts)
 	r := xmitSent
 	switch res.Verdict {
-	case NeighSend:
+	case neigh.Send:
 		copy(frame[:etherHeaderLen], res.Header[:])
 		w.send(out, frame)
-	case NeighQueued:
+	case neigh.Queued:
 		r = xmitQueued
 	default:
 		w.drop(DropNeighQueue)
@@ -67,9 +68,9 @@ func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 		frame = append(frame, f[:12]...)
 		frame = append(frame, f[l3-2:]...)
 	}
-	reply := w.tx.Alloc(ARPFrameLen)
-	n, drop := w.nw.InputARP(&ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
-	if drop != ARPOK {
+	reply := w.tx.Alloc(neigh.ARPFrameLen)
+	n, drop := w.nw.InputARP(&neigh.ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
+	if drop != neigh.ARPOK {
 		w.drop(DropARP)
 	} else {
 		w.c.arpIn++
@@ -107,7 +108,7 @@ func (w *Worker) handleActs() {
 		if out == nil || !out.Up() {
 			continue
 		}
-		buf := w.tx.Alloc(ARPFrameLen)
+		buf := w.tx.Alloc(neigh.ARPFrameLen)
 		if n := req.Build(buf, w.r.arpSender(out, req)); n > 0 {
 			w.send(out, buf[:n])
 		}
@@ -142,7 +143,7 @@ func (w *Worker) handleActs() {
 // arpSender picks the ARP request's sender address as Linux's arp_solicit
 // does with arp_announce 0: the source of the packet that triggered it if
 // that is ours, else the interface's address for the target's subnet.
-func (r *Router) arpSender(out *Iface, req *ARPRequest) uint32 {
+func (r *Router) arpSender(out *Iface, req *neigh.ARPRequest) uint32 {
 	if req.SrcHint != 0 && r.fib.IsLocalAddress(addrFrom(req.SrcHint)) {
 		return req.SrcHint
 	}
@@ -154,14 +155,14 @@ func (r *Router) arpSender(out *Iface, req *ARPRequest) uint32 {
 
 // mirrorNeighbour keeps the bridge's neighbour-suppression table in step
 // with the neighbours learned on its VLAN interfaces.
-func (r *Router) mirrorNeighbour(t *ifaceTable, ev NeighEvent) {
+func (r *Router) mirrorNeighbour(t *ifaceTable, ev neigh.Event) {
 	ifc := t.get(ev.IfIndex)
 	if ifc == nil || ifc.Bridge == nil {
 		return
 	}
 	ip := addrFrom(ev.IP)
 	switch ev.Kind {
-	case NeighResolved, NeighLLAddrChanged:
+	case neigh.EventResolved, neigh.EventLLAddrChanged:
 		ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
 	default:
 		ifc.Bridge.DelNeighbor(ifc.VID, ip)
@@ -169,7 +170,7 @@ func (r *Router) mirrorNeighbour(t *ifaceTable, ev NeighEvent) {
 }
 
 // Neighbours returns the router's neighbour table.
-func (r *Router) Neighbours() *NeighTable { return r.neigh }
+func (r *Router) Neighbours() *neigh.Table { return r.neigh }
 
 // SetNeighbor installs a permanent neighbour (tests, `neigh add ... nud
 // permanent`); the interface must exist.
@@ -178,7 +179,7 @@ func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac l2.MAC) error {
 	if ifc == nil {
 		return errNoIface(dev)
 	}
-	var acts NeighActions
-	return r.neigh.Replace(NeighSpec{IfIndex: ifc.Index, IP: ipv4Addr(ip), LLAddr: mac, HasLLAddr: true,
-		State: NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
+	var acts neigh.Actions
+	return r.neigh.Replace(neigh.Spec{IfIndex: ifc.Index, IP: ipv4Addr(ip), LLAddr: mac, HasLLAddr: true,
+		State: neigh.NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
 }

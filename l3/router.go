@@ -19,6 +19,7 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // RouterOptions configure a Router.
@@ -26,7 +27,7 @@ type RouterOptions struct {
 	Trie      fib.TrieKind
 	Compiled  bool
 	RateLimit RateLimitConfig
-	Neigh     NeighConfig
+	Neigh     neigh.Config
 }
 
 // Router is the L3 half of the engine.
@@ -34,7 +35,7 @@ type Router struct {
 	fib     *fib.FIB
 	dom     *l2.Domain
 	limiter *icmpLimiter
-	neigh   *NeighTable
+	neigh   *neigh.Table
 
 	mu     sync.Mutex // interface changes
 	ifaces atomic.Pointer[ifaceTable]
@@ -53,7 +54,7 @@ func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
 		names:   map[string]uint32{},
 	}
 	r.fib = fib.New(fib.Options{Trie: opts.Trie, Compiled: opts.Compiled, DevIndex: r.IfIndex})
-	neigh, err := NewNeighTable(opts.Neigh, dom.Clock().Now())
+	neigh, err := neigh.NewTable(opts.Neigh, dom.Clock().Now())
 	if err != nil {
 		panic("l3: neighbour parameters: " + err.Error()) // only invalid explicit parameters
 	}

@@ -25,12 +25,14 @@ import (
 	"encoding/binary"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
 const (
 	etherHeaderLen = 14
 	etherTypeARP   = 0x0806
+	etherTypeIPv4  = 0x0800
 )
 
 // Worker runs the datapath on one goroutine.
@@ -53,8 +55,8 @@ type Worker struct {
 	nhs     []*nexthop.Nexthop
 	idx     []uint32
 
-	nw     *NeighWorker
-	acts   NeighActions
+	nw     *neigh.Worker
+	acts   neigh.Actions
 	arpBuf [128]byte
 
 	// fragOut is the interface and next hop of the fragments being emitted

@@ -1,9 +1,9 @@
-package l3
+package neigh
 
 // What the table asks its owner to do: every writer call (Resolve, InputARP,
-// Tick, the admin calls) appends to a caller-owned NeighActions, which the
+// Tick, the admin calls) appends to a caller-owned Actions, which the
 // caller acts on and then Resets (its slices keep their capacity, so a
-// reused NeighActions costs no allocations in steady state).
+// reused Actions costs no allocations in steady state).
 //
 //   Requests:    ARP requests to send (broadcast while INCOMPLETE, unicast
 //                probes in PROBE); the caller picks the sender IP.
@@ -16,64 +16,64 @@ package l3
 //                order they happened, for the bridge's neighbour-suppression
 //                table and cached adjacencies.
 //
-// Locking: a NeighActions belongs to one caller at a time. Frames handed out
-// belong to the caller from then on. A nil *NeighActions discards
+// Locking: a Actions belongs to one caller at a time. Frames handed out
+// belong to the caller from then on. A nil *Actions discards
 // everything (the table still counts it).
 
 import "encoding/binary"
 
-// NeighEventKind says what happened to an entry.
-type NeighEventKind uint8
+// EventKind says what happened to an entry.
+type EventKind uint8
 
 const (
-	// NeighResolved: the entry became valid; LLAddr is its address.
-	NeighResolved NeighEventKind = iota + 1
-	// NeighLLAddrChanged: the entry stayed valid with a new LLAddr.
-	NeighLLAddrChanged
-	// NeighFailed: resolution failed (INCOMPLETE or PROBE ran out of probes,
+	// EventResolved: the entry became valid; LLAddr is its address.
+	EventResolved EventKind = iota + 1
+	// EventLLAddrChanged: the entry stayed valid with a new LLAddr.
+	EventLLAddrChanged
+	// EventFailed: resolution failed (INCOMPLETE or PROBE ran out of probes,
 	// or an admin set FAILED); the entry is not usable.
-	NeighFailed
-	// NeighRemoved: the entry left the table (Reason says why).
-	NeighRemoved
+	EventFailed
+	// EventRemoved: the entry left the table (Reason says why).
+	EventRemoved
 )
 
-var neighEventNames = [...]string{"", "resolved", "lladdr-changed", "failed", "removed"}
+var eventNames = [...]string{"", "resolved", "lladdr-changed", "failed", "removed"}
 
-func (k NeighEventKind) String() string {
-	if int(k) < len(neighEventNames) {
-		return neighEventNames[k]
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) {
+		return eventNames[k]
 	}
 	return "event(?)"
 }
 
-// NeighRemoveReason says why an entry was removed.
-type NeighRemoveReason uint8
+// RemoveReason says why an entry was removed.
+type RemoveReason uint8
 
 const (
-	NeighRemovedNone     NeighRemoveReason = iota
-	NeighRemovedGC                         // periodic gc: FAILED or unused for gc_stale_time
-	NeighRemovedForcedGC                   // forced gc when the table reached its limits
-	NeighRemovedFlush                      // interface down or address change
-	NeighRemovedAdmin                      // `neigh del`
+	RemovedNone     RemoveReason = iota
+	RemovedGC                    // periodic gc: FAILED or unused for gc_stale_time
+	RemovedForcedGC              // forced gc when the table reached its limits
+	RemovedFlush                 // interface down or address change
+	RemovedAdmin                 // `neigh del`
 )
 
-var neighRemoveNames = [...]string{"", "gc", "forced-gc", "flush", "admin"}
+var removeNames = [...]string{"", "gc", "forced-gc", "flush", "admin"}
 
-func (r NeighRemoveReason) String() string {
-	if int(r) < len(neighRemoveNames) {
-		return neighRemoveNames[r]
+func (r RemoveReason) String() string {
+	if int(r) < len(removeNames) {
+		return removeNames[r]
 	}
 	return "reason(?)"
 }
 
-// NeighEvent is one change the owner may want to mirror.
-type NeighEvent struct {
-	Kind    NeighEventKind
+// Event is one change the owner may want to mirror.
+type Event struct {
+	Kind    EventKind
 	IfIndex uint32
 	IP      uint32
 	LLAddr  [6]byte
-	State   NeighState // state after the change (NUDNone for removals)
-	Reason  NeighRemoveReason
+	State   State // state after the change (NUDNone for removals)
+	Reason  RemoveReason
 }
 
 // ARPRequest is an ARP request the table wants sent.
@@ -97,23 +97,23 @@ func (r *ARPRequest) Build(b []byte, senderIP uint32) int {
 	return BuildARPRequest(b, r.SrcMAC, senderIP, r.Target, r.DstMAC)
 }
 
-// NeighFrame is a packet released from a neighbour's queue.
-type NeighFrame struct {
+// Frame is a packet released from a neighbour's queue.
+type Frame struct {
 	IfIndex uint32
 	IP      uint32 // the neighbour
 	Data    []byte // Transmit: whole Ethernet frame; Unreachable: the IPv4 packet
 }
 
-// NeighActions collects what one or more writer calls ask the caller to do.
-type NeighActions struct {
+// Actions collects what one or more writer calls ask the caller to do.
+type Actions struct {
 	Requests    []ARPRequest
-	Transmit    []NeighFrame
-	Unreachable []NeighFrame
-	Events      []NeighEvent
+	Transmit    []Frame
+	Unreachable []Frame
+	Events      []Event
 }
 
 // Reset empties the lists, keeping their capacity and dropping the frames.
-func (a *NeighActions) Reset() {
+func (a *Actions) Reset() {
 	clear(a.Transmit)
 	clear(a.Unreachable)
 	a.Requests = a.Requests[:0]
@@ -123,25 +123,25 @@ func (a *NeighActions) Reset() {
 }
 
 // Empty reports whether there is nothing to do.
-func (a *NeighActions) Empty() bool {
+func (a *Actions) Empty() bool {
 	return len(a.Requests)+len(a.Transmit)+len(a.Unreachable)+len(a.Events) == 0
 }
 
-func (a *NeighActions) event(e NeighEvent) {
+func (a *Actions) event(e Event) {
 	if a != nil {
 		a.Events = append(a.Events, e)
 	}
 }
 
-func (a *NeighActions) request(r ARPRequest) {
+func (a *Actions) request(r ARPRequest) {
 	if a != nil {
 		a.Requests = append(a.Requests, r)
 	}
 }
 
-// neighQueue is a FIFO of packet copies (Linux's arp_queue). Each buffer has
+// packetQueue is a FIFO of packet copies (Linux's arp_queue). Each buffer has
 // ethHeaderLen bytes of headroom for the header written when it resolves.
-type neighQueue struct {
+type packetQueue struct {
 	bufs  [][]byte // ring
 	head  int
 	n     int
@@ -152,7 +152,7 @@ type neighQueue struct {
 // header room) and the bookkeeping.
 func queuedTruesize(b []byte) int { return len(b) + queuedPacketHeader }
 
-func (q *neighQueue) push(b []byte) {
+func (q *packetQueue) push(b []byte) {
 	if q.n == len(q.bufs) {
 		nb := make([][]byte, max(2, 2*len(q.bufs)))
 		for i := 0; i < q.n; i++ {
@@ -165,7 +165,7 @@ func (q *neighQueue) push(b []byte) {
 	q.bytes += queuedTruesize(b)
 }
 
-func (q *neighQueue) pop() []byte {
+func (q *packetQueue) pop() []byte {
 	if q.n == 0 {
 		return nil
 	}
@@ -178,7 +178,7 @@ func (q *neighQueue) pop() []byte {
 }
 
 // newest returns the most recently queued packet, or nil.
-func (q *neighQueue) newest() []byte {
+func (q *packetQueue) newest() []byte {
 	if q.n == 0 {
 		return nil
 	}

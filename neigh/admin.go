@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Static entries and flushes: `neigh add|replace|change|del A lladdr M dev D
 // [nud permanent|reachable|stale|noarp]` at the API level (the config reader
@@ -10,7 +10,7 @@ package l3
 // and remove. Permanent entries are exempt from gc and gc_thresh3; the
 // other states are subject to them like learned entries.
 //
-// Locking: NeighTable.mu.
+// Locking: Table.mu.
 
 import (
 	"errors"
@@ -20,25 +20,25 @@ import (
 
 // Admin errors, worded like the kernel's.
 var (
-	ErrNeighExists   = errors.New("file exists")
-	ErrNeighNotFound = errors.New("no such file or directory")
+	ErrExists   = errors.New("file exists")
+	ErrNotFound = errors.New("no such file or directory")
 )
 
-// NeighSpec is one `neigh add|replace|change` command.
-type NeighSpec struct {
+// Spec is one `neigh add|replace|change` command.
+type Spec struct {
 	IfIndex   uint32
 	IP        uint32
 	LLAddr    [6]byte
-	HasLLAddr bool       // `lladdr` given
-	State     NeighState // NUDPermanent (iproute2's default), NUDReachable, NUDStale or NUDNoARP
-	IfMAC     [6]byte    // the interface's MAC, for the adjacency
+	HasLLAddr bool    // `lladdr` given
+	State     State   // NUDPermanent (iproute2's default), NUDReachable, NUDStale or NUDNoARP
+	IfMAC     [6]byte // the interface's MAC, for the adjacency
 }
 
-func (s *NeighSpec) check() error {
+func (s *Spec) check() error {
 	if s.IfIndex == 0 {
 		return errors.New("device not specified")
 	}
-	if !neighUnicastAddr(s.IP) {
+	if !resolvable(s.IP) {
 		return fmt.Errorf("invalid neighbour address %s", ipString(s.IP))
 	}
 	switch s.State {
@@ -50,59 +50,59 @@ func (s *NeighSpec) check() error {
 }
 
 // Add is `neigh add`: it fails if the entry exists.
-func (t *NeighTable) Add(s NeighSpec, now int64, out *NeighActions) error {
+func (t *Table) Add(s Spec, now int64, out *Actions) error {
 	return t.modify(s, true, true, now, out)
 }
 
 // Replace is `neigh replace`: create or override.
-func (t *NeighTable) Replace(s NeighSpec, now int64, out *NeighActions) error {
+func (t *Table) Replace(s Spec, now int64, out *Actions) error {
 	return t.modify(s, true, false, now, out)
 }
 
 // Change is `neigh change`: override an existing entry.
-func (t *NeighTable) Change(s NeighSpec, now int64, out *NeighActions) error {
+func (t *Table) Change(s Spec, now int64, out *Actions) error {
 	return t.modify(s, false, false, now, out)
 }
 
-func (t *NeighTable) modify(s NeighSpec, create, excl bool, now int64, out *NeighActions) error {
+func (t *Table) modify(s Spec, create, excl bool, now int64, out *Actions) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(neighKey(s.IfIndex, s.IP))
+	n := t.index.Load().lookup(entryKey(s.IfIndex, s.IP))
 	switch {
 	case n != nil && excl:
-		return ErrNeighExists
+		return ErrExists
 	case n == nil && !create:
-		return ErrNeighNotFound
+		return ErrNotFound
 	case n == nil:
 		// A valid state needs an address; refuse before creating anything
 		// (the kernel would leave an empty entry behind).
 		if !s.HasLLAddr {
-			return ErrNeighNoLLAddr
+			return ErrNoLLAddr
 		}
 		if n = t.createLocked(s.IfIndex, s.IP, s.IfMAC, s.State == NUDPermanent, now, out); n == nil {
-			return ErrNeighTableFull
+			return ErrTableFull
 		}
 	}
 	var ll *[6]byte
 	if s.HasLLAddr {
 		ll = &s.LLAddr
 	}
-	return t.updateLocked(n, ll, s.State, neighUpdateAdmin|neighUpdateOverride, now, out)
+	return t.updateLocked(n, ll, s.State, updateAdmin|updateOverride, now, out)
 }
 
 // Delete is `neigh del`.
-func (t *NeighTable) Delete(ifindex, ip uint32, now int64, out *NeighActions) error {
+func (t *Table) Delete(ifindex, ip uint32, now int64, out *Actions) error {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	n := t.index.Load().lookup(entryKey(ifindex, ip))
 	if n == nil {
-		return ErrNeighNotFound
+		return ErrNotFound
 	}
-	t.updateLocked(n, nil, NUDFailed, neighUpdateAdmin|neighUpdateOverride, now, out)
-	t.removeLocked(n, NeighRemovedAdmin, out)
+	t.updateLocked(n, nil, NUDFailed, updateAdmin|updateOverride, now, out)
+	t.removeLocked(n, RemovedAdmin, out)
 	t.c.adminDel++
 	return nil
 }
@@ -111,10 +111,10 @@ func (t *NeighTable) Delete(ifindex, ip uint32, now int64, out *NeighActions) er
 // keepPermanent is set, and returns how many it removed. Queued packets are
 // dropped. Linux flushes everything on `link set down` (neigh_ifdown) and
 // keeps permanent entries on carrier loss (neigh_carrier_down).
-func (t *NeighTable) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *NeighActions) int {
+func (t *Table) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *Actions) int {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	var victims []*Neigh
+	var victims []*Entry
 	ix := t.index.Load()
 	for i := range ix.slots {
 		n := ix.slots[i].n.Load()
@@ -124,7 +124,7 @@ func (t *NeighTable) FlushDev(ifindex uint32, keepPermanent bool, now int64, out
 		victims = append(victims, n)
 	}
 	for _, n := range victims {
-		t.removeLocked(n, NeighRemovedFlush, out)
+		t.removeLocked(n, RemovedFlush, out)
 		t.c.flushed++
 	}
 	return len(victims)
@@ -132,7 +132,7 @@ func (t *NeighTable) FlushDev(ifindex uint32, keepPermanent bool, now int64, out
 
 // ChangeAddr is neigh_changeaddr: the interface's MAC changed, so every
 // entry on it (whose adjacency carries the old MAC) goes.
-func (t *NeighTable) ChangeAddr(ifindex uint32, now int64, out *NeighActions) int {
+func (t *Table) ChangeAddr(ifindex uint32, now int64, out *Actions) int {
 	return t.FlushDev(ifindex, false, now, out)
 }
 

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Zero allocations on the hot paths: datapath lookups (hit and miss), the
 // answer to an ARP request from a known sender, and queueing behind an
@@ -9,10 +9,10 @@ import (
 )
 
 func TestNeighZeroAllocs(t *testing.T) {
-	if neighRaceEnabled {
+	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	h.resolve(tPeer, ipPacket(1, tPeer, 64))
 	h.replyToUs(tMAC1, tPeer)
 	h.out.Reset()
@@ -41,7 +41,7 @@ func TestNeighZeroAllocs(t *testing.T) {
 	}
 	h.out.Reset()
 	if a := testing.AllocsPerRun(1000, func() {
-		if h.resolve(tPeer2, pkt) != NeighQueued {
+		if h.resolve(tPeer2, pkt) != Queued {
 			t.Fatal("not queued")
 		}
 	}); a != 0 {

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // ARP packets (RFC 826, Ethernet/IPv4 only): a header view over []byte,
 // validation with counted drop reasons, and builders for requests, replies

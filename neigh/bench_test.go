@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Benchmarks: the datapath lookup (hit) with 1K and 1M entries, on random
 // and on one hot next hop, next to two baselines measured in the same run
@@ -7,7 +7,7 @@ package l3
 // a map design) and a map behind a sync.RWMutex (what a locked table costs); Resolve queueing
 // behind an unresolved neighbour; the answer to an ARP request.
 //
-//   go test ./l3 -run XXX -bench 'Neigh|ARP' -benchmem
+//   go test ./l3 -run XXX -bench 'Entry|ARP' -benchmem
 
 import (
 	"fmt"
@@ -19,10 +19,10 @@ import (
 var benchSink bool
 
 type benchTable struct {
-	tab    *NeighTable
-	w      *NeighWorker
+	tab    *Table
+	w      *Worker
 	probes []uint32 // shuffled addresses, len a power of two
-	m      map[uint64]*Neigh
+	m      map[uint64]*Entry
 }
 
 var benchTables = map[int]*benchTable{}
@@ -31,18 +31,18 @@ func getBenchTable(b *testing.B, entries int) *benchTable {
 	if bt := benchTables[entries]; bt != nil {
 		return bt
 	}
-	tab, err := NewNeighTable(NeighConfig{}, 1)
+	tab, err := NewTable(Config{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bt := &benchTable{tab: tab, w: tab.NewWorker(), m: make(map[uint64]*Neigh, entries)}
+	bt := &benchTable{tab: tab, w: tab.NewWorker(), m: make(map[uint64]*Entry, entries)}
 	for i := 0; i < entries; i++ {
 		ip := 0x0a000000 + uint32(i) + 1
-		if err := tab.Add(NeighSpec{IfIndex: 1, IP: ip, LLAddr: [6]byte{2, 0, byte(i >> 16), byte(i >> 8), byte(i), 1},
+		if err := tab.Add(Spec{IfIndex: 1, IP: ip, LLAddr: [6]byte{2, 0, byte(i >> 16), byte(i >> 8), byte(i), 1},
 			HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, 1, nil); err != nil {
 			b.Fatal(err)
 		}
-		bt.m[neighKey(1, ip)] = tab.Lookup(1, ip)
+		bt.m[entryKey(1, ip)] = tab.Lookup(1, ip)
 	}
 	n := 1
 	for n < entries {
@@ -86,7 +86,7 @@ func BenchmarkNeighOutput(b *testing.B) {
 					if hot {
 						ip = bt.probes[0]
 					}
-					n := bt.m[neighKey(1, ip)]
+					n := bt.m[entryKey(1, ip)]
 					ok = n != nil && n.WriteHeader(hdr) && ok
 				}
 				benchSink = ok
@@ -101,7 +101,7 @@ func BenchmarkNeighOutput(b *testing.B) {
 						ip = bt.probes[0]
 					}
 					mu.RLock()
-					n := bt.m[neighKey(1, ip)]
+					n := bt.m[entryKey(1, ip)]
 					ok = n != nil && n.WriteHeader(hdr) && ok
 					mu.RUnlock()
 				}
@@ -114,9 +114,9 @@ func BenchmarkNeighOutput(b *testing.B) {
 // Queueing behind an INCOMPLETE neighbour whose queue is full (steady state
 // of traffic to an unresolved next hop).
 func BenchmarkNeighResolveQueued(b *testing.B) {
-	tab, _ := NewNeighTable(NeighConfig{}, 1)
+	tab, _ := NewTable(Config{}, 1)
 	w := tab.NewWorker()
-	var out NeighActions
+	var out Actions
 	pkt := ipPacket(1, tPeer, 64)
 	for i := 0; i < 5000; i++ {
 		w.Resolve(1, tPeer, tIfMAC, pkt, 1, &out)
@@ -124,7 +124,7 @@ func BenchmarkNeighResolveQueued(b *testing.B) {
 	out.Reset()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if w.Resolve(1, tPeer, tIfMAC, pkt, 1, &out).Verdict != NeighQueued {
+		if w.Resolve(1, tPeer, tIfMAC, pkt, 1, &out).Verdict != Queued {
 			b.Fatal("not queued")
 		}
 	}
@@ -133,9 +133,9 @@ func BenchmarkNeighResolveQueued(b *testing.B) {
 // Resolve for new destinations: create, queue, broadcast request; the table
 // stays full (forced gc and refusals).
 func BenchmarkNeighResolveNew(b *testing.B) {
-	tab, _ := NewNeighTable(NeighConfig{}, 1)
+	tab, _ := NewTable(Config{}, 1)
 	w := tab.NewWorker()
-	var out NeighActions
+	var out Actions
 	pkt := ipPacket(1, tPeer, 64)
 	now := int64(1)
 	b.ResetTimer()
@@ -152,12 +152,12 @@ func BenchmarkNeighResolveNew(b *testing.B) {
 
 // The answer to an ARP request for our address from a known sender.
 func BenchmarkARPReply(b *testing.B) {
-	tab, _ := NewNeighTable(NeighConfig{}, 1)
+	tab, _ := NewTable(Config{}, 1)
 	w := tab.NewWorker()
 	in := &ARPInput{IfIndex: 1, IfMAC: tIfMAC, Addrs: refAddrs{tLocal: true}}
 	frame := arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal)
 	reply := make([]byte, 64)
-	var out NeighActions
+	var out Actions
 	w.InputARP(in, frame, 1, reply, &out)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Concurrency: datapath lookups on several goroutines while a writer churns
 // the table (ARP learning with changing addresses, admin replace/delete,
@@ -19,16 +19,16 @@ import (
 
 func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 	writes := 200_000
-	if neighRaceEnabled || testing.Short() {
+	if raceEnabled || testing.Short() {
 		writes = 30_000
 	}
-	p := DefaultNeighParams()
+	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 16, 256, 512
 	h := newHarness(t, p)
 	macs := [][6]byte{tMAC1, tMAC2, {0x02, 0, 0, 0, 0, 0x33}}
 	const stable = 32
 	for i := uint32(0); i < stable; i++ {
-		if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: 0x0a010000 + i, LLAddr: macs[i%3], HasLLAddr: true,
+		if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a010000 + i, LLAddr: macs[i%3], HasLLAddr: true,
 			State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 		case 4, 5:
 			h.replyToUs(mac, ip)
 		case 6:
-			h.tab.Replace(NeighSpec{IfIndex: tIf, IP: ip, LLAddr: mac, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out)
+			h.tab.Replace(Spec{IfIndex: tIf, IP: ip, LLAddr: mac, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out)
 		case 7:
 			h.tab.Delete(tIf, ip, h.now, &h.out)
 		case 8:
@@ -114,12 +114,12 @@ func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 // tombstones, reuse and rebuilds (growing and shrinking).
 func TestNeighIndexModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	tab, _ := NewNeighTable(NeighConfig{}, 0)
+	tab, _ := NewTable(Config{}, 0)
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
-	model := map[uint64]*Neigh{}
+	model := map[uint64]*Entry{}
 	ops := 300_000
-	if neighRaceEnabled {
+	if raceEnabled {
 		ops = 60_000
 	}
 	for i := 0; i < ops; i++ {
@@ -128,11 +128,11 @@ func TestNeighIndexModel(t *testing.T) {
 		if (i/50_000)%2 == 1 {
 			span = 500
 		}
-		key := neighKey(1+r.Uint32N(3), r.Uint32N(span))
+		key := entryKey(1+r.Uint32N(3), r.Uint32N(span))
 		n := model[key]
 		switch {
 		case n == nil && r.IntN(3) > 0:
-			n = &Neigh{key: key, heapIdx: -1}
+			n = &Entry{key: key, heapIdx: -1}
 			model[key] = n
 			tab.indexInsertLocked(n)
 		case n != nil && (r.IntN(2) == 0 || (i/50_000)%2 == 1):

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Randomized differential test: random sequences of datapath uses, packets
 // to resolve, ARP requests and replies (valid and broken), clock advances
@@ -30,7 +30,7 @@ func canon(items []keyed) []string {
 	return out
 }
 
-func describeActions(reqs []ARPRequest, tx, unr []NeighFrame, evs []NeighEvent) [4][]string {
+func describeActions(reqs []ARPRequest, tx, unr []Frame, evs []Event) [4][]string {
 	var r, t, u, e []keyed
 	for _, q := range reqs {
 		r = append(r, keyed{refKey(q.IfIndex, q.Target), fmt.Sprintf("%+v", q)})
@@ -47,7 +47,7 @@ func describeActions(reqs []ARPRequest, tx, unr []NeighFrame, evs []NeighEvent) 
 	return [4][]string{canon(r), canon(t), canon(u), canon(e)}
 }
 
-func sameActions(t *testing.T, step int, what string, got *NeighActions, want *refOut) {
+func sameActions(t *testing.T, step int, what string, got *Actions, want *refOut) {
 	t.Helper()
 	g := describeActions(got.Requests, got.Transmit, got.Unreachable, got.Events)
 	w := describeActions(want.requests, want.transmit, want.unreachable, want.events)
@@ -80,8 +80,8 @@ func newDiffEnv() *diffEnv {
 	return e
 }
 
-func smallParams() NeighParams {
-	p := DefaultNeighParams()
+func smallParams() Params {
+	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 6
 	p.UnresQlenBytes = 600
 	return p
@@ -147,7 +147,7 @@ func randomPacket(r *rand.Rand) []byte {
 
 func TestNeighDifferential(t *testing.T) {
 	seeds, steps := 40, 3000
-	if neighRaceEnabled || testing.Short() {
+	if raceEnabled || testing.Short() {
 		seeds, steps = 8, 1500
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
@@ -159,14 +159,14 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 	env := newDiffEnv()
 	p := smallParams()
 	now := int64(1_000_000_000_000)
-	tab, err := NewNeighTable(NeighConfig{Params: p, Seed: seed}, now)
+	tab, err := NewTable(Config{Params: p, Seed: seed}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := newRefTable(p, seed, now)
 	w := tab.NewWorker()
 	r := rand.New(rand.NewPCG(seed, 7))
-	var out NeighActions
+	var out Actions
 	reply := make([]byte, 64)
 	in := map[uint32]*ARPInput{}
 	for ifi, mac := range env.ifMAC {
@@ -195,7 +195,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			}
 			res := w.Resolve(ifi, ip, env.ifMAC[ifi], pkt, now, &out)
 			v, hdr := ref.resolve(ifi, ip, env.ifMAC[ifi], pkt, now, ro)
-			if res.Verdict != v || (v == NeighSend && !bytes.Equal(res.Header[:], hdr)) {
+			if res.Verdict != v || (v == Send && !bytes.Equal(res.Header[:], hdr)) {
 				t.Fatalf("step %d resolve %d/%s: got %v %x want %v %x", step, ifi, ipString(ip), res.Verdict, res.Header, v, hdr)
 			}
 		case op < 70:
@@ -220,9 +220,9 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			ref.tick(now, ro)
 		case op < 96:
 			what = "admin"
-			s := NeighSpec{IfIndex: ifi, IP: ip, IfMAC: env.ifMAC[ifi], HasLLAddr: r.IntN(8) > 0,
+			s := Spec{IfIndex: ifi, IP: ip, IfMAC: env.ifMAC[ifi], HasLLAddr: r.IntN(8) > 0,
 				LLAddr: env.macs[r.IntN(len(env.macs))],
-				State:  []NeighState{NUDPermanent, NUDReachable, NUDStale, NUDNoARP}[r.IntN(4)]}
+				State:  []State{NUDPermanent, NUDReachable, NUDStale, NUDNoARP}[r.IntN(4)]}
 			var err, werr error
 			switch r.IntN(4) {
 			case 0:
@@ -259,7 +259,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 	}
 }
 
-func compareStats(t *testing.T, step int, tab *NeighTable, w *NeighWorker, ref *refTable) {
+func compareStats(t *testing.T, step int, tab *Table, w *Worker, ref *refTable) {
 	t.Helper()
 	w.Publish()
 	s := tab.Stats()
@@ -289,7 +289,7 @@ func compareStats(t *testing.T, step int, tab *NeighTable, w *NeighWorker, ref *
 // checkTableInvariants checks the fast table's internal bookkeeping: the
 // index, the gc list, the timer heap and the per-state counts agree with
 // the entries.
-func checkTableInvariants(t *testing.T, tab *NeighTable) {
+func checkTableInvariants(t *testing.T, tab *Table) {
 	t.Helper()
 	tab.mu.Lock()
 	defer tab.mu.Unlock()

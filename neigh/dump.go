@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Dumps: the entries as `ip neigh show` and `ip -j neigh show` print them.
 //
@@ -12,7 +12,7 @@ package l3
 // omits "dev D" when filtering by device. Entries are sorted by interface
 // and address (the kernel dumps in hash order).
 //
-// Locking: Dump takes NeighTable.mu; the formatters work on the copy.
+// Locking: Dump takes Table.mu; the formatters work on the copy.
 
 import (
 	"encoding/binary"
@@ -26,13 +26,13 @@ import (
 	"time"
 )
 
-// NeighInfo is one entry as dumped.
-type NeighInfo struct {
+// Info is one entry as dumped.
+type Info struct {
 	IfIndex   uint32
 	IP        uint32
 	LLAddr    [6]byte
 	HasLLAddr bool // valid states: the address is meaningful
-	State     NeighState
+	State     State
 	Probes    int
 	Queued    int // packets waiting
 	// Ages, as `ip -s neigh` shows them (used/confirmed/updated).
@@ -40,7 +40,7 @@ type NeighInfo struct {
 }
 
 // Addr is the entry's address as a netip.Addr.
-func (i NeighInfo) Addr() netip.Addr { return ipAddr(i.IP) }
+func (i Info) Addr() netip.Addr { return ipAddr(i.IP) }
 
 func ipAddr(ip uint32) netip.Addr {
 	var b [4]byte
@@ -53,9 +53,9 @@ func ipString(ip uint32) string { return ipAddr(ip).String() }
 // FormatMAC prints an Ethernet address as iproute2 does.
 func FormatMAC(m [6]byte) string { return net.HardwareAddr(m[:]).String() }
 
-func (t *NeighTable) infoLocked(n *Neigh, now int64) NeighInfo {
+func (t *Table) infoLocked(n *Entry, now int64) Info {
 	s := n.state()
-	return NeighInfo{
+	return Info{
 		IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: n.mac(), HasLLAddr: s.Valid(), State: s,
 		Probes: n.probes, Queued: n.queue.n,
 		Used:      time.Duration(now - n.used),
@@ -65,22 +65,22 @@ func (t *NeighTable) infoLocked(n *Neigh, now int64) NeighInfo {
 }
 
 // Get returns one entry's dump.
-func (t *NeighTable) Get(ifindex, ip uint32, now int64) (NeighInfo, bool) {
+func (t *Table) Get(ifindex, ip uint32, now int64) (Info, bool) {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	n := t.index.Load().lookup(entryKey(ifindex, ip))
 	if n == nil {
-		return NeighInfo{}, false
+		return Info{}, false
 	}
 	return t.infoLocked(n, now), true
 }
 
 // Dump returns all entries sorted by (ifindex, ip).
-func (t *NeighTable) Dump(now int64) []NeighInfo {
+func (t *Table) Dump(now int64) []Info {
 	t.lockAt(now)
 	defer t.mu.Unlock()
 	ix := t.index.Load()
-	out := make([]NeighInfo, 0, t.entries)
+	out := make([]Info, 0, t.entries)
 	for i := range ix.slots {
 		if n := ix.slots[i].n.Load(); n != nil {
 			out = append(out, t.infoLocked(n, now))
@@ -95,22 +95,22 @@ func (t *NeighTable) Dump(now int64) []NeighInfo {
 	return out
 }
 
-// NeighShowFilter selects entries like `ip neigh show [dev D] [nud S...]`.
-type NeighShowFilter struct {
+// ShowFilter selects entries like `ip neigh show [dev D] [nud S...]`.
+type ShowFilter struct {
 	IfIndex uint32 // 0: all interfaces
-	// States is a mask of NeighState bits, plus NeighShowNone for NONE
+	// States is a mask of State bits, plus ShowNone for NONE
 	// entries; 0 means iproute2's default (everything but NOARP and NONE).
 	States uint16
 }
 
 const (
-	// NeighShowNone selects NONE entries (`nud none`).
-	NeighShowNone = 0x100
-	// NeighShowAll is `nud all`.
-	NeighShowAll = 0x1ff
+	// ShowNone selects NONE entries (`nud none`).
+	ShowNone = 0x100
+	// ShowAll is `nud all`.
+	ShowAll = 0x1ff
 )
 
-func (f NeighShowFilter) match(i NeighInfo) bool {
+func (f ShowFilter) match(i Info) bool {
 	if f.IfIndex != 0 && i.IfIndex != f.IfIndex {
 		return false
 	}
@@ -119,14 +119,14 @@ func (f NeighShowFilter) match(i NeighInfo) bool {
 		states = 0xff &^ uint16(NUDNoARP)
 	}
 	if i.State == NUDNone {
-		return states&NeighShowNone != 0
+		return states&ShowNone != 0
 	}
 	return states&uint16(i.State) != 0
 }
 
-// FormatNeighShow writes `ip neigh show` lines; devName maps interface
+// FormatShow writes `ip neigh show` lines; devName maps interface
 // indexes to names.
-func FormatNeighShow(w io.Writer, infos []NeighInfo, f NeighShowFilter, devName func(uint32) string) error {
+func FormatShow(w io.Writer, infos []Info, f ShowFilter, devName func(uint32) string) error {
 	var b strings.Builder
 	for _, i := range infos {
 		if !f.match(i) {
@@ -148,21 +148,21 @@ func FormatNeighShow(w io.Writer, infos []NeighInfo, f NeighShowFilter, devName 
 	return err
 }
 
-type neighJSON struct {
+type jsonEntry struct {
 	Dst    string   `json:"dst"`
 	Dev    string   `json:"dev,omitempty"`
 	LLAddr string   `json:"lladdr,omitempty"`
 	State  []string `json:"state,omitempty"`
 }
 
-// FormatNeighJSON writes `ip -j neigh show`: one JSON array.
-func FormatNeighJSON(w io.Writer, infos []NeighInfo, f NeighShowFilter, devName func(uint32) string) error {
-	list := []neighJSON{}
+// FormatJSON writes `ip -j neigh show`: one JSON array.
+func FormatJSON(w io.Writer, infos []Info, f ShowFilter, devName func(uint32) string) error {
+	list := []jsonEntry{}
 	for _, i := range infos {
 		if !f.match(i) {
 			continue
 		}
-		j := neighJSON{Dst: ipString(i.IP)}
+		j := jsonEntry{Dst: ipString(i.IP)}
 		if f.IfIndex == 0 {
 			j.Dev = devName(i.IfIndex)
 		}

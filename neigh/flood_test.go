@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Table limits under attack: an ARP flood from a million random senders to
 // our address, and traffic to a million unresolved destinations. The table
@@ -17,7 +17,7 @@ import (
 
 func floodSize() int {
 	switch {
-	case neighRaceEnabled:
+	case raceEnabled:
 		return 50_000
 	case testing.Short():
 		return 200_000
@@ -35,7 +35,7 @@ func heapInUse() uint64 {
 
 // datapathProbe runs lookups of a permanent entry until stop, counting them;
 // every one must hit.
-func datapathProbe(t *testing.T, tab *NeighTable, stop *atomic.Bool, count *atomic.Int64, wg *sync.WaitGroup) {
+func datapathProbe(t *testing.T, tab *Table, stop *atomic.Bool, count *atomic.Int64, wg *sync.WaitGroup) {
 	defer wg.Done()
 	w := tab.NewWorker()
 	hdr := make([]byte, 14)
@@ -59,9 +59,9 @@ const (
 )
 
 func runFlood(t *testing.T, kind floodKind) {
-	p := DefaultNeighParams()
+	p := DefaultParams()
 	h := newHarness(t, p)
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
@@ -138,7 +138,7 @@ func TestNeighFloodUnresolvedTraffic(t *testing.T) { runFlood(t, floodUnresolved
 
 // Datapath lookups complete while the writer lock is held.
 func TestNeighOutputNeverLocks(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal)
 	w := h.tab.NewWorker()
 	h.tab.mu.Lock()

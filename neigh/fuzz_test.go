@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Fuzz target over raw ARP frames: InputARP never panics, every frame is
 // either counted as a request or reply received or as a drop with a reason
@@ -16,7 +16,7 @@ func FuzzARPInput(f *testing.F) {
 	f.Add(arpFrame(broadcastMAC, ARPReplyOp, tMAC2, tPeer, tMAC2, tPeer))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0x08, 0x06, 0, 1})
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		h := newHarness(t, DefaultNeighParams())
+		h := newHarness(t, DefaultParams())
 		h.resolve(tPeer, ipPacket(1, tPeer, 64)) // an INCOMPLETE entry to resolve
 		n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out)
 		s := h.tab.Stats()

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Entry creation and removal, the gc list and the forced gc that keeps the
 // table at or under gc_thresh3 (neigh_alloc, neigh_forced_gc,
@@ -18,28 +18,28 @@ package l3
 // could become removable); until then, or until an entry turns FAILED or
 // NOARP, it returns at once. The result is the same as scanning.
 //
-// Locking: NeighTable.mu.
+// Locking: Table.mu.
 
 import "errors"
 
-// ErrNeighTableFull is neigh_alloc's refusal ("No buffer space available").
-var ErrNeighTableFull = errors.New("no buffer space available")
+// ErrTableFull is neigh_alloc's refusal ("No buffer space available").
+var ErrTableFull = errors.New("no buffer space available")
 
 // createLocked makes and indexes an entry in state NONE, or returns nil when
 // the table is full. exempt entries (permanent) skip the limits.
-func (t *NeighTable) createLocked(ifindex, ip uint32, ifMAC [6]byte, exempt bool, now int64, out *NeighActions) *Neigh {
+func (t *Table) createLocked(ifindex, ip uint32, ifMAC [6]byte, exempt bool, now int64, out *Actions) *Entry {
 	if !exempt {
 		entries := t.gcEntries
 		p := t.p
-		if entries >= p.GCThresh3 || (entries >= p.GCThresh2 && now > t.lastFlush+neighForcedGCAge) {
+		if entries >= p.GCThresh3 || (entries >= p.GCThresh2 && now > t.lastFlush+forcedGCAge) {
 			if t.forcedGCLocked(now, out) == 0 && entries >= p.GCThresh3 {
 				t.c.tableFulls++
 				return nil
 			}
 		}
 	}
-	n := &Neigh{
-		key:       neighKey(ifindex, ip),
+	n := &Entry{
+		key:       entryKey(ifindex, ip),
 		hdrTail:   headerTail(ifMAC),
 		ifMAC:     ifMAC,
 		updated:   now,
@@ -58,7 +58,7 @@ func (t *NeighTable) createLocked(ifindex, ip uint32, ifMAC [6]byte, exempt bool
 }
 
 // gcAddLocked appends n to the gc list.
-func (t *NeighTable) gcAddLocked(n *Neigh) {
+func (t *Table) gcAddLocked(n *Entry) {
 	n.onGC = true
 	n.gcPrev, n.gcNext = t.gcTail, nil
 	if t.gcTail != nil {
@@ -72,11 +72,11 @@ func (t *NeighTable) gcAddLocked(n *Neigh) {
 	if s := n.state(); s == NUDFailed || s == NUDNoARP {
 		t.forcedGCIdleUntil = minTime
 	} else {
-		t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, n.updated+neighForcedGCAge)
+		t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, n.updated+forcedGCAge)
 	}
 }
 
-func (t *NeighTable) gcUnlinkLocked(n *Neigh) {
+func (t *Table) gcUnlinkLocked(n *Entry) {
 	if !n.onGC {
 		return
 	}
@@ -96,7 +96,7 @@ func (t *NeighTable) gcUnlinkLocked(n *Neigh) {
 
 // updateGCListLocked is neigh_update_gc_list: permanent entries leave the
 // gc list, others join it at the tail.
-func (t *NeighTable) updateGCListLocked(n *Neigh) {
+func (t *Table) updateGCListLocked(n *Entry) {
 	exempt := n.state() == NUDPermanent
 	switch {
 	case exempt && n.onGC:
@@ -107,14 +107,14 @@ func (t *NeighTable) updateGCListLocked(n *Neigh) {
 }
 
 // forcedGCLocked is neigh_forced_gc; it returns how many entries it removed.
-func (t *NeighTable) forcedGCLocked(now int64, out *NeighActions) int {
+func (t *Table) forcedGCLocked(now int64, out *Actions) int {
 	t.c.forcedGCRuns++
 	if now <= t.forcedGCIdleUntil {
 		t.lastFlush = now
 		return 0
 	}
 	maxClean := t.gcEntries + 1 - t.p.GCThresh2 // +1: the entry being created
-	tref := now - neighForcedGCAge
+	tref := now - forcedGCAge
 	shrunk := 0
 	minUpdated := int64(1<<63 - 1)
 	complete := true
@@ -122,7 +122,7 @@ func (t *NeighTable) forcedGCLocked(now int64, out *NeighActions) int {
 		next := n.gcNext
 		s := n.state()
 		if s == NUDFailed || s == NUDNoARP || n.updated < tref || n.updated > now {
-			t.removeLocked(n, NeighRemovedForcedGC, out)
+			t.removeLocked(n, RemovedForcedGC, out)
 			t.c.forcedGCEvictions++
 			shrunk++
 			if shrunk >= maxClean {
@@ -136,7 +136,7 @@ func (t *NeighTable) forcedGCLocked(now int64, out *NeighActions) int {
 	}
 	t.lastFlush = now
 	if complete && shrunk == 0 {
-		t.forcedGCIdleUntil = minUpdated + neighForcedGCAge
+		t.forcedGCIdleUntil = minUpdated + forcedGCAge
 	}
 	return shrunk
 }
@@ -144,7 +144,7 @@ func (t *NeighTable) forcedGCLocked(now int64, out *NeighActions) int {
 // removeLocked takes n out of the table (neigh_remove_one / neigh_flush_dev
 // and the final neigh_destroy): timer, gc list, index, queue. Readers still
 // holding n see NUDNone from now on.
-func (t *NeighTable) removeLocked(n *Neigh, reason NeighRemoveReason, out *NeighActions) {
+func (t *Table) removeLocked(n *Entry, reason RemoveReason, out *Actions) {
 	t.delTimerLocked(n)
 	t.gcUnlinkLocked(n)
 	t.indexDeleteLocked(n)
@@ -152,10 +152,10 @@ func (t *NeighTable) removeLocked(n *Neigh, reason NeighRemoveReason, out *Neigh
 		t.c.queuePurged++
 	}
 	w := n.word.Load()
-	t.stateCount[stateSlot(NeighState(w))]--
-	n.word.Store(w&^0xff | neighWordDead)
+	t.stateCount[stateSlot(State(w))]--
+	n.word.Store(w&^0xff | wordDead)
 	n.dead = true
 	t.entries--
 	t.c.destroys++
-	out.event(NeighEvent{Kind: NeighRemoved, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: wordMAC(w), Reason: reason})
+	out.event(Event{Kind: EventRemoved, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: wordMAC(w), Reason: reason})
 }

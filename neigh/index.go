@@ -1,14 +1,14 @@
-package l3
+package neigh
 
 // The neighbour index: an open-addressing hash (linear probing) from the
-// packed key {ifindex, ip} to *Neigh that datapath readers search without
+// packed key {ifindex, ip} to *Entry that datapath readers search without
 // locks.
 //
-// Flow: a reader loads the current *neighIndex once and probes from the
+// Flow: a reader loads the current *entryIndex once and probes from the
 // key's hash until it finds the key or an empty slot. Each slot holds the
 // key (compared without touching the entry) and the entry pointer.
 //
-// Locking: the writer (NeighTable.mu) changes slots in place: an insert
+// Locking: the writer (Table.mu) changes slots in place: an insert
 // stores the entry, then the key; a delete turns the key into a tombstone
 // and clears the entry. A reader racing with the reuse of a tombstone may
 // read an old key with a new entry: it checks the entry's own key and keeps
@@ -26,30 +26,30 @@ import (
 )
 
 const (
-	slotEmpty          = 0
-	slotTombstone      = 1
-	neighIndexMinSlots = 64
+	slotEmpty     = 0
+	slotTombstone = 1
+	indexMinSlots = 64
 )
 
-type neighSlot struct {
+type indexSlot struct {
 	key atomic.Uint64
-	n   atomic.Pointer[Neigh]
+	n   atomic.Pointer[Entry]
 }
 
-type neighIndex struct {
-	slots []neighSlot // immutable length; slot contents written under NeighTable.mu
+type entryIndex struct {
+	slots []indexSlot // immutable length; slot contents written under Table.mu
 	mask  uint64
 	shift uint8 // 64 - log2(len(slots)): the hash's top bits pick the slot
 	seed  uint64
-	// Writer-side, guarded by NeighTable.mu.
+	// Writer-side, guarded by Table.mu.
 	live int // entries
 	used int // entries + tombstones
 }
 
-func newNeighIndex(nslots int) *neighIndex {
-	nslots = max(neighIndexMinSlots, 1<<bits.Len(uint(nslots-1)))
-	return &neighIndex{
-		slots: make([]neighSlot, nslots),
+func newEntryIndex(nslots int) *entryIndex {
+	nslots = max(indexMinSlots, 1<<bits.Len(uint(nslots-1)))
+	return &entryIndex{
+		slots: make([]indexSlot, nslots),
 		mask:  uint64(nslots - 1),
 		shift: uint8(64 - bits.TrailingZeros(uint(nslots))),
 		seed:  randomSeed(),
@@ -60,12 +60,12 @@ func newNeighIndex(nslots int) *neighIndex {
 // multiply; the top bits depend on every key bit). The seed is new for every
 // index, so colliding keys cannot be chosen from outside across rebuilds;
 // the table's limits bound what a collision flood could do anyway.
-func (ix *neighIndex) home(key uint64) uint64 {
+func (ix *entryIndex) home(key uint64) uint64 {
 	return ((key ^ ix.seed) * 0x9e3779b97f4a7c15) >> ix.shift
 }
 
 // lookup is the datapath search.
-func (ix *neighIndex) lookup(key uint64) *Neigh {
+func (ix *entryIndex) lookup(key uint64) *Entry {
 	slots, mask := ix.slots, ix.mask
 	for i := ix.home(key); ; i = (i + 1) & mask {
 		s := &slots[i]
@@ -82,7 +82,7 @@ func (ix *neighIndex) lookup(key uint64) *Neigh {
 
 // insertLocked adds n, which must not be present. It reports whether the
 // index must be rebuilt (too many used slots).
-func (ix *neighIndex) insertLocked(n *Neigh) (rebuild bool) {
+func (ix *entryIndex) insertLocked(n *Entry) (rebuild bool) {
 	slots, mask := ix.slots, ix.mask
 	for i := ix.home(n.key); ; i = (i + 1) & mask {
 		s := &slots[i]
@@ -100,7 +100,7 @@ func (ix *neighIndex) insertLocked(n *Neigh) (rebuild bool) {
 }
 
 // deleteLocked removes n; it reports whether the index should shrink.
-func (ix *neighIndex) deleteLocked(n *Neigh) (rebuild bool) {
+func (ix *entryIndex) deleteLocked(n *Entry) (rebuild bool) {
 	slots, mask := ix.slots, ix.mask
 	for i := ix.home(n.key); ; i = (i + 1) & mask {
 		s := &slots[i]
@@ -112,15 +112,15 @@ func (ix *neighIndex) deleteLocked(n *Neigh) (rebuild bool) {
 			s.key.Store(slotTombstone)
 			s.n.Store(nil)
 			ix.live--
-			return len(slots) > neighIndexMinSlots && ix.live*16 < len(slots)
+			return len(slots) > indexMinSlots && ix.live*16 < len(slots)
 		}
 	}
 }
 
 // rebuiltLocked returns a fresh index holding ix's live entries, sized for a
 // load of at most a quarter.
-func (ix *neighIndex) rebuiltLocked() *neighIndex {
-	nx := newNeighIndex(ix.live * 4)
+func (ix *entryIndex) rebuiltLocked() *entryIndex {
+	nx := newEntryIndex(ix.live * 4)
 	for i := range ix.slots {
 		s := &ix.slots[i]
 		if k := s.key.Load(); k > slotTombstone {
@@ -131,7 +131,7 @@ func (ix *neighIndex) rebuiltLocked() *neighIndex {
 }
 
 // indexInsertLocked and indexDeleteLocked keep the published index current.
-func (t *NeighTable) indexInsertLocked(n *Neigh) {
+func (t *Table) indexInsertLocked(n *Entry) {
 	ix := t.index.Load()
 	if ix.insertLocked(n) {
 		t.index.Store(ix.rebuiltLocked())
@@ -139,7 +139,7 @@ func (t *NeighTable) indexInsertLocked(n *Neigh) {
 	}
 }
 
-func (t *NeighTable) indexDeleteLocked(n *Neigh) {
+func (t *Table) indexDeleteLocked(n *Entry) {
 	ix := t.index.Load()
 	if ix.deleteLocked(n) {
 		t.index.Store(ix.rebuiltLocked())

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Received ARP: learning and replies, as Linux's arp_process with its
 // defaults (arp_accept 0, arp_ignore 0, no proxy ARP, drop_gratuitous_arp 0).
@@ -20,11 +20,11 @@ package l3
 //      STALE otherwise, overriding its address only after locktime or for
 //      gratuitous ARP. Unknown senders create nothing (arp_accept 0).
 //
-// Locking: parsing and replies need no lock; learning takes NeighTable.mu.
+// Locking: parsing and replies need no lock; learning takes Table.mu.
 // The worker's counters are its own.
 
-// NeighAddrs answers ARP's questions about the router's own addresses.
-type NeighAddrs interface {
+// LocalAddrs answers ARP's questions about the router's own addresses.
+type LocalAddrs interface {
 	// IsLocalAddr reports whether ip is an address the router answers ARP
 	// for on interface ifindex. Linux's default (arp_ignore 0) answers for
 	// any local address of the router, whatever interface it is on.
@@ -35,14 +35,14 @@ type NeighAddrs interface {
 type ARPInput struct {
 	IfIndex uint32
 	IfMAC   [6]byte
-	Addrs   NeighAddrs
+	Addrs   LocalAddrs
 }
 
 // InputARP processes one received ARP frame (Ethernet header first). When it
 // answers, it writes the reply frame into reply and returns its length
 // (transmit it on in.IfIndex); resolutions it causes append to out. drop is
 // ARPOK unless the frame was dropped (counted by reason).
-func (w *NeighWorker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, out *NeighActions) (replyLen int, drop ARPDrop) {
+func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, out *Actions) (replyLen int, drop ARPDrop) {
 	defer w.Publish()
 	a, drop := ParseARPFrame(frame)
 	if drop != ARPOK {
@@ -90,14 +90,14 @@ func (w *NeighWorker) InputARP(in *ARPInput, frame []byte, now int64, reply []by
 	t := w.t
 	if op == ARPRequestOp && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
 		t.lockAt(now)
-		n := t.index.Load().lookup(neighKey(in.IfIndex, sip))
+		n := t.index.Load().lookup(entryKey(in.IfIndex, sip))
 		if n == nil {
 			if n = t.createLocked(in.IfIndex, sip, in.IfMAC, false, now, out); n != nil {
 				t.c.learned++
 			}
 		}
 		if n != nil {
-			t.updateLocked(n, &sha, NUDStale, neighUpdateOverride, now, out)
+			t.updateLocked(n, &sha, NUDStale, updateOverride, now, out)
 		}
 		t.mu.Unlock()
 		// Answered even when the table is full (Linux only answers when it
@@ -114,7 +114,7 @@ func (w *NeighWorker) InputARP(in *ARPInput, frame []byte, now int64, reply []by
 
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(neighKey(in.IfIndex, sip))
+	n := t.index.Load().lookup(entryKey(in.IfIndex, sip))
 	if n == nil {
 		t.c.arpUnsolicitedIgnored++
 		return 0, ARPOK
@@ -124,7 +124,7 @@ func (w *NeighWorker) InputARP(in *ARPInput, frame []byte, now int64, reply []by
 	garp := sip == tip && (op == ARPRequestOp || a.TargetMAC() == sha)
 	flags := 0
 	if now > n.updated+t.p.locktime || garp {
-		flags = neighUpdateOverride
+		flags = updateOverride
 	}
 	state := NUDStale
 	if op == ARPReplyOp && toUs {
@@ -136,7 +136,7 @@ func (w *NeighWorker) InputARP(in *ARPInput, frame []byte, now int64, reply []by
 	return 0, ARPOK
 }
 
-func (w *NeighWorker) dropARP(d ARPDrop) (int, ARPDrop) {
+func (w *Worker) dropARP(d ARPDrop) (int, ARPDrop) {
 	w.c[wcARPDropBase+int(d)]++
 	return 0, d
 }

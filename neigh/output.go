@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // The forwarding path's neighbour step: one lock-free lookup per routed
 // packet, then either the adjacency is copied into the frame or the packet
@@ -12,18 +12,18 @@ package l3
 // it to DELAY so the timers probe it.
 //
 // Locking: none. The touched stack is a Treiber stack pushed by any number
-// of workers and emptied whole (Swap) by the writer under NeighTable.mu.
+// of workers and emptied whole (Swap) by the writer under Table.mu.
 
 // Output writes the Ethernet header for the next hop (ifindex, ip) into
 // hdr[0:14] and returns true when the neighbour is usable. On false, nothing
 // is written: call Resolve with the packet.
-func (w *NeighWorker) Output(ifindex, ip uint32, hdr []byte) bool {
-	key := neighKey(ifindex, ip)
+func (w *Worker) Output(ifindex, ip uint32, hdr []byte) bool {
+	key := entryKey(ifindex, ip)
 	ix := w.t.index.Load()
 	// The first probe inline (most keys sit in their home slot); collisions
 	// and misses take the loop.
 	s := &ix.slots[ix.home(key)&ix.mask]
-	var n *Neigh
+	var n *Entry
 	if s.key.Load() == key {
 		n = s.n.Load()
 	}
@@ -34,8 +34,8 @@ func (w *NeighWorker) Output(ifindex, ip uint32, hdr []byte) bool {
 		}
 	}
 	v := n.word.Load()
-	st := NeighState(v)
-	if st&nudValid == 0 || v&neighWordDead != 0 {
+	st := State(v)
+	if st&nudValid == 0 || v&wordDead != 0 {
 		w.c[wcMisses]++
 		return false
 	}
@@ -50,7 +50,7 @@ func (w *NeighWorker) Output(ifindex, ip uint32, hdr []byte) bool {
 
 // pushTouched puts n on the touched stack; n.touched is already 1, so each
 // entry is on the stack at most once.
-func (t *NeighTable) pushTouched(n *Neigh) {
+func (t *Table) pushTouched(n *Entry) {
 	for {
 		head := t.touchedHead.Load()
 		n.nextTouched.Store(head)
@@ -63,7 +63,7 @@ func (t *NeighTable) pushTouched(n *Neigh) {
 // drainTouchedLocked applies the datapath's uses of STALE entries:
 // __neigh_event_send's STALE -> DELAY with a DELAY timer, at the writer
 // call's clock.
-func (t *NeighTable) drainTouchedLocked(now int64) {
+func (t *Table) drainTouchedLocked(now int64) {
 	n := t.touchedHead.Swap(nil)
 	for n != nil {
 		next := n.nextTouched.Load()
@@ -78,7 +78,7 @@ func (t *NeighTable) drainTouchedLocked(now int64) {
 
 // staleToDelayLocked is the STALE branch of __neigh_event_send: a packet is
 // sent with a STALE entry, which starts the delay before probing.
-func (t *NeighTable) staleToDelayLocked(n *Neigh, now int64, out *NeighActions) {
+func (t *Table) staleToDelayLocked(n *Entry, now int64, out *Actions) {
 	n.used = now
 	t.delTimerLocked(n)
 	t.setStateLocked(n, NUDDelay, out)

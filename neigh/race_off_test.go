@@ -1,5 +1,5 @@
 //go:build !race
 
-package l3
+package neigh
 
-const neighRaceEnabled = false
+const raceEnabled = false

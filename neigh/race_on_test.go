@@ -1,6 +1,6 @@
 //go:build race
 
-package l3
+package neigh
 
-// neighRaceEnabled shrinks the randomized tests under the race detector.
-const neighRaceEnabled = true
+// raceEnabled shrinks the randomized tests under the race detector.
+const raceEnabled = true

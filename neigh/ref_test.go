@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // The slow reference model of the neighbour table: a plain map of entries,
 // timers as plain fields scanned on every tick, the gc list as a sequence
@@ -14,7 +14,7 @@ import (
 type refNeigh struct {
 	ifindex, ip   uint32
 	ifMAC         [6]byte
-	state         NeighState
+	state         State
 	mac           [6]byte
 	confirmed     int64
 	updated, used int64
@@ -41,9 +41,9 @@ type refCounters struct {
 }
 
 type refTable struct {
-	p                                      NeighParams
+	p                                      Params
 	base, retrans, delay, stale, lock      int64
-	rng                                    *NeighTable // only for its random reachable times (same seed)
+	rng                                    *Table // only for its random reachable times (same seed)
 	reachable, lastRand, lastFlush, nextGC int64
 	m                                      map[uint64]*refNeigh
 	gcSeq                                  uint64
@@ -52,15 +52,15 @@ type refTable struct {
 
 type refOut struct {
 	requests    []ARPRequest
-	transmit    []NeighFrame
-	unreachable []NeighFrame
-	events      []NeighEvent
+	transmit    []Frame
+	unreachable []Frame
+	events      []Event
 }
 
-func newRefTable(p NeighParams, seed uint64, now int64) *refTable {
+func newRefTable(p Params, seed uint64, now int64) *refTable {
 	// The model draws its random reachable times from a table of its own
 	// seeded alike (only its rng is used).
-	rt, err := NewNeighTable(NeighConfig{Params: p, Seed: seed}, now)
+	rt, err := NewTable(Config{Params: p, Seed: seed}, now)
 	if err != nil {
 		panic(err)
 	}
@@ -91,20 +91,20 @@ func (r *refTable) gcCount() int {
 }
 
 // set changes state and address and records the owner's events.
-func (r *refTable) set(n *refNeigh, s NeighState, mac [6]byte, out *refOut) {
+func (r *refTable) set(n *refNeigh, s State, mac [6]byte, out *refOut) {
 	if n.state == s && n.mac == mac {
 		return
 	}
 	old, oldMAC := n.state, n.mac
 	n.state, n.mac = s, mac
-	ev := NeighEvent{IfIndex: n.ifindex, IP: n.ip, LLAddr: mac, State: s}
+	ev := Event{IfIndex: n.ifindex, IP: n.ip, LLAddr: mac, State: s}
 	switch {
 	case !old.Valid() && s.Valid():
-		ev.Kind = NeighResolved
+		ev.Kind = EventResolved
 	case old.Valid() && s.Valid() && oldMAC != mac:
-		ev.Kind = NeighLLAddrChanged
+		ev.Kind = EventLLAddrChanged
 	case s == NUDFailed && old != NUDFailed:
-		ev.Kind = NeighFailed
+		ev.Kind = EventFailed
 	default:
 		return
 	}
@@ -118,11 +118,11 @@ func (r *refTable) arm(n *refNeigh, when int64) {
 	n.hasTimer, n.timerAt = true, when
 }
 
-func (r *refTable) remove(n *refNeigh, reason NeighRemoveReason, out *refOut) {
+func (r *refTable) remove(n *refNeigh, reason RemoveReason, out *refOut) {
 	delete(r.m, refKey(n.ifindex, n.ip))
 	r.c.queuePurged += uint64(len(n.queue))
 	r.c.destroys++
-	out.events = append(out.events, NeighEvent{Kind: NeighRemoved, IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, Reason: reason})
+	out.events = append(out.events, Event{Kind: EventRemoved, IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, Reason: reason})
 }
 
 func (r *refTable) create(ifindex, ip uint32, ifMAC [6]byte, exempt bool, now int64, out *refOut) *refNeigh {
@@ -162,7 +162,7 @@ func (r *refTable) forcedGC(now int64, out *refOut) int {
 	shrunk := 0
 	for _, n := range r.gcList() {
 		if n.state == NUDFailed || n.state == NUDNoARP || n.updated < now-5e9 || n.updated > now {
-			r.remove(n, NeighRemovedForcedGC, out)
+			r.remove(n, RemovedForcedGC, out)
 			r.c.forcedGCEvictions++
 			shrunk++
 			if shrunk >= maxClean {
@@ -253,28 +253,28 @@ func (r *refTable) enqueue(n *refNeigh, pkt []byte) {
 	r.c.queued++
 }
 
-func (r *refTable) resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *refOut) (NeighVerdict, []byte) {
+func (r *refTable) resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *refOut) (Verdict, []byte) {
 	r.drain(now)
 	if ifindex == 0 || ip>>24 == 0 || ip>>28 == 0xe || ip == 0xffffffff {
 		r.c.refusedInvalid++
-		return NeighRefused, nil
+		return Refused, nil
 	}
 	n := r.m[refKey(ifindex, ip)]
 	if n == nil {
 		if n = r.create(ifindex, ip, ifMAC, false, now, out); n == nil {
-			return NeighRefused, nil
+			return Refused, nil
 		}
 	}
 	n.used = now
 	switch n.state {
 	case NUDReachable, NUDPermanent, NUDNoARP, NUDDelay, NUDProbe:
-		return NeighSend, r.header(n)
+		return Send, r.header(n)
 	case NUDStale:
 		r.staleToDelay(n, now, out)
-		return NeighSend, r.header(n)
+		return Send, r.header(n)
 	case NUDIncomplete:
 		r.enqueue(n, pkt)
-		return NeighQueued, nil
+		return Queued, nil
 	}
 	// NONE or FAILED: start resolving.
 	n.probes = r.p.UcastProbes
@@ -283,20 +283,20 @@ func (r *refTable) resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now in
 	r.arm(n, now+max(r.retrans, 1e7))
 	r.enqueue(n, pkt)
 	r.probe(n, out)
-	return NeighQueued, nil
+	return Queued, nil
 }
 
 func (r *refTable) invalidate(n *refNeigh, now int64, out *refOut) {
 	r.c.resolveFailed++
 	n.updated = now
 	for _, p := range n.queue {
-		out.unreachable = append(out.unreachable, NeighFrame{IfIndex: n.ifindex, IP: n.ip, Data: p})
+		out.unreachable = append(out.unreachable, Frame{IfIndex: n.ifindex, IP: n.ip, Data: p})
 	}
 	n.queue, n.queueBytes = nil, 0
 }
 
 // update is neigh_update.
-func (r *refTable) update(n *refNeigh, lladdr *[6]byte, s NeighState, override, admin bool, now int64, out *refOut) error {
+func (r *refTable) update(n *refNeigh, lladdr *[6]byte, s State, override, admin bool, now int64, out *refOut) error {
 	old := n.state
 	if !admin && (old == NUDNoARP || old == NUDPermanent) {
 		return errNeighNotAdmin
@@ -316,7 +316,7 @@ func (r *refTable) update(n *refNeigh, lladdr *[6]byte, s NeighState, override, 
 		mac = *lladdr
 		changed = !old.Valid() || mac != n.mac
 	} else if !old.Valid() {
-		return ErrNeighNoLLAddr
+		return ErrNoLLAddr
 	}
 	if s == NUDReachable || s == NUDPermanent || s == NUDNoARP {
 		n.confirmed = now
@@ -354,7 +354,7 @@ func (r *refTable) update(n *refNeigh, lladdr *[6]byte, s NeighState, override, 
 				r.staleToDelay(n, now, out)
 			}
 			for _, p := range n.queue {
-				out.transmit = append(out.transmit, NeighFrame{IfIndex: n.ifindex, IP: n.ip, Data: append(r.header(n), p...)})
+				out.transmit = append(out.transmit, Frame{IfIndex: n.ifindex, IP: n.ip, Data: append(r.header(n), p...)})
 			}
 			n.queue, n.queueBytes = nil, 0
 		}
@@ -443,7 +443,7 @@ func (r *refTable) tick(now int64, out *refOut) {
 					n.used = n.confirmed
 				}
 				if n.state == NUDFailed || now < n.used || now >= n.used+r.stale {
-					r.remove(n, NeighRemovedGC, out)
+					r.remove(n, RemovedGC, out)
 					r.c.gcEvictions++
 				}
 			}
@@ -555,7 +555,7 @@ func (r *refTable) inputARP(ifindex uint32, ifMAC [6]byte, local refAddrs, frame
 	return nil, ARPOK
 }
 
-func (r *refTable) modify(s NeighSpec, create, excl bool, now int64, out *refOut) error {
+func (r *refTable) modify(s Spec, create, excl bool, now int64, out *refOut) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -563,15 +563,15 @@ func (r *refTable) modify(s NeighSpec, create, excl bool, now int64, out *refOut
 	n := r.m[refKey(s.IfIndex, s.IP)]
 	switch {
 	case n != nil && excl:
-		return ErrNeighExists
+		return ErrExists
 	case n == nil && !create:
-		return ErrNeighNotFound
+		return ErrNotFound
 	case n == nil:
 		if !s.HasLLAddr {
-			return ErrNeighNoLLAddr
+			return ErrNoLLAddr
 		}
 		if n = r.create(s.IfIndex, s.IP, s.IfMAC, s.State == NUDPermanent, now, out); n == nil {
-			return ErrNeighTableFull
+			return ErrTableFull
 		}
 	}
 	var ll *[6]byte
@@ -585,10 +585,10 @@ func (r *refTable) del(ifindex, ip uint32, now int64, out *refOut) error {
 	r.drain(now)
 	n := r.m[refKey(ifindex, ip)]
 	if n == nil {
-		return ErrNeighNotFound
+		return ErrNotFound
 	}
 	r.update(n, nil, NUDFailed, true, true, now, out)
-	r.remove(n, NeighRemovedAdmin, out)
+	r.remove(n, RemovedAdmin, out)
 	return nil
 }
 
@@ -597,18 +597,18 @@ func (r *refTable) flush(ifindex uint32, keepPerm bool, now int64, out *refOut) 
 	c := 0
 	for _, n := range r.m {
 		if n.ifindex == ifindex && !(keepPerm && n.state == NUDPermanent) {
-			r.remove(n, NeighRemovedFlush, out)
+			r.remove(n, RemovedFlush, out)
 			c++
 		}
 	}
 	return c
 }
 
-func (r *refTable) dump(now int64) []NeighInfo {
+func (r *refTable) dump(now int64) []Info {
 	r.drain(now)
-	var l []NeighInfo
+	var l []Info
 	for _, n := range r.m {
-		l = append(l, NeighInfo{IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, HasLLAddr: n.state.Valid(),
+		l = append(l, Info{IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, HasLLAddr: n.state.Valid(),
 			State: n.state, Probes: n.probes, Queued: len(n.queue)})
 	}
 	sort.Slice(l, func(i, j int) bool {

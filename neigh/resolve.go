@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // The slow path for destinations without a usable neighbour (the kernel's
 // neigh_resolve_output -> __neigh_event_send).
@@ -15,68 +15,68 @@ package l3
 // unres_qlen_bytes, dropping its oldest packets (unres_discards), whose
 // buffers are reused for the new one when large enough.
 //
-// Locking: NeighTable.mu.
+// Locking: Table.mu.
 
-// NeighVerdict is what Resolve did with a packet.
-type NeighVerdict uint8
+// Verdict is what Resolve did with a packet.
+type Verdict uint8
 
 const (
-	// NeighQueued: the packet waits for resolution; it will come back in a
-	// NeighActions' Transmit or Unreachable list.
-	NeighQueued NeighVerdict = iota + 1
-	// NeighSend: the neighbour is usable; send the packet now with Header.
-	NeighSend
-	// NeighRefused: no entry could be created (table full or the address
+	// Queued: the packet waits for resolution; it will come back in a
+	// Actions' Transmit or Unreachable list.
+	Queued Verdict = iota + 1
+	// Send: the neighbour is usable; send the packet now with Header.
+	Send
+	// Refused: no entry could be created (table full or the address
 	// cannot be a neighbour); drop the packet (counted).
-	NeighRefused
+	Refused
 )
 
-func (v NeighVerdict) String() string {
+func (v Verdict) String() string {
 	switch v {
-	case NeighQueued:
+	case Queued:
 		return "queued"
-	case NeighSend:
+	case Send:
 		return "send"
-	case NeighRefused:
+	case Refused:
 		return "refused"
 	}
 	return "verdict(?)"
 }
 
-// NeighResolution is Resolve's answer.
-type NeighResolution struct {
-	Verdict NeighVerdict
-	Header  [14]byte // for NeighSend
+// Resolution is Resolve's answer.
+type Resolution struct {
+	Verdict Verdict
+	Header  [14]byte // for Send
 }
 
 // Resolve handles a packet for next hop (ifindex, ip) that Output could not
 // send. pkt is the IPv4 packet without L2 header; ifMAC is the egress
 // interface's MAC (the source of the entry's adjacency).
-func (w *NeighWorker) Resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *NeighActions) NeighResolution {
+func (w *Worker) Resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *Actions) Resolution {
 	t := w.t
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	if ifindex == 0 || !neighUnicastAddr(ip) {
+	if ifindex == 0 || !resolvable(ip) {
 		t.c.refusedInvalid++
-		return NeighResolution{Verdict: NeighRefused}
+		return Resolution{Verdict: Refused}
 	}
-	n := t.index.Load().lookup(neighKey(ifindex, ip))
+	n := t.index.Load().lookup(entryKey(ifindex, ip))
 	if n == nil {
 		if n = t.createLocked(ifindex, ip, ifMAC, false, now, out); n == nil {
-			return NeighResolution{Verdict: NeighRefused}
+			return Resolution{Verdict: Refused}
 		}
 	}
 	return t.eventSendLocked(n, pkt, now, out)
 }
 
-// neighUnicastAddr: addresses that can be resolved (not 0.0.0.0/8,
+// resolvable: addresses that can be resolved (not 0.0.0.0/8,
 // multicast or limited broadcast).
-func neighUnicastAddr(ip uint32) bool {
+func resolvable(ip uint32) bool {
 	return ip>>24 != 0 && ip>>28 != 0xe && ip != 0xffffffff
 }
 
 // eventSendLocked is __neigh_event_send with the packet.
-func (t *NeighTable) eventSendLocked(n *Neigh, pkt []byte, now int64, out *NeighActions) NeighResolution {
+func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) Resolution {
 	n.used = now
 	s := n.state()
 	if s&(nudConnected|NUDDelay|NUDProbe) == 0 {
@@ -85,31 +85,31 @@ func (t *NeighTable) eventSendLocked(n *Neigh, pkt []byte, now int64, out *Neigh
 			if t.p.McastProbes == 0 {
 				t.setStateLocked(n, NUDFailed, out)
 				n.updated = now
-				return NeighResolution{Verdict: NeighRefused}
+				return Resolution{Verdict: Refused}
 			}
 			n.probes = t.p.UcastProbes
 			t.delTimerLocked(n)
 			t.setStateLocked(n, NUDIncomplete, out)
 			n.updated = now
-			t.addTimerLocked(n, now+max(t.p.retrans, neighTimerMin))
+			t.addTimerLocked(n, now+max(t.p.retrans, timerMin))
 			t.enqueueLocked(n, pkt)
 			t.probeLocked(n, out) // immediate: the queue's tail is this packet
-			return NeighResolution{Verdict: NeighQueued}
+			return Resolution{Verdict: Queued}
 		case s == NUDStale:
 			t.staleToDelayLocked(n, now, out)
 		}
 	}
 	if n.state() == NUDIncomplete {
 		t.enqueueLocked(n, pkt)
-		return NeighResolution{Verdict: NeighQueued}
+		return Resolution{Verdict: Queued}
 	}
-	r := NeighResolution{Verdict: NeighSend}
+	r := Resolution{Verdict: Send}
 	writeHeader(r.Header[:], n.word.Load(), n.hdrTail)
 	return r
 }
 
 // enqueueLocked copies pkt onto n's queue within unres_qlen_bytes.
-func (t *NeighTable) enqueueLocked(n *Neigh, pkt []byte) {
+func (t *Table) enqueueLocked(n *Entry, pkt []byte) {
 	need := ethHeaderLen + len(pkt)
 	var reuse []byte
 	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {

@@ -1,15 +1,15 @@
-package l3
+package neigh
 
 // Neighbour and ARP counters.
 //
-// Flow: the datapath (Output) and ARP input count in a NeighWorker's own
+// Flow: the datapath (Output) and ARP input count in a Worker's own
 // plain counters, on cache lines no other worker writes, and publish them to
 // atomic mirrors on Publish (once per batch; Resolve and InputARP publish
-// themselves). Writer-side counters live in the table under NeighTable.mu.
-// NeighTable.Stats sums the published mirrors and the table's counters.
+// themselves). Writer-side counters live in the table under Table.mu.
+// Table.Stats sums the published mirrors and the table's counters.
 //
-// Locking: NeighWorker counters belong to the worker's goroutine; the
-// mirrors are atomic; the table counters are guarded by NeighTable.mu.
+// Locking: Worker counters belong to the worker's goroutine; the
+// mirrors are atomic; the table counters are guarded by Table.mu.
 
 import "sync/atomic"
 
@@ -27,11 +27,11 @@ const (
 	wcCount               = wcARPDropBase + int(numARPDrops)
 )
 
-// NeighWorker is one datapath worker's handle on the table: it holds the
+// Worker is one datapath worker's handle on the table: it holds the
 // worker's counters. Create one per worker goroutine with NewWorker.
-type NeighWorker struct {
+type Worker struct {
 	_   [64]byte
-	t   *NeighTable
+	t   *Table
 	c   [wcCount]uint64 // owned by the worker goroutine
 	_   [64]byte
 	pub [wcCount]atomic.Uint64 // published copy, read by Stats
@@ -39,8 +39,8 @@ type NeighWorker struct {
 }
 
 // NewWorker registers a worker.
-func (t *NeighTable) NewWorker() *NeighWorker {
-	w := &NeighWorker{t: t}
+func (t *Table) NewWorker() *Worker {
+	w := &Worker{t: t}
 	t.mu.Lock()
 	t.workers = append(t.workers, w)
 	t.mu.Unlock()
@@ -49,7 +49,7 @@ func (t *NeighTable) NewWorker() *NeighWorker {
 
 // Publish makes the worker's counters visible to Stats. Call it once per
 // batch (it costs one atomic store per counter).
-func (w *NeighWorker) Publish() {
+func (w *Worker) Publish() {
 	for i := range w.c {
 		if w.pub[i].Load() != w.c[i] {
 			w.pub[i].Store(w.c[i])
@@ -57,8 +57,8 @@ func (w *NeighWorker) Publish() {
 	}
 }
 
-// neighTableCounters are the writer-side counters (NeighTable.mu).
-type neighTableCounters struct {
+// tableCounters are the writer-side counters (Table.mu).
+type tableCounters struct {
 	allocs, destroys, resolveFailed                   uint64
 	queued, queueDrops, queuePurged                   uint64
 	periodicGCRuns, forcedGCRuns                      uint64
@@ -67,11 +67,11 @@ type neighTableCounters struct {
 	arpTxRequestsBcast, arpTxRequestsUcast            uint64
 	learned, arpUpdates, arpUnsolicitedIgnored        uint64
 	hashRebuilds                                      uint64
-	discarded                                         uint64 // frames and events dropped for lack of a NeighActions
+	discarded                                         uint64 // frames and events dropped for lack of a Actions
 }
 
-// NeighStats is a snapshot of the counters.
-type NeighStats struct {
+// Stats is a snapshot of the counters.
+type Stats struct {
 	// Datapath.
 	Lookups, Hits, Misses uint64
 	StaleTouches          uint64 // STALE entries the datapath used (moved to DELAY)
@@ -112,8 +112,8 @@ type NeighStats struct {
 }
 
 // Stats sums the counters. Worker counters are as of their last Publish.
-func (t *NeighTable) Stats() NeighStats {
-	var s NeighStats
+func (t *Table) Stats() Stats {
+	var s Stats
 	t.mu.Lock()
 	c := t.c
 	s.Entries = t.entries
@@ -124,7 +124,7 @@ func (t *NeighTable) Stats() NeighStats {
 		}
 		st := NUDNone
 		if i > 0 {
-			st = NeighState(1 << (i - 1))
+			st = State(1 << (i - 1))
 		}
 		s.ByState[st.String()] = v
 	}
@@ -132,7 +132,7 @@ func (t *NeighTable) Stats() NeighStats {
 		s.QueuedNow += n.queue.n
 		s.QueuedBytes += n.queue.bytes
 	}
-	workers := append([]*NeighWorker(nil), t.workers...)
+	workers := append([]*Worker(nil), t.workers...)
 	t.mu.Unlock()
 
 	var w [wcCount]uint64
@@ -160,7 +160,7 @@ func (t *NeighTable) Stats() NeighStats {
 }
 
 // ARPDropsTotal sums the ARP drops.
-func (s *NeighStats) ARPDropsTotal() uint64 {
+func (s *Stats) ARPDropsTotal() uint64 {
 	var n uint64
 	for _, v := range s.ARPDrops {
 		n += v

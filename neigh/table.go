@@ -1,30 +1,30 @@
-package l3
+package neigh
 
 // The neighbour (ARP) table: IPv4 next hops resolved to Ethernet addresses,
 // with the state machine, timers and limits of Linux's net/core/neighbour.c
 // and net/ipv4/arp.c (docs/neigh.md lists every deliberate difference).
 //
 // Flow:
-//   - forwarding path: NeighWorker.Output(ifindex, ip, hdr) looks the entry up
+//   - forwarding path: Worker.Output(ifindex, ip, hdr) looks the entry up
 //     without locks and, when it is usable, writes the 14-byte Ethernet header
 //     (the adjacency) into the frame. Anything else goes to the slow path,
-//     NeighWorker.Resolve, which creates an INCOMPLETE entry, queues a copy
+//     Worker.Resolve, which creates an INCOMPLETE entry, queues a copy
 //     of the packet and asks for an ARP request.
-//   - ARP input: NeighWorker.InputARP validates a received frame, learns as
+//   - ARP input: Worker.InputARP validates a received frame, learns as
 //     arp_process does and writes the reply to requests for our addresses.
-//   - housekeeping: one goroutine calls NeighTable.Tick(now) (no timer or
+//   - housekeeping: one goroutine calls Table.Tick(now) (no timer or
 //     goroutine per entry); Tick runs the expired entry timers and the
-//     periodic gc and returns what to do in a NeighActions.
+//     periodic gc and returns what to do in a Actions.
 //   - admin: Add/Replace/Change/Delete/FlushDev, Dump and the show formats.
 //
 // Locking: datapath readers never lock. They load the current index
-// (neighIndex, an open-addressing hash published through an atomic pointer)
+// (entryIndex, an open-addressing hash published through an atomic pointer)
 // and read an entry's packed word (state + lladdr) with one atomic load. The
 // only thing the datapath writes is an entry's touched flag (a STALE entry
 // was used): it pushes the entry on a lock-free stack, and the next writer
 // call moves it to DELAY with that call's clock. Everything else, every
 // entry's writer-side fields, the timers, the gc list, the index's writes
-// and the table counters, is guarded by NeighTable.mu; functions that expect
+// and the table counters, is guarded by Table.mu; functions that expect
 // it held end in Locked.
 
 import (
@@ -38,20 +38,20 @@ import (
 	"time"
 )
 
-// NeighState is a NUD state, with the kernel's bit values (so masks and
+// State is a NUD state, with the kernel's bit values (so masks and
 // `ip neigh show nud` filters work the same way).
-type NeighState uint8
+type State uint8
 
 const (
-	NUDNone       NeighState = 0x00
-	NUDIncomplete NeighState = 0x01
-	NUDReachable  NeighState = 0x02
-	NUDStale      NeighState = 0x04
-	NUDDelay      NeighState = 0x08
-	NUDProbe      NeighState = 0x10
-	NUDFailed     NeighState = 0x20
-	NUDNoARP      NeighState = 0x40
-	NUDPermanent  NeighState = 0x80
+	NUDNone       State = 0x00
+	NUDIncomplete State = 0x01
+	NUDReachable  State = 0x02
+	NUDStale      State = 0x04
+	NUDDelay      State = 0x08
+	NUDProbe      State = 0x10
+	NUDFailed     State = 0x20
+	NUDNoARP      State = 0x40
+	NUDPermanent  State = 0x80
 )
 
 // The kernel's state classes.
@@ -64,8 +64,8 @@ const (
 	nudConnected = NUDPermanent | NUDNoARP | NUDReachable
 )
 
-var neighStateNames = [...]struct {
-	s    NeighState
+var stateNames = [...]struct {
+	s    State
 	name string
 }{
 	{NUDIncomplete, "INCOMPLETE"}, {NUDReachable, "REACHABLE"}, {NUDStale, "STALE"},
@@ -74,8 +74,8 @@ var neighStateNames = [...]struct {
 }
 
 // String is the name `ip neigh show` prints ("NONE" for the empty state).
-func (s NeighState) String() string {
-	for _, n := range neighStateNames {
+func (s State) String() string {
+	for _, n := range stateNames {
 		if s == n.s {
 			return n.name
 		}
@@ -87,10 +87,10 @@ func (s NeighState) String() string {
 }
 
 // Valid reports whether the state has a usable link-layer address.
-func (s NeighState) Valid() bool { return s&nudValid != 0 }
+func (s State) Valid() bool { return s&nudValid != 0 }
 
-// ParseNeighState parses an iproute2 `nud` keyword.
-func ParseNeighState(s string) (NeighState, error) {
+// ParseState parses an iproute2 `nud` keyword.
+func ParseState(s string) (State, error) {
 	switch s {
 	case "permanent":
 		return NUDPermanent, nil
@@ -114,9 +114,9 @@ func ParseNeighState(s string) (NeighState, error) {
 	return 0, fmt.Errorf("nud state %q is bad", s)
 }
 
-// NeighParams are the ARP table's tunables (Linux's net.ipv4.neigh.default.*
-// sysctls, with their defaults from DefaultNeighParams).
-type NeighParams struct {
+// Params are the ARP table's tunables (Linux's net.ipv4.neigh.default.*
+// sysctls, with their defaults from DefaultParams).
+type Params struct {
 	BaseReachableTime   time.Duration // base_reachable_time: REACHABLE lasts 0.5x-1.5x this
 	RetransTime         time.Duration // retrans_time: between ARP requests
 	DelayFirstProbeTime time.Duration // delay_first_probe_time: DELAY before PROBE
@@ -131,11 +131,11 @@ type NeighParams struct {
 	GCThresh3           int           // gc_thresh3: hard limit on non-permanent entries
 }
 
-// DefaultNeighParams returns Linux's defaults for the ARP table. Linux's
+// DefaultParams returns Linux's defaults for the ARP table. Linux's
 // gc_interval (30 s) has no effect since the periodic gc became a work item
 // run every base_reachable_time/2; the same is true here.
-func DefaultNeighParams() NeighParams {
-	return NeighParams{
+func DefaultParams() Params {
+	return Params{
 		BaseReachableTime:   30 * time.Second,
 		RetransTime:         1 * time.Second,
 		DelayFirstProbeTime: 5 * time.Second,
@@ -151,7 +151,7 @@ func DefaultNeighParams() NeighParams {
 	}
 }
 
-func (p NeighParams) validate() error {
+func (p Params) validate() error {
 	switch {
 	case p.BaseReachableTime <= 0 || p.RetransTime <= 0 || p.DelayFirstProbeTime <= 0 ||
 		p.GCStaleTime <= 0 || p.Locktime < 0:
@@ -166,9 +166,9 @@ func (p NeighParams) validate() error {
 	return nil
 }
 
-// NeighConfig configures a table.
-type NeighConfig struct {
-	Params NeighParams
+// Config configures a table.
+type Config struct {
+	Params Params
 	// Seed seeds the reachable-time randomisation (0: random). Tests fix it
 	// to compare against the reference model.
 	Seed uint64
@@ -176,9 +176,9 @@ type NeighConfig struct {
 
 // Kernel constants that are not sysctls.
 const (
-	neighTimerMin      = 10 * int64(time.Millisecond) // HZ/100: shortest timer
-	neighForcedGCAge   = 5 * int64(time.Second)       // forced gc spares entries updated this recently
-	neighRandInterval  = 300 * int64(time.Second)     // reachable_time is re-randomised this often
+	timerMin           = 10 * int64(time.Millisecond) // HZ/100: shortest timer
+	forcedGCAge        = 5 * int64(time.Second)       // forced gc spares entries updated this recently
+	randInterval       = 300 * int64(time.Second)     // reachable_time is re-randomised this often
 	ethHeaderLen       = 14
 	etherTypeIPv4      = 0x0800
 	queuedPacketHeader = 64 // bookkeeping charged per queued packet, on top of its buffer
@@ -186,11 +186,11 @@ const (
 
 // Key packing: ifindex in the high 32 bits, the IPv4 address in the low 32.
 // ifindex 0 is invalid, so keys below 1<<32 are free for the index's markers.
-func neighKey(ifindex, ip uint32) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
+func entryKey(ifindex, ip uint32) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
 
 // Word packing: state in bits 0-7, dead flag in bit 8, lladdr in bits 16-63
 // (little-endian, so word>>16 stored little-endian is the MAC in wire order).
-const neighWordDead = 1 << 8
+const wordDead = 1 << 8
 
 func macToWord(m [6]byte) uint64 {
 	var b [8]byte
@@ -205,18 +205,18 @@ func wordMAC(w uint64) (m [6]byte) {
 	return m
 }
 
-// Neigh is one neighbour entry. Its lock-free accessors (State, LLAddr,
+// Entry is one neighbour entry. Its lock-free accessors (State, LLAddr,
 // WriteHeader, Adjacency) may be called from any goroutine; a removed entry
 // reports NUDNone and is never usable again (look the key up again).
-type Neigh struct {
+type Entry struct {
 	// Datapath-visible.
 	key         uint64                // immutable
 	word        atomic.Uint64         // lladdr<<16 | dead<<8 | state; stored by the writer only
 	hdrTail     uint64                // immutable: header bytes 6..13 (source MAC, EtherType) little-endian
 	touched     atomic.Uint32         // 1 while on the table's touched stack
-	nextTouched atomic.Pointer[Neigh] // touched stack link
+	nextTouched atomic.Pointer[Entry] // touched stack link
 
-	// Writer-side, guarded by NeighTable.mu.
+	// Writer-side, guarded by Table.mu.
 	ifMAC     [6]byte
 	confirmed int64 // last reachability confirmation
 	updated   int64 // last state or lladdr change (locktime, forced gc)
@@ -225,40 +225,40 @@ type Neigh struct {
 	timerAt   int64
 	timerSeq  uint64 // tie-break for timers due at the same time
 	heapIdx   int    // index in the timer heap, -1 when no timer is armed
-	queue     neighQueue
-	gcPrev    *Neigh
-	gcNext    *Neigh
+	queue     packetQueue
+	gcPrev    *Entry
+	gcNext    *Entry
 	onGC      bool // on the gc list: every non-permanent entry is
 	dead      bool // removed from the table
 }
 
 // IfIndex is the entry's interface.
-func (n *Neigh) IfIndex() uint32 { return uint32(n.key >> 32) }
+func (n *Entry) IfIndex() uint32 { return uint32(n.key >> 32) }
 
 // IP is the entry's IPv4 address (host order).
-func (n *Neigh) IP() uint32 { return uint32(n.key) }
+func (n *Entry) IP() uint32 { return uint32(n.key) }
 
 // State is the entry's current state (one atomic load).
-func (n *Neigh) State() NeighState {
+func (n *Entry) State() State {
 	w := n.word.Load()
-	if w&neighWordDead != 0 {
+	if w&wordDead != 0 {
 		return NUDNone
 	}
-	return NeighState(w)
+	return State(w)
 }
 
 // LLAddr is the entry's link-layer address and whether it is valid.
-func (n *Neigh) LLAddr() ([6]byte, bool) {
+func (n *Entry) LLAddr() ([6]byte, bool) {
 	w := n.word.Load()
-	return wordMAC(w), w&neighWordDead == 0 && NeighState(w)&nudValid != 0
+	return wordMAC(w), w&wordDead == 0 && State(w)&nudValid != 0
 }
 
 // WriteHeader writes the adjacency (destination MAC, source MAC, EtherType
 // IPv4) into b[0:14] and reports true when the entry is usable; it writes
 // nothing otherwise. It costs one atomic load and two 8-byte stores.
-func (n *Neigh) WriteHeader(b []byte) bool {
+func (n *Entry) WriteHeader(b []byte) bool {
 	w := n.word.Load()
-	if NeighState(w)&nudValid == 0 || w&neighWordDead != 0 {
+	if State(w)&nudValid == 0 || w&wordDead != 0 {
 		return false
 	}
 	writeHeader(b, w, n.hdrTail)
@@ -267,7 +267,7 @@ func (n *Neigh) WriteHeader(b []byte) bool {
 
 // Adjacency returns the 14-byte Ethernet header the forwarding path copies,
 // and whether the entry is usable.
-func (n *Neigh) Adjacency() (h [14]byte, ok bool) {
+func (n *Entry) Adjacency() (h [14]byte, ok bool) {
 	ok = n.WriteHeader(h[:])
 	return h, ok
 }
@@ -288,19 +288,19 @@ func headerTail(ifMAC [6]byte) uint64 {
 }
 
 // state is the writer's view (dead entries report NUDNone).
-func (n *Neigh) state() NeighState { return n.State() }
+func (n *Entry) state() State { return n.State() }
 
-func (n *Neigh) mac() [6]byte { return wordMAC(n.word.Load()) }
+func (n *Entry) mac() [6]byte { return wordMAC(n.word.Load()) }
 
-// NeighTable is the ARP table of one router.
-type NeighTable struct {
+// Table is the ARP table of one router.
+type Table struct {
 	// Datapath-visible.
-	index       atomic.Pointer[neighIndex]
-	touchedHead atomic.Pointer[Neigh]
+	index       atomic.Pointer[entryIndex]
+	touchedHead atomic.Pointer[Entry]
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
-	p             neighParamsNs
+	p             paramsNs
 	rng           *mrand.Rand
 	reachableTime int64 // current randomised reachable time
 	lastRand      int64
@@ -308,30 +308,30 @@ type NeighTable struct {
 	nextGC        int64 // next periodic gc
 	entries       int   // all entries
 	gcEntries     int   // entries on the gc list (non-permanent)
-	gcHead        *Neigh
-	gcTail        *Neigh
+	gcHead        *Entry
+	gcTail        *Entry
 	// forcedGCIdleUntil: a forced gc now would find nothing to remove (every
 	// entry on the gc list was updated within 5 s and none is FAILED or
 	// NOARP). Exact, so skipping the scan changes nothing but its cost.
 	forcedGCIdleUntil int64
-	timers            neighTimerHeap
+	timers            timerHeap
 	timerSeq          uint64
 	stateCount        [9]int // entries by state (bit index + 1; 0 = NONE)
-	c                 neighTableCounters
-	workers           []*NeighWorker
+	c                 tableCounters
+	workers           []*Worker
 }
 
-// neighParamsNs holds the parameters in nanoseconds for the arithmetic.
-type neighParamsNs struct {
-	NeighParams
+// paramsNs holds the parameters in nanoseconds for the arithmetic.
+type paramsNs struct {
+	Params
 	base, retrans, delay, stale, locktime int64
 }
 
-// NewNeighTable makes an empty table; now is the monotonic clock in
+// NewTable makes an empty table; now is the monotonic clock in
 // nanoseconds that every later call continues.
-func NewNeighTable(cfg NeighConfig, now int64) (*NeighTable, error) {
-	if cfg.Params == (NeighParams{}) {
-		cfg.Params = DefaultNeighParams()
+func NewTable(cfg Config, now int64) (*Table, error) {
+	if cfg.Params == (Params{}) {
+		cfg.Params = DefaultParams()
 	}
 	if err := cfg.Params.validate(); err != nil {
 		return nil, err
@@ -341,8 +341,8 @@ func NewNeighTable(cfg NeighConfig, now int64) (*NeighTable, error) {
 		seed = randomSeed()
 	}
 	p := cfg.Params
-	t := &NeighTable{
-		p: neighParamsNs{NeighParams: p,
+	t := &Table{
+		p: paramsNs{Params: p,
 			base: int64(p.BaseReachableTime), retrans: int64(p.RetransTime),
 			delay: int64(p.DelayFirstProbeTime), stale: int64(p.GCStaleTime),
 			locktime: int64(p.Locktime)},
@@ -353,30 +353,30 @@ func NewNeighTable(cfg NeighConfig, now int64) (*NeighTable, error) {
 	t.lastFlush = now
 	t.lastRand = now + t.reachableTime*20
 	t.nextGC = now + t.reachableTime
-	t.index.Store(newNeighIndex(neighIndexMinSlots))
+	t.index.Store(newEntryIndex(indexMinSlots))
 	return t, nil
 }
 
 const minTime = -1 << 63
 
 // randReachableTimeLocked is neigh_rand_reach_time: uniform in [base/2, 3base/2).
-func (t *NeighTable) randReachableTimeLocked() int64 {
+func (t *Table) randReachableTimeLocked() int64 {
 	b := t.p.base
 	return int64(t.rng.Uint64N(uint64(b))) + b>>1
 }
 
 // Params returns the table's parameters.
-func (t *NeighTable) Params() NeighParams { return t.p.NeighParams }
+func (t *Table) Params() Params { return t.p.Params }
 
 // ReachableTime is the current randomised reachable time.
-func (t *NeighTable) ReachableTime() time.Duration {
+func (t *Table) ReachableTime() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return time.Duration(t.reachableTime)
 }
 
 // Len is the number of entries.
-func (t *NeighTable) Len() int {
+func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.entries
@@ -384,13 +384,13 @@ func (t *NeighTable) Len() int {
 
 // Lookup returns the entry for (ifindex, ip), or nil. Lock-free; the entry
 // may be removed at any time after (its State then reports NUDNone).
-func (t *NeighTable) Lookup(ifindex, ip uint32) *Neigh {
-	return t.index.Load().lookup(neighKey(ifindex, ip))
+func (t *Table) Lookup(ifindex, ip uint32) *Entry {
+	return t.index.Load().lookup(entryKey(ifindex, ip))
 }
 
 // lockAt takes the writer lock and applies the datapath's pending STALE
 // touches with the caller's clock, so every writer sees settled states.
-func (t *NeighTable) lockAt(now int64) {
+func (t *Table) lockAt(now int64) {
 	t.mu.Lock()
 	t.drainTouchedLocked(now)
 }
@@ -403,7 +403,7 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-func stateSlot(s NeighState) int {
+func stateSlot(s State) int {
 	for i := 0; i < 8; i++ {
 		if s == 1<<i {
 			return i + 1
@@ -415,9 +415,9 @@ func stateSlot(s NeighState) int {
 // storeLocked publishes a new state and lladdr with one atomic store (so the
 // datapath never sees a new state with an old address), keeps the per-state
 // counts, records the owner's events and keeps the forced-gc shortcut exact.
-func (t *NeighTable) storeLocked(n *Neigh, s NeighState, mac [6]byte, out *NeighActions) {
+func (t *Table) storeLocked(n *Entry, s State, mac [6]byte, out *Actions) {
 	old := n.word.Load()
-	oldState, oldMAC := NeighState(old), wordMAC(old)
+	oldState, oldMAC := State(old), wordMAC(old)
 	if oldState == s && oldMAC == mac {
 		return
 	}
@@ -431,14 +431,14 @@ func (t *NeighTable) storeLocked(n *Neigh, s NeighState, mac [6]byte, out *Neigh
 	}
 	switch {
 	case !oldState.Valid() && s.Valid():
-		out.event(NeighEvent{Kind: NeighResolved, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
+		out.event(Event{Kind: EventResolved, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
 	case oldState.Valid() && s.Valid() && oldMAC != mac:
-		out.event(NeighEvent{Kind: NeighLLAddrChanged, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
+		out.event(Event{Kind: EventLLAddrChanged, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
 	case s == NUDFailed && oldState != NUDFailed:
-		out.event(NeighEvent{Kind: NeighFailed, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
+		out.event(Event{Kind: EventFailed, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: mac, State: s})
 	}
 }
 
-func (t *NeighTable) setStateLocked(n *Neigh, s NeighState, out *NeighActions) {
+func (t *Table) setStateLocked(n *Entry, s State, out *Actions) {
 	t.storeLocked(n, s, n.mac(), out)
 }

@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Entry timers and the periodic gc, driven by Tick from one housekeeping
 // goroutine (no timer or goroutine per entry).
@@ -11,34 +11,34 @@ package l3
 // Tick at least every few tens of milliseconds (NextDeadline says when the
 // next timer is due); a timer never fires sooner than 10 ms after it was set.
 //
-// Locking: NeighTable.mu for everything here.
+// Locking: Table.mu for everything here.
 
 import (
 	"container/heap"
 	"time"
 )
 
-// neighTimerHeap orders entries by (timerAt, timerSeq).
-type neighTimerHeap []*Neigh
+// timerHeap orders entries by (timerAt, timerSeq).
+type timerHeap []*Entry
 
-func (h neighTimerHeap) Len() int { return len(h) }
-func (h neighTimerHeap) Less(i, j int) bool {
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
 	if h[i].timerAt != h[j].timerAt {
 		return h[i].timerAt < h[j].timerAt
 	}
 	return h[i].timerSeq < h[j].timerSeq
 }
-func (h neighTimerHeap) Swap(i, j int) {
+func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIdx = i
 	h[j].heapIdx = j
 }
-func (h *neighTimerHeap) Push(x any) {
-	n := x.(*Neigh)
+func (h *timerHeap) Push(x any) {
+	n := x.(*Entry)
 	n.heapIdx = len(*h)
 	*h = append(*h, n)
 }
-func (h *neighTimerHeap) Pop() any {
+func (h *timerHeap) Pop() any {
 	old := *h
 	n := old[len(old)-1]
 	old[len(old)-1] = nil
@@ -48,7 +48,7 @@ func (h *neighTimerHeap) Pop() any {
 }
 
 // addTimerLocked is neigh_add_timer: arm n's timer at when.
-func (t *NeighTable) addTimerLocked(n *Neigh, when int64) {
+func (t *Table) addTimerLocked(n *Entry, when int64) {
 	if n.used < n.confirmed {
 		n.used = n.confirmed
 	}
@@ -62,7 +62,7 @@ func (t *NeighTable) addTimerLocked(n *Neigh, when int64) {
 }
 
 // delTimerLocked is neigh_del_timer.
-func (t *NeighTable) delTimerLocked(n *Neigh) {
+func (t *Table) delTimerLocked(n *Entry) {
 	if n.heapIdx >= 0 {
 		heap.Remove(&t.timers, n.heapIdx)
 	}
@@ -71,7 +71,7 @@ func (t *NeighTable) delTimerLocked(n *Neigh) {
 // NextDeadline is the time of the next timer or periodic gc: the
 // housekeeping goroutine may sleep until then (but wakes up for new work
 // too: a Resolve arms a timer 1 s ahead).
-func (t *NeighTable) NextDeadline() int64 {
+func (t *Table) NextDeadline() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d := t.nextGC
@@ -83,13 +83,13 @@ func (t *NeighTable) NextDeadline() int64 {
 
 // Tick runs the expired timers and the periodic gc at now (monotonic ns)
 // and appends what to do to out.
-func (t *NeighTable) Tick(now int64, out *NeighActions) {
+func (t *Table) Tick(now int64, out *Actions) {
 	t.lockAt(now)
 	defer t.mu.Unlock()
 	// Re-armed timers are at least 10 ms ahead, so this loop runs each
 	// expired entry once.
 	for len(t.timers) > 0 && t.timers[0].timerAt <= now {
-		n := heap.Pop(&t.timers).(*Neigh)
+		n := heap.Pop(&t.timers).(*Entry)
 		t.timerLocked(n, now, out)
 	}
 	if now >= t.nextGC {
@@ -97,7 +97,7 @@ func (t *NeighTable) Tick(now int64, out *NeighActions) {
 	}
 }
 
-func (t *NeighTable) maxProbesLocked(s NeighState) int {
+func (t *Table) maxProbesLocked(s State) int {
 	if s == NUDProbe {
 		return t.p.UcastProbes + t.p.McastReprobes
 	}
@@ -105,13 +105,13 @@ func (t *NeighTable) maxProbesLocked(s NeighState) int {
 }
 
 // timerLocked is neigh_timer_handler for an entry whose timer expired.
-func (t *NeighTable) timerLocked(n *Neigh, now int64, out *NeighActions) {
+func (t *Table) timerLocked(n *Entry, now int64, out *Actions) {
 	s := n.state()
 	if s&nudInTimer == 0 {
 		return
 	}
 	next := now + int64(time.Second)
-	retrans := max(t.p.retrans, neighTimerMin)
+	retrans := max(t.p.retrans, timerMin)
 	switch {
 	case s&NUDReachable != 0:
 		switch {
@@ -146,8 +146,8 @@ func (t *NeighTable) timerLocked(n *Neigh, now int64, out *NeighActions) {
 		return
 	}
 	if s&nudInTimer != 0 {
-		if next < now+neighTimerMin {
-			next = now + neighTimerMin
+		if next < now+timerMin {
+			next = now + timerMin
 		}
 		t.addTimerLocked(n, next)
 	}
@@ -159,7 +159,7 @@ func (t *NeighTable) timerLocked(n *Neigh, now int64, out *NeighActions) {
 // probeLocked is neigh_probe + arp_solicit: ask for an ARP request, unicast
 // to the known address for the first ucast_solicit probes in PROBE,
 // broadcast otherwise.
-func (t *NeighTable) probeLocked(n *Neigh, out *NeighActions) {
+func (t *Table) probeLocked(n *Entry, out *Actions) {
 	r := ARPRequest{IfIndex: n.IfIndex(), Target: n.IP(), SrcMAC: n.ifMAC, DstMAC: broadcastMAC,
 		SrcHint: packetSource(queuedPacket(n.queue.newest()))}
 	if n.probes < t.p.UcastProbes {
@@ -174,7 +174,7 @@ func (t *NeighTable) probeLocked(n *Neigh, out *NeighActions) {
 
 // invalidateLocked is neigh_invalidate: the entry just went FAILED; its
 // queued packets are reported unreachable.
-func (t *NeighTable) invalidateLocked(n *Neigh, now int64, out *NeighActions) {
+func (t *Table) invalidateLocked(n *Entry, now int64, out *Actions) {
 	t.c.resolveFailed++
 	n.updated = now
 	for b := n.queue.pop(); b != nil; b = n.queue.pop() {
@@ -182,14 +182,14 @@ func (t *NeighTable) invalidateLocked(n *Neigh, now int64, out *NeighActions) {
 			t.c.discarded++
 			continue
 		}
-		out.Unreachable = append(out.Unreachable, NeighFrame{IfIndex: n.IfIndex(), IP: n.IP(), Data: queuedPacket(b)})
+		out.Unreachable = append(out.Unreachable, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: queuedPacket(b)})
 	}
 }
 
 // periodicGCLocked is neigh_periodic_work.
-func (t *NeighTable) periodicGCLocked(now int64, out *NeighActions) {
+func (t *Table) periodicGCLocked(now int64, out *Actions) {
 	t.c.periodicGCRuns++
-	if now > t.lastRand+neighRandInterval {
+	if now > t.lastRand+randInterval {
 		t.lastRand = now
 		t.reachableTime = t.randReachableTimeLocked()
 	}
@@ -205,7 +205,7 @@ func (t *NeighTable) periodicGCLocked(now int64, out *NeighActions) {
 				n.used = n.confirmed
 			}
 			if s == NUDFailed || now < n.used || now >= n.used+t.p.stale {
-				t.removeLocked(n, NeighRemovedGC, out)
+				t.removeLocked(n, RemovedGC, out)
 				t.c.gcEvictions++
 			}
 		}

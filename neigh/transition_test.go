@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // Table-driven tests of each state transition with the manual clock, checked
 // against the timings and packets Linux produces with its default ARP
@@ -28,20 +28,20 @@ var (
 
 type harness struct {
 	t     *testing.T
-	tab   *NeighTable
-	w     *NeighWorker
+	tab   *Table
+	w     *Worker
 	now   int64
 	start int64
-	out   NeighActions
+	out   Actions
 	in    ARPInput
 	reply []byte
 }
 
-func newHarness(t *testing.T, p NeighParams) *harness {
+func newHarness(t *testing.T, p Params) *harness {
 	t.Helper()
 	h := &harness{t: t, now: 5_000 * int64(time.Second), reply: make([]byte, 64)}
 	h.start = h.now
-	tab, err := NewNeighTable(NeighConfig{Params: p, Seed: 42}, h.now)
+	tab, err := NewTable(Config{Params: p, Seed: 42}, h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func (h *harness) at(d time.Duration) {
 	h.tab.Tick(h.now, &h.out)
 }
 
-func (h *harness) state(ip uint32) NeighState {
+func (h *harness) state(ip uint32) State {
 	h.t.Helper()
 	i, ok := h.tab.Get(tIf, ip, h.now)
 	if !ok {
@@ -68,14 +68,14 @@ func (h *harness) state(ip uint32) NeighState {
 	return i.State
 }
 
-func (h *harness) expect(ip uint32, s NeighState) {
+func (h *harness) expect(ip uint32, s State) {
 	h.t.Helper()
 	if got := h.state(ip); got != s {
 		h.t.Fatalf("at +%v: %s is %v, want %v", time.Duration(h.now-h.start), ipString(ip), got, s)
 	}
 }
 
-func (h *harness) resolve(ip uint32, pkt []byte) NeighVerdict {
+func (h *harness) resolve(ip uint32, pkt []byte) Verdict {
 	h.t.Helper()
 	return h.w.Resolve(tIf, ip, tIfMAC, pkt, h.now, &h.out).Verdict
 }
@@ -131,9 +131,9 @@ func expectRequests(t *testing.T, got []ARPRequest, n int, unicast bool, dst [6]
 // Resolution that fails: broadcast at 0, 1 s and 2 s, FAILED at 3 s, the
 // queued packets come back for ICMP host unreachable.
 func TestNeighIncompleteToFailed(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	pkt := ipPacket(0xc0a80005, tPeer, 60)
-	if v := h.resolve(tPeer, pkt); v != NeighQueued {
+	if v := h.resolve(tPeer, pkt); v != Queued {
 		t.Fatalf("verdict %v", v)
 	}
 	reqs := h.takeRequests()
@@ -163,7 +163,7 @@ func TestNeighIncompleteToFailed(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 	// New traffic to a FAILED neighbour restarts resolution.
-	if v := h.resolve(tPeer, pkt); v != NeighQueued {
+	if v := h.resolve(tPeer, pkt); v != Queued {
 		t.Fatalf("verdict %v", v)
 	}
 	h.expect(tPeer, NUDIncomplete)
@@ -175,7 +175,7 @@ func TestNeighIncompleteResolves(t *testing.T) {
 	cases := []struct {
 		name   string
 		input  func(h *harness)
-		state  NeighState // after the queue was sent
+		state  State // after the queue was sent
 		events string
 	}{
 		{"unicast reply", func(h *harness) { h.replyToUs(tMAC1, tPeer) }, NUDReachable,
@@ -187,17 +187,17 @@ func TestNeighIncompleteResolves(t *testing.T) {
 		{"gratuitous request", func(h *harness) { h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tPeer) }, NUDDelay,
 			"[resolved 02:00:00:00:00:11 STALE]"},
 		{"admin add", func(h *harness) {
-			if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); !errors.Is(err, ErrNeighExists) {
+			if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); !errors.Is(err, ErrExists) {
 				h.t.Fatalf("add over INCOMPLETE: %v", err)
 			}
-			if err := h.tab.Replace(NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+			if err := h.tab.Replace(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 				h.t.Fatal(err)
 			}
 		}, NUDPermanent, "[resolved 02:00:00:00:00:11 PERMANENT]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, DefaultNeighParams())
+			h := newHarness(t, DefaultParams())
 			pkt := ipPacket(0xc0a80005, tPeer, 60)
 			h.resolve(tPeer, pkt)
 			h.takeRequests()
@@ -227,7 +227,7 @@ func TestNeighIncompleteResolves(t *testing.T) {
 // moves STALE to DELAY; DELAY becomes PROBE after 5 s with three unicast
 // probes one second apart, then FAILED.
 func TestNeighReachableStaleDelayProbeFailed(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	rt := h.tab.ReachableTime()
 	if rt < 15*time.Second || rt >= 45*time.Second {
 		t.Fatalf("reachable time %v outside [15s, 45s)", rt)
@@ -282,9 +282,9 @@ func TestNeighReachableStaleDelayProbeFailed(t *testing.T) {
 
 // Replies confirm DELAY and PROBE entries.
 func TestNeighConfirmations(t *testing.T) {
-	for _, st := range []NeighState{NUDDelay, NUDProbe} {
+	for _, st := range []State{NUDDelay, NUDProbe} {
 		t.Run(st.String(), func(t *testing.T) {
-			h := newHarness(t, DefaultNeighParams())
+			h := newHarness(t, DefaultParams())
 			h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal) // STALE
 			h.expect(tPeer, NUDStale)
 			hdr := make([]byte, 14)
@@ -313,7 +313,7 @@ func TestNeighLocktime(t *testing.T) {
 		after time.Duration
 		op    func(h *harness)
 		mac   [6]byte
-		state NeighState
+		state State
 	}
 	unicastReply := func(m [6]byte) func(*harness) { return func(h *harness) { h.replyToUs(m, tPeer) } }
 	otherReq := func(m [6]byte) func(*harness) {
@@ -348,7 +348,7 @@ func TestNeighLocktime(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, DefaultNeighParams())
+			h := newHarness(t, DefaultParams())
 			h.resolve(tPeer, ipPacket(1, tPeer, 40))
 			h.replyToUs(tMAC1, tPeer)
 			h.takeEvents()
@@ -371,7 +371,7 @@ func TestNeighLocktime(t *testing.T) {
 
 // ARP input edge cases: what is learned and what is answered.
 func TestNeighARPLearning(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	// Unsolicited reply from an unknown sender: nothing learned (arp_accept 0).
 	if n, d := h.arp(ARPReplyOp, tIfMAC, tMAC1, tPeer, tIfMAC, tLocal); n != 0 || d != ARPOK {
 		t.Fatal(n, d)
@@ -413,7 +413,7 @@ func TestNeighARPLearning(t *testing.T) {
 		t.Fatalf("events %v", ev)
 	}
 	// Permanent entries ignore ARP.
-	if err := h.tab.Replace(NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+	if err := h.tab.Replace(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 		t.Fatal(err)
 	}
 	h.at(10 * time.Second)
@@ -426,7 +426,7 @@ func TestNeighARPLearning(t *testing.T) {
 
 // Drops are counted by reason.
 func TestARPDropReasons(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
+	h := newHarness(t, DefaultParams())
 	good := arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal)
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	cases := []struct {
@@ -467,13 +467,13 @@ func TestARPDropReasons(t *testing.T) {
 
 // The queue keeps unres_qlen_bytes, dropping the oldest packets.
 func TestNeighQueueLimit(t *testing.T) {
-	p := DefaultNeighParams()
+	p := DefaultParams()
 	h := newHarness(t, p)
 	per := 14 + 1000 + queuedPacketHeader
 	fits := p.UnresQlenBytes / per
 	for i := 0; i < fits+5; i++ {
 		pkt := ipPacket(uint32(i+1), tPeer, 1000)
-		if v := h.resolve(tPeer, pkt); v != NeighQueued {
+		if v := h.resolve(tPeer, pkt); v != Queued {
 			t.Fatalf("packet %d: %v", i, v)
 		}
 	}
@@ -489,7 +489,7 @@ func TestNeighQueueLimit(t *testing.T) {
 // Periodic gc removes unused STALE and FAILED entries once the table has
 // gc_thresh1 entries, every base_reachable_time/2.
 func TestNeighPeriodicGC(t *testing.T) {
-	p := DefaultNeighParams()
+	p := DefaultParams()
 	p.GCThresh1 = 3
 	h := newHarness(t, p)
 	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal) // STALE, used now
@@ -509,7 +509,7 @@ func TestNeighPeriodicGC(t *testing.T) {
 		t.Fatalf("events %v", ev)
 	}
 	// PERMANENT entries are never collected.
-	h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out)
+	h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out)
 	h.at(10 * time.Minute)
 	h.expect(tPeer, NUDPermanent)
 	h.expect(tPeer2, NUDNone)
@@ -518,7 +518,7 @@ func TestNeighPeriodicGC(t *testing.T) {
 // Forced gc at gc_thresh3: fresh entries are not evicted, creation is
 // refused; 5 s later the oldest entries go down to gc_thresh2.
 func TestNeighForcedGC(t *testing.T) {
-	p := DefaultNeighParams()
+	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 8
 	h := newHarness(t, p)
 	for i := uint32(0); i < 8; i++ {
@@ -528,26 +528,26 @@ func TestNeighForcedGC(t *testing.T) {
 	if n, _ := h.arp(ARPRequestOp, broadcastMAC, tMAC1, 0x0a000200, [6]byte{}, tLocal); n == 0 {
 		t.Fatal("no reply with a full table")
 	}
-	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != NeighRefused {
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
 		t.Fatalf("verdict %v with a full table", v)
 	}
 	if s := h.tab.Stats(); s.TableFulls != 2 || s.Entries != 8 {
 		t.Fatalf("table fulls %d entries %d", s.TableFulls, s.Entries)
 	}
 	// Permanent entries are exempt from the limit.
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: 0x0a000300, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a000300, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: 0x0a000301, LLAddr: tMAC2, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out); err != ErrNeighTableFull {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a000301, LLAddr: tMAC2, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out); err != ErrTableFull {
 		t.Fatalf("reachable static entry in a full table: %v", err)
 	}
 	h.at(5 * time.Second) // updated exactly 5 s ago: still spared
-	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != NeighRefused {
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
 		t.Fatalf("verdict %v", v)
 	}
 	h.at(5*time.Second + 1)
 	h.takeEvents()
-	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != NeighQueued {
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Queued {
 		t.Fatalf("verdict %v after 5 s", v)
 	}
 	ev := h.takeEvents()
@@ -566,8 +566,8 @@ func TestNeighForcedGC(t *testing.T) {
 // Link down flushes an interface's entries (permanent ones too unless kept),
 // dropping queued packets; other interfaces are untouched.
 func TestNeighFlushDev(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
-	h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer2, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out)
+	h := newHarness(t, DefaultParams())
+	h.tab.Add(Spec{IfIndex: tIf, IP: tPeer2, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out)
 	h.resolve(tPeer, ipPacket(1, tPeer, 100))
 	h.w.Resolve(tIf+1, tPeer, tIfMAC, ipPacket(1, tPeer, 100), h.now, &h.out)
 	if n := h.tab.FlushDev(tIf, true, h.now, &h.out); n != 1 {
@@ -587,18 +587,18 @@ func TestNeighFlushDev(t *testing.T) {
 // Admin commands: errors and the delete of an INCOMPLETE entry, whose queued
 // packets are reported unreachable.
 func TestNeighAdmin(t *testing.T) {
-	h := newHarness(t, DefaultNeighParams())
-	spec := NeighSpec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}
-	if err := h.tab.Change(spec, h.now, &h.out); err != ErrNeighNotFound {
+	h := newHarness(t, DefaultParams())
+	spec := Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}
+	if err := h.tab.Change(spec, h.now, &h.out); err != ErrNotFound {
 		t.Fatal(err)
 	}
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer, State: NUDPermanent}, h.now, &h.out); err != ErrNeighNoLLAddr {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, State: NUDPermanent}, h.now, &h.out); err != ErrNoLLAddr {
 		t.Fatal(err)
 	}
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: 0xe0000001, HasLLAddr: true, State: NUDPermanent}, h.now, &h.out); err == nil {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0xe0000001, HasLLAddr: true, State: NUDPermanent}, h.now, &h.out); err == nil {
 		t.Fatal("multicast neighbour accepted")
 	}
-	if err := h.tab.Add(NeighSpec{IfIndex: tIf, IP: tPeer, HasLLAddr: true, State: NUDDelay}, h.now, &h.out); err == nil {
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, HasLLAddr: true, State: NUDDelay}, h.now, &h.out); err == nil {
 		t.Fatal("nud delay accepted")
 	}
 	if err := h.tab.Add(spec, h.now, &h.out); err != nil {
@@ -631,13 +631,13 @@ func TestNeighAdmin(t *testing.T) {
 
 func TestParseHelpers(t *testing.T) {
 	for _, s := range []string{"permanent", "reachable", "stale", "noarp", "delay", "probe", "incomplete", "failed", "none"} {
-		st, err := ParseNeighState(s)
+		st, err := ParseState(s)
 		if err != nil || (st != NUDNone && st.String() != map[string]string{"permanent": "PERMANENT", "reachable": "REACHABLE",
 			"stale": "STALE", "noarp": "NOARP", "delay": "DELAY", "probe": "PROBE", "incomplete": "INCOMPLETE", "failed": "FAILED"}[s]) {
 			t.Fatal(s, st, err)
 		}
 	}
-	if _, err := ParseNeighState("bogus"); err == nil {
+	if _, err := ParseState("bogus"); err == nil {
 		t.Fatal("bogus state parsed")
 	}
 	if m, err := ParseLLAddr("02:00:00:00:00:11"); err != nil || m != tMAC1 {

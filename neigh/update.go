@@ -1,4 +1,4 @@
-package l3
+package neigh
 
 // The generic update (the kernel's __neigh_update): how ARP input and admin
 // commands change an entry's state and link-layer address.
@@ -17,26 +17,26 @@ package l3
 //     other timer states: now);
 //   - an entry that becomes valid sends its queued packets.
 //
-// Locking: NeighTable.mu.
+// Locking: Table.mu.
 
 import "errors"
 
 const (
-	neighUpdateOverride = 1 << iota
-	neighUpdateAdmin
+	updateOverride = 1 << iota
+	updateAdmin
 )
 
 // Update errors.
 var (
 	errNeighNotAdmin = errors.New("operation not permitted")
-	// ErrNeighNoLLAddr: a valid state needs an address and the entry has none.
-	ErrNeighNoLLAddr = errors.New("no link layer address given")
+	// ErrNoLLAddr: a valid state needs an address and the entry has none.
+	ErrNoLLAddr = errors.New("no link layer address given")
 )
 
 // updateLocked is __neigh_update. lladdr nil means "no address supplied".
-func (t *NeighTable) updateLocked(n *Neigh, lladdr *[6]byte, newState NeighState, flags int, now int64, out *NeighActions) error {
+func (t *Table) updateLocked(n *Entry, lladdr *[6]byte, newState State, flags int, now int64, out *Actions) error {
 	old := n.state()
-	if flags&neighUpdateAdmin == 0 && old&(NUDNoARP|NUDPermanent) != 0 {
+	if flags&updateAdmin == 0 && old&(NUDNoARP|NUDPermanent) != 0 {
 		return errNeighNotAdmin
 	}
 	if newState&nudValid == 0 {
@@ -59,17 +59,17 @@ func (t *NeighTable) updateLocked(n *Neigh, lladdr *[6]byte, newState NeighState
 		ll = *lladdr
 		llChanged = old&nudValid == 0 || ll != cur
 	case old&nudValid == 0:
-		return ErrNeighNoLLAddr
+		return ErrNoLLAddr
 	}
 
 	if newState&nudConnected != 0 {
 		n.confirmed = now
 	}
 	if old&nudValid != 0 {
-		if llChanged && flags&neighUpdateOverride == 0 {
+		if llChanged && flags&updateOverride == 0 {
 			return nil
 		}
-		if !llChanged && newState == NUDStale && flags&neighUpdateAdmin == 0 {
+		if !llChanged && newState == NUDStale && flags&updateAdmin == 0 {
 			newState = old
 		}
 	}
@@ -104,7 +104,7 @@ func (t *NeighTable) updateLocked(n *Neigh, lladdr *[6]byte, newState NeighState
 
 // gcListAfterLocked follows neigh_update's gc-list bookkeeping when an entry
 // enters or leaves PERMANENT.
-func (t *NeighTable) gcListAfterLocked(n *Neigh, old NeighState) {
+func (t *Table) gcListAfterLocked(n *Entry, old State) {
 	if (old^n.state())&NUDPermanent != 0 {
 		t.updateGCListLocked(n)
 	}
@@ -114,7 +114,7 @@ func (t *NeighTable) gcListAfterLocked(n *Neigh, old NeighState) {
 // valid, so its queued packets go out with the new header. Sending through
 // an entry that is not connected (STALE) is a use, which starts DELAY, as
 // the kernel's neigh_resolve_output does for the first of them.
-func (t *NeighTable) sendQueueLocked(n *Neigh, now int64, out *NeighActions) {
+func (t *Table) sendQueueLocked(n *Entry, now int64, out *Actions) {
 	if n.queue.n == 0 {
 		return
 	}
@@ -128,6 +128,6 @@ func (t *NeighTable) sendQueueLocked(n *Neigh, now int64, out *NeighActions) {
 			continue
 		}
 		writeHeader(b, w, n.hdrTail)
-		out.Transmit = append(out.Transmit, NeighFrame{IfIndex: n.IfIndex(), IP: n.IP(), Data: b})
+		out.Transmit = append(out.Transmit, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: b})
 	}
 }

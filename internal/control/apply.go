@@ -33,6 +33,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
@@ -295,7 +296,7 @@ func (c *Controller) prepareL2(p *pending, ops *[]l2.Op, pos *[]config.Pos, leni
 // there".
 func missing(err error) bool {
 	return errors.Is(err, fib.ErrNoRoute) || errors.Is(err, fib.ErrAddrNotFound) ||
-		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, l3.ErrNeighNotFound)
+		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, neigh.ErrNotFound)
 }
 
 // effective combines the admin settings with the carrier state.

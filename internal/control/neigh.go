@@ -28,6 +28,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // neighOp is one parsed neighbour line.
@@ -37,7 +38,7 @@ type neighOp struct {
 	dev     string
 	lladdr  [6]byte
 	hasLL   bool
-	state   l3.NeighState
+	state   neigh.State
 	pos     config.Pos
 	lenient bool
 	skip    bool // a lenient inverse with nothing to undo
@@ -47,7 +48,7 @@ type neighOp struct {
 func errNoDevice(dev string) error { return fmt.Errorf("cannot find device %q", dev) }
 
 func parseNeigh(args []string) (neighOp, error) {
-	o := neighOp{state: l3.NUDPermanent}
+	o := neighOp{state: neigh.NUDPermanent}
 	if len(args) == 0 {
 		return o, errors.New("neigh: missing command")
 	}
@@ -74,7 +75,7 @@ func parseNeigh(args []string) (neighOp, error) {
 			if err != nil {
 				return o, err
 			}
-			if o.lladdr, err = l3.ParseLLAddr(v); err != nil {
+			if o.lladdr, err = neigh.ParseLLAddr(v); err != nil {
 				return o, err
 			}
 			o.hasLL = true
@@ -94,7 +95,7 @@ func parseNeigh(args []string) (neighOp, error) {
 			default:
 				return o, fmt.Errorf("nud state %q not supported (want permanent, reachable, stale or noarp)", v)
 			}
-			o.state, _ = l3.ParseNeighState(v)
+			o.state, _ = neigh.ParseState(v)
 		case "to":
 		default:
 			if o.ip.IsValid() {
@@ -125,7 +126,7 @@ func parseNeigh(args []string) (neighOp, error) {
 func (o neighOp) String() string {
 	s := "neigh " + o.op + " " + o.ip.String()
 	if o.hasLL {
-		s += " lladdr " + l3.FormatMAC(o.lladdr)
+		s += " lladdr " + neigh.FormatMAC(o.lladdr)
 	}
 	s += " dev " + o.dev
 	if o.op != "delete" {
@@ -134,13 +135,13 @@ func (o neighOp) String() string {
 	return s
 }
 
-func stateWord(s l3.NeighState) string {
+func stateWord(s neigh.State) string {
 	switch s {
-	case l3.NUDReachable:
+	case neigh.NUDReachable:
 		return "reachable"
-	case l3.NUDStale:
+	case neigh.NUDStale:
 		return "stale"
-	case l3.NUDNoARP:
+	case neigh.NUDNoARP:
 		return "noarp"
 	}
 	return "permanent"
@@ -224,7 +225,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		var e neighEntry
 		if !m.cleared[k.dev] {
 			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), l3.Addr4(k.ip), now); ok {
-				e = neighEntry{exists: true, permanent: info.State == l3.NUDPermanent}
+				e = neighEntry{exists: true, permanent: info.State == neigh.NUDPermanent}
 				if m.flushed[k.dev] && !e.permanent {
 					e = neighEntry{}
 				}
@@ -256,19 +257,19 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		switch {
 		case o.op == "delete" && !e.exists:
 			if !o.lenient {
-				p.fail(o.pos, l3.ErrNeighNotFound)
+				p.fail(o.pos, neigh.ErrNotFound)
 			}
 			o.skip = true
 		case o.op == "add" && e.exists:
-			p.fail(o.pos, l3.ErrNeighExists)
+			p.fail(o.pos, neigh.ErrExists)
 		case o.op == "change" && !e.exists:
-			p.fail(o.pos, l3.ErrNeighNotFound)
+			p.fail(o.pos, neigh.ErrNotFound)
 		case o.op != "delete" && !e.exists && !o.hasLL:
-			p.fail(o.pos, l3.ErrNeighNoLLAddr)
+			p.fail(o.pos, neigh.ErrNoLLAddr)
 		case o.op == "delete":
 			m.entries[k] = neighEntry{}
 		default:
-			m.entries[k] = neighEntry{exists: true, permanent: o.state == l3.NUDPermanent}
+			m.entries[k] = neighEntry{exists: true, permanent: o.state == neigh.NUDPermanent}
 		}
 	}
 }
@@ -282,7 +283,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 	r := c.e.Router()
 	t := r.Neighbours()
 	now := c.e.Domain().Clock().Now()
-	var acts l3.NeighActions
+	var acts neigh.Actions
 	after := ifaceMap(r.Ifaces())
 	for name, old := range before {
 		n := after[name]
@@ -309,7 +310,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 		if ifc == nil {
 			continue // checked: cannot happen
 		}
-		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
+		spec := neigh.Spec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
 			State: o.state, IfMAC: ifc.MAC}
 		var err error
 		switch o.op {
@@ -334,7 +335,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 // admin changes (the datapath does the same for what it learns). Packets
 // released or failed by an admin change are dropped: the control plane has
 // no transmit path (they were waiting for ARP; their senders retransmit).
-func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) {
+func (c *Controller) mirror(acts *neigh.Actions, ifaces map[string]*l3.Iface) {
 	byIndex := map[uint32]*l3.Iface{}
 	for _, i := range ifaces {
 		byIndex[i.Index] = i
@@ -346,7 +347,7 @@ func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) 
 		}
 		ip := netip.AddrFrom4([4]byte{byte(ev.IP >> 24), byte(ev.IP >> 16), byte(ev.IP >> 8), byte(ev.IP)})
 		switch ev.Kind {
-		case l3.NeighResolved, l3.NeighLLAddrChanged:
+		case neigh.EventResolved, neigh.EventLLAddrChanged:
 			ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
 		default:
 			ifc.Bridge.DelNeighbor(ifc.VID, ip)
@@ -356,4 +357,4 @@ func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) 
 }
 
 // permanentState is iproute2's default neighbour state.
-const permanentState = l3.NUDPermanent
+const permanentState = neigh.NUDPermanent

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 func neighDump(c *Controller) string {
@@ -14,7 +14,7 @@ func neighDump(c *Controller) string {
 	for _, i := range e.Router().Ifaces() {
 		names[i.Index] = i.Name
 	}
-	l3.FormatNeighShow(&b, e.Router().Neighbours().Dump(e.Domain().Clock().Now()), l3.NeighShowFilter{States: l3.NeighShowAll},
+	neigh.FormatShow(&b, e.Router().Neighbours().Dump(e.Domain().Clock().Now()), neigh.ShowFilter{States: neigh.ShowAll},
 		func(i uint32) string { return names[i] })
 	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // Query is one parsed query line.
@@ -106,11 +107,11 @@ func ParseQuery(line string) (*Query, bool, error) {
 				q.Dev = args[i+1]
 			case "nud":
 				if args[i+1] == "all" {
-					q.NUD = l3.NeighShowAll
+					q.NUD = neigh.ShowAll
 				} else if args[i+1] == "none" {
-					q.NUD |= l3.NeighShowNone
+					q.NUD |= neigh.ShowNone
 				} else {
-					st, err := l3.ParseNeighState(args[i+1])
+					st, err := neigh.ParseState(args[i+1])
 					if err != nil {
 						return nil, true, err
 					}
@@ -314,7 +315,7 @@ func devNames(e *l3.Engine) func(uint32) string {
 }
 
 func answerNeigh(w io.Writer, e *l3.Engine, q *Query, asJSON bool) error {
-	f := l3.NeighShowFilter{States: q.NUD}
+	f := neigh.ShowFilter{States: q.NUD}
 	if q.Dev != "" {
 		ifc := e.Router().Iface(q.Dev)
 		if ifc == nil {
@@ -324,9 +325,9 @@ func answerNeigh(w io.Writer, e *l3.Engine, q *Query, asJSON bool) error {
 	}
 	infos := e.Router().Neighbours().Dump(e.Domain().Clock().Now())
 	if asJSON {
-		return l3.FormatNeighJSON(w, infos, f, devNames(e))
+		return neigh.FormatJSON(w, infos, f, devNames(e))
 	}
-	return l3.FormatNeighShow(w, infos, f, devNames(e))
+	return neigh.FormatShow(w, infos, f, devNames(e))
 }
 
 type linkJSON struct {
