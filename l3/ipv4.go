@@ -1,7 +1,7 @@
 // Package l3 is netfwd's IPv4 router: interfaces (routed ports and VLAN
-// interfaces of the bridge), the forwarding path, ARP neighbours, ICMP, and
-// the engine that composes bridge and router over batches of frames. It does
-// no I/O.
+// interfaces of the bridge), the forwarding path, ICMP, and the engine that
+// composes bridge and router over batches of frames. Next hops are resolved
+// by package neigh. It does no I/O.
 package l3
 
 // IPv4 header view and validation. The forwarding path validates a header

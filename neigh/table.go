@@ -14,7 +14,7 @@ package neigh
 //     arp_process does and writes the reply to requests for our addresses.
 //   - housekeeping: one goroutine calls Table.Tick(now) (no timer or
 //     goroutine per entry); Tick runs the expired entry timers and the
-//     periodic gc and returns what to do in a Actions.
+//     periodic gc and returns what to do in an Actions.
 //   - admin: Add/Replace/Change/Delete/FlushDev, Dump and the show formats.
 //
 // Locking: datapath readers never lock. They load the current index
