@@ -267,8 +267,8 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 		if f.compiled != nil && nh != nil {
 			wantIdx = nh.Index
 		}
-		if i, i4 := f.LookupIndex(a), f.LookupIndex4(ipv4(a)); i != wantIdx || i4 != wantIdx {
-			t.Fatalf("step %d (%s): LookupIndex(%s) = %d, LookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
+		if i, i4 := f.lookupIndex(a), f.lookupIndex4(ipv4(a)); i != wantIdx || i4 != wantIdx {
+			t.Fatalf("step %d (%s): lookupIndex(%s) = %d, lookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
 		}
 		res, ok := f.LookupRoute(a)
 		if ok != (want != nil) || ok && routeString(res.Route) != want.String() {

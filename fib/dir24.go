@@ -1,38 +1,40 @@
 package fib
 
-// The compiled FIB follows the merged trie: in compiled mode the FIB keeps
-// a Compiled (DIR-24-8) structure in step with the merged trie's effective
-// values, and lookups go through it: one or two memory reads and a nexthop
-// index, mapped back to the *Nexthop by the registry's index table.
+// Compiled mode: the FIB keeps a DIR-24-8 table (package dir24) in step with
+// the merged trie's effective values, and lookups go through it: one or two
+// memory reads and a nexthop index, mapped back to the *Nexthop by the
+// registry's index table.
 //
 // Flow: an observer of every commit replays the merged trie's changes into
-// the structure (Set, or Delete with the parent from the new state); a
-// commit with too many changes, or any inconsistency, rebuilds it whole and
-// swaps it in with one atomic store.
+// the table (Set, or Delete with the parent from the new state); a commit
+// with too many changes, or any inconsistency, rebuilds it whole and swaps
+// it in with one atomic store.
 //
 // Locking: the observer runs under the FIB writer lock; readers load the
-// structure pointer once per lookup or batch.
+// table pointer once per lookup or batch.
 
 import (
+	"iter"
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/netfwd/netfwd/fib/dir24"
+	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
 // compiledState is the compiled mode's part of a FIB.
 type compiledState struct {
-	c        atomic.Pointer[Compiled]
-	rebuilds atomic.Uint64
-	// version is the FIB version whose changes the structure holds in full;
+	c atomic.Pointer[dir24.Table]
+	// version is the FIB version whose changes the table holds in full;
 	// while the next commit's changes are being stored, a lookup may already
 	// see some of them (each address sees its old or its new value).
 	version atomic.Uint64
 }
 
-// indices maps a sequence of merged-trie entries to what the compiled
-// structure stores: each prefix with its nexthop's index.
-func indices(all func(yield func(netip.Prefix, *nexthop.Nexthop) bool)) func(yield func(netip.Prefix, uint32) bool) {
+// indices maps a sequence of merged-trie entries to what the table stores:
+// each prefix with its nexthop's index.
+func indices(all iter.Seq2[netip.Prefix, *nexthop.Nexthop]) iter.Seq2[netip.Prefix, uint32] {
 	return func(yield func(netip.Prefix, uint32) bool) {
 		for p, nh := range all {
 			if !yield(p, nhIndex(nh)) {
@@ -40,12 +42,6 @@ func indices(all func(yield func(netip.Prefix, *nexthop.Nexthop) bool)) func(yie
 			}
 		}
 	}
-}
-
-// MergedIndices is Merged as BuildCompiled takes it: each prefix of the
-// published merged trie with its nexthop index.
-func (f *FIB) MergedIndices() func(yield func(netip.Prefix, uint32) bool) {
-	return indices(f.Merged())
 }
 
 func nhIndex(nh *nexthop.Nexthop) uint32 {
@@ -57,19 +53,19 @@ func nhIndex(nh *nexthop.Nexthop) uint32 {
 
 func (f *FIB) enableCompiled() {
 	f.compiled = new(compiledState)
-	f.Observe(func(c Commit) {
+	f.observe(func(c commitInfo) {
 		cs := f.compiled
-		defer cs.version.Store(c.Version)
+		defer cs.version.Store(c.version)
 		cur := cs.c.Load()
-		if !c.Rebuild && cur != nil {
+		if !c.rebuild && cur != nil {
 			ok := true
-			for _, ch := range c.Changes {
+			for _, ch := range c.changes {
 				var err error
-				if ch.Deleted {
-					parent, pnh, has := c.Parent(ch.Prefix)
-					err = cur.Delete(ch.Prefix, parent, nhIndex(pnh), has)
+				if ch.deleted {
+					parent, pnh, has := c.parent(ch.prefix)
+					err = cur.Delete(ch.prefix, parent, nhIndex(pnh), has)
 				} else {
-					err = cur.Set(ch.Prefix, nhIndex(ch.NH))
+					err = cur.Set(ch.prefix, nhIndex(ch.nh))
 				}
 				if err != nil {
 					ok = false
@@ -80,25 +76,12 @@ func (f *FIB) enableCompiled() {
 				return
 			}
 		}
-		next, err := BuildCompiled(indices(c.All))
+		next, err := dir24.Build(indices(c.all))
 		if err != nil {
 			panic("fib: compiled build of a valid trie failed: " + err.Error())
 		}
 		cs.c.Store(next)
-		cs.rebuilds.Add(1)
 	})
-}
-
-// Compiled reports whether lookups go through the compiled structure.
-func (f *FIB) Compiled() bool { return f.compiled != nil }
-
-// CompiledStats returns the compiled structure's statistics (zero in trie
-// mode) and how often it was rebuilt whole.
-func (f *FIB) CompiledStats() (CompiledStats, uint64) {
-	if f.compiled == nil {
-		return CompiledStats{}, 0
-	}
-	return f.compiled.c.Load().Stats(), f.compiled.rebuilds.Load()
 }
 
 // lookupCompiled is Lookup in compiled mode.
@@ -106,8 +89,8 @@ func (f *FIB) lookupCompiled(dst netip.Addr) *nexthop.Nexthop {
 	return f.nhs.ByIndex(f.compiled.c.Load().LookupAddr(dst))
 }
 
-// lookupBatchCompiled is LookupBatch4 in compiled mode: the structure's
-// batch lookup, then the index to nexthop mapping.
+// lookupBatchCompiled is LookupBatch4 in compiled mode: the table's batch
+// lookup, then the index to nexthop mapping.
 func (f *FIB) lookupBatchCompiled(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
 	f.compiled.c.Load().LookupBatch(dsts, idx)
 	for i, v := range idx {
@@ -115,23 +98,37 @@ func (f *FIB) lookupBatchCompiled(dsts []uint32, out []*nexthop.Nexthop, idx []u
 	}
 }
 
-// LookupIndex returns the compact nexthop reference of dst in compiled mode:
-// the nexthop's Index (0: no route), without mapping it to the object
-// (NexthopByIndex does). It returns 0 in trie mode.
-func (f *FIB) LookupIndex(dst netip.Addr) uint32 {
+// lookupIndex returns the compact answer for dst in compiled mode: the
+// nexthop's Index (0: no route), without mapping it to the object. It
+// returns 0 in trie mode.
+func (f *FIB) lookupIndex(dst netip.Addr) uint32 {
 	if f.compiled == nil {
 		return 0
 	}
 	return f.compiled.c.Load().LookupAddr(dst)
 }
 
-// LookupIndex4 is LookupIndex for a destination already in host order as
-// the datapath parses it from the IPv4 header (a uint32, as LookupBatch4
-// takes). It inlines into the caller whole: the netip.Addr form cannot,
-// because As4's checks push it over the inliner's budget.
-func (f *FIB) LookupIndex4(dst uint32) uint32 {
+// lookupIndex4 is lookupIndex for a host-order destination, as the datapath
+// parses it from the IPv4 header.
+func (f *FIB) lookupIndex4(dst uint32) uint32 {
 	if f.compiled == nil {
 		return 0
 	}
 	return f.compiled.c.Load().Lookup(dst)
+}
+
+// The fib benchmark suite reads the merged trie and the compiled table,
+// which are no part of the FIB's API, through internal/fibbench.
+func init() {
+	fibbench.Install(fibbench.Hooks{
+		Merged: func(f any) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
+			return f.(*FIB).cur.Load().merged.all()
+		},
+		Compiled: func(f any) *atomic.Pointer[dir24.Table] {
+			if cs := f.(*FIB).compiled; cs != nil {
+				return &cs.c
+			}
+			return nil
+		},
+	})
 }

@@ -16,6 +16,7 @@
 package fib
 
 import (
+	"iter"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -33,8 +34,8 @@ type Options struct {
 	// DevIndex maps device names to the owner's interface indices, stored
 	// in nexthops (nil: indices stay 0).
 	DevIndex func(string) uint32
-	// Compiled makes lookups go through a compiled DIR-24-8 structure kept
-	// in step with the merged trie (64 MiB; see compiled_follow.go).
+	// Compiled makes lookups go through a DIR-24-8 table (package dir24)
+	// kept in step with the merged trie: faster, 64 MiB more memory.
 	Compiled bool
 }
 
@@ -42,35 +43,35 @@ type Options struct {
 type FIB struct {
 	cur atomic.Pointer[state]
 
-	mu   sync.Mutex        // writer lock
-	nhs  *nexthop.Registry // guarded by mu (ByIndex is lock-free)
-	kind TrieKind          // immutable
-	obs  []func(Commit)    // guarded by mu
+	mu   sync.Mutex         // writer lock
+	nhs  *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
+	kind TrieKind           // immutable
+	obs  []func(commitInfo) // guarded by mu
 
 	compiled *compiledState // non-nil in compiled mode (immutable pointer)
 }
 
-// Commit describes a published transaction to observers (derived lookup
-// structures such as the compiled FIB follow the merged trie with it).
-type Commit struct {
-	Version uint64
-	// Changes are the merged trie's changes in order; nil when Rebuild is set.
-	Changes []MergedChange
-	// Rebuild says the change set was too large to replay: rebuild from All.
-	Rebuild bool
-	// All iterates the merged trie of the new version (sorted).
-	All func(yield func(netip.Prefix, *nexthop.Nexthop) bool)
-	// Parent returns the longest prefix of the new version strictly
+// commitInfo describes a published transaction to observers (the compiled
+// table follows the merged trie with it).
+type commitInfo struct {
+	version uint64
+	// changes are the merged trie's changes in order; nil when rebuild is set.
+	changes []mergedChange
+	// rebuild says the change set was too large to replay: rebuild from all.
+	rebuild bool
+	// all iterates the merged trie of the new version (sorted).
+	all iter.Seq2[netip.Prefix, *nexthop.Nexthop]
+	// parent returns the longest prefix of the new version strictly
 	// containing p, with its value.
-	Parent func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool)
+	parent func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool)
 }
 
-// MergedChange is one change of the merged trie: the value at Prefix is now
-// NH (nil means "no route" but the prefix stays), or the prefix is gone.
-type MergedChange struct {
-	Prefix  netip.Prefix
-	NH      *nexthop.Nexthop
-	Deleted bool
+// mergedChange is one change of the merged trie: the value at prefix is now
+// nh (nil means "no route" but the prefix stays), or the prefix is gone.
+type mergedChange struct {
+	prefix  netip.Prefix
+	nh      *nexthop.Nexthop
+	deleted bool
 }
 
 // New returns an empty FIB.
@@ -117,21 +118,21 @@ func (f *FIB) TrieKind() TrieKind { return f.kind }
 // NexthopByIndex maps a nexthop index back to the object. Lock-free.
 func (f *FIB) NexthopByIndex(i uint32) *nexthop.Nexthop { return f.nhs.ByIndex(i) }
 
-// Observe registers fn to be called (with the writer lock held) after every
+// observe registers fn to be called (with the writer lock held) after every
 // commit. The first call it gets describes a rebuild of the current state.
-func (f *FIB) Observe(fn func(Commit)) {
+func (f *FIB) observe(fn func(commitInfo)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.obs = append(f.obs, fn)
 	fn(rebuildCommit(f.cur.Load()))
 }
 
-func rebuildCommit(s *state) Commit {
-	return Commit{
-		Version: s.version,
-		Rebuild: true,
-		All:     s.merged.all(),
-		Parent:  func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(s.merged, p) },
+func rebuildCommit(s *state) commitInfo {
+	return commitInfo{
+		version: s.version,
+		rebuild: true,
+		all:     s.merged.all(),
+		parent:  func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(s.merged, p) },
 	}
 }
 

@@ -32,7 +32,7 @@ type Txn struct {
 	ownedTables  map[uint32]bool // bulk: tries already cloned
 	mergedOwned  bool            // bulk: merged trie already cloned
 
-	changes  []MergedChange // the merged trie's changes, for observers
+	changes  []mergedChange // the merged trie's changes, for observers
 	overflow bool           // too many changes: observers rebuild instead
 	done     bool
 }
@@ -62,13 +62,13 @@ func (tx *Txn) Commit() {
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
 	if len(f.obs) > 0 {
-		c := Commit{Version: tx.next.version, Changes: tx.changes}
+		c := commitInfo{version: tx.next.version, changes: tx.changes}
 		if tx.overflow {
 			c = rebuildCommit(tx.next)
 		} else {
 			m := tx.next.merged
-			c.All = m.all()
-			c.Parent = func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(m, p) }
+			c.all = m.all()
+			c.parent = func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(m, p) }
 		}
 		for _, fn := range f.obs {
 			fn(c)
@@ -151,16 +151,16 @@ func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
 func (tx *Txn) mergedSet(p netip.Prefix, nh *nexthop.Nexthop) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.set(p, nh, !tx.bulk))
-	tx.logChange(MergedChange{Prefix: p, NH: nh})
+	tx.logChange(mergedChange{prefix: p, nh: nh})
 }
 
 func (tx *Txn) mergedDelete(p netip.Prefix) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.del(p, !tx.bulk))
-	tx.logChange(MergedChange{Prefix: p, Deleted: true})
+	tx.logChange(mergedChange{prefix: p, deleted: true})
 }
 
-func (tx *Txn) logChange(c MergedChange) {
+func (tx *Txn) logChange(c mergedChange) {
 	if tx.overflow {
 		return
 	}

@@ -2,7 +2,7 @@
 // prefixes), with bart's raw lookups on the same routes and probes as the
 // baseline of the same run:
 //
-//	go test -run '^$' -bench 'Compiled' -benchtime 2s ./fib/
+//	go test -run '^$' -bench 'Table' -benchtime 2s ./fib/
 //
 // Probes: "hot" is one address over and over (bart's own benchmark style);
 // "random" walks 2M shuffled addresses (half inside random table prefixes,
@@ -10,7 +10,7 @@
 // same walk where each address depends on the previous answer, which
 // serialises the lookups and shows latency instead of throughput.
 
-package fib
+package dir24
 
 import (
 	"fmt"
@@ -25,12 +25,12 @@ import (
 	"github.com/gaissmai/bart"
 )
 
-// cplBatchSize is a VPP frame; DPDK bursts are 32.
-const cplBatchSize = 256
+// batchSize is a VPP frame; DPDK bursts are 32.
+const batchSize = 256
 
-type cplBenchEnv struct {
-	routes []cplRoute
-	c      *Compiled
+type benchEnv struct {
+	routes []testRoute
+	c      *Table
 	fast   *bart.Fast[uint32]
 	table  *bart.Table[uint32]
 	probes []uint32     // len a power of two
@@ -39,45 +39,45 @@ type cplBenchEnv struct {
 }
 
 var (
-	cplBenchOnce sync.Once
-	cplBenchE    *cplBenchEnv
+	benchOnce sync.Once
+	benchE    *benchEnv
 )
 
-func cplBenchSetup(b *testing.B) *cplBenchEnv {
+func benchSetup(b *testing.B) *benchEnv {
 	b.Helper()
-	routes := cplFullTable(b)
-	cplBenchOnce.Do(func() {
-		e := &cplBenchEnv{routes: routes, fast: new(bart.Fast[uint32]), table: new(bart.Table[uint32])}
+	routes := fullTable(b)
+	benchOnce.Do(func() {
+		e := &benchEnv{routes: routes, fast: new(bart.Fast[uint32]), table: new(bart.Table[uint32])}
 		var err error
-		if e.c, err = BuildCompiled(cplSeq(routes)); err != nil {
+		if e.c, err = Build(seq(routes)); err != nil {
 			panic(err)
 		}
 		for _, r := range routes {
 			e.fast.Insert(r.p, r.v)
 			e.table.Insert(r.p, r.v)
 		}
-		e.probes = cplProbes(routes, 1<<21, 2)
+		e.probes = probeAddrs(routes, 1<<21, 2)
 		e.addrs = make([]netip.Addr, len(e.probes))
 		for i, a := range e.probes {
-			e.addrs[i] = cplAddr(a)
+			e.addrs[i] = addrOf(a)
 		}
 		// The hot address: inside a /24 of the table, as a busy flow's
 		// destination would be.
 		for _, r := range routes[len(routes)/2:] {
 			if r.p.Bits() == 24 {
-				e.hot = cplU32(r.p.Addr()) | 77
+				e.hot = u32(r.p.Addr()) | 77
 				break
 			}
 		}
-		cplBenchE = e
+		benchE = e
 	})
-	return cplBenchE
+	return benchE
 }
 
 func BenchmarkCompiledLookup(b *testing.B) {
-	e := cplBenchSetup(b)
+	e := benchSetup(b)
 	mask := len(e.probes) - 1
-	hotAddr := cplAddr(e.hot)
+	hotAddr := addrOf(e.hot)
 	for _, probe := range []string{"hot", "random", "random-dep"} {
 		b.Run("probe="+probe+"/impl=compiled", func(b *testing.B) {
 			var x uint32
@@ -95,21 +95,21 @@ func BenchmarkCompiledLookup(b *testing.B) {
 					x = e.c.Lookup(e.probes[i&mask] ^ x&1)
 				}
 			}
-			cplReport(b, x)
+			report(b, x)
 		})
 		if probe == "random-dep" {
 			b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
 				var x uint32
 				for i := range b.N {
-					x, _ = e.fast.Lookup(cplAddr(e.probes[i&mask] ^ x&1))
+					x, _ = e.fast.Lookup(addrOf(e.probes[i&mask] ^ x&1))
 				}
-				cplReport(b, x)
+				report(b, x)
 			})
 			continue
 		}
-		for _, bs := range []int{cplBatchSize, 32} {
+		for _, bs := range []int{batchSize, 32} {
 			name := "compiled-batch"
-			if bs != cplBatchSize {
+			if bs != batchSize {
 				name = fmt.Sprintf("compiled-batch%d", bs)
 			}
 			b.Run("probe="+probe+"/impl="+name, func(b *testing.B) {
@@ -131,7 +131,7 @@ func BenchmarkCompiledLookup(b *testing.B) {
 					x += out[0]
 					off += bs
 				}
-				cplReport(b, x)
+				report(b, x)
 			})
 		}
 		b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
@@ -144,7 +144,7 @@ func BenchmarkCompiledLookup(b *testing.B) {
 				v, _ := e.fast.Lookup(a)
 				x += v
 			}
-			cplReport(b, x)
+			report(b, x)
 		})
 		b.Run("probe="+probe+"/impl=bart-table-raw", func(b *testing.B) {
 			var x uint32
@@ -156,15 +156,15 @@ func BenchmarkCompiledLookup(b *testing.B) {
 				v, _ := e.table.Lookup(a)
 				x += v
 			}
-			cplReport(b, x)
+			report(b, x)
 		})
 	}
 }
 
-var cplSink uint32
+var sinkValue uint32
 
-func cplReport(b *testing.B, x uint32) {
-	cplSink += x
+func report(b *testing.B, x uint32) {
+	sinkValue += x
 	if ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N); ns > 0 {
 		b.ReportMetric(1e3/ns, "Mlps")
 	}
@@ -176,10 +176,10 @@ func cplReport(b *testing.B, x uint32) {
 // prefix. Parents for deletes come from bart outside the timed section (the
 // FIB writer gets them from its trie).
 func BenchmarkCompiledUpdate(b *testing.B) {
-	e := cplBenchSetup(b)
+	e := benchSetup(b)
 	for _, bits := range []int{32, 24, 16, 8, 0} {
 		b.Run(fmt.Sprintf("len=%d", bits), func(b *testing.B) {
-			absent, present := cplUpdateTargets(e, bits)
+			absent, present := updateTargets(e, bits)
 			var add, del, repl []time.Duration
 			b.ResetTimer()
 			for i := range b.N {
@@ -202,25 +202,25 @@ func BenchmarkCompiledUpdate(b *testing.B) {
 					repl = append(repl, t1.Sub(t0))
 				}
 			}
-			cplReportLatency(b, "add", add)
-			cplReportLatency(b, "del", del)
-			cplReportLatency(b, "replace", repl)
+			reportLatency(b, "add", add)
+			reportLatency(b, "del", del)
+			reportLatency(b, "replace", repl)
 		})
 	}
 }
 
-// cplUpdateTargets picks prefixes of one length: absent from the table (to
+// updateTargets picks prefixes of one length: absent from the table (to
 // add and delete) and present (to change).
-func cplUpdateTargets(e *cplBenchEnv, bits int) ([]netip.Prefix, []cplRoute) {
+func updateTargets(e *benchEnv, bits int) ([]netip.Prefix, []testRoute) {
 	rng := rand.New(rand.NewPCG(uint64(bits), 5))
 	var absent []netip.Prefix
 	for tries := 0; len(absent) < 4096 && tries < 1<<16; tries++ {
-		p := netip.PrefixFrom(cplAddr(rng.Uint32()), bits).Masked()
+		p := netip.PrefixFrom(addrOf(rng.Uint32()), bits).Masked()
 		if _, ok := e.fast.Get(p); !ok && !slices.Contains(absent, p) {
 			absent = append(absent, p)
 		}
 	}
-	var present []cplRoute
+	var present []testRoute
 	for _, r := range e.routes {
 		if r.p.Bits() == bits {
 			present = append(present, r)
@@ -230,7 +230,7 @@ func cplUpdateTargets(e *cplBenchEnv, bits int) ([]netip.Prefix, []cplRoute) {
 	return absent, present[:min(len(present), 4096)]
 }
 
-func cplReportLatency(b *testing.B, kind string, d []time.Duration) {
+func reportLatency(b *testing.B, kind string, d []time.Duration) {
 	if len(d) == 0 {
 		return
 	}
@@ -242,12 +242,12 @@ func cplReportLatency(b *testing.B, kind string, d []time.Duration) {
 // BenchmarkCompiledBuild: bulk build of the full table from a slice, with
 // bart's inserts of the same routes for scale; reports the memory held.
 func BenchmarkCompiledBuild(b *testing.B) {
-	routes := cplFullTable(b)
+	routes := fullTable(b)
 	b.Run("impl=compiled", func(b *testing.B) {
-		var c *Compiled
+		var c *Table
 		for range b.N {
 			var err error
-			if c, err = BuildCompiled(cplSeq(routes)); err != nil {
+			if c, err = Build(seq(routes)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -268,7 +268,7 @@ func BenchmarkCompiledBuild(b *testing.B) {
 // BenchmarkCompiledMemory measures the heap a built table holds (Go's own
 // accounting, after GC), compiled and bart, as MiB and bytes per route.
 func BenchmarkCompiledMemory(b *testing.B) {
-	routes := cplFullTable(b)
+	routes := fullTable(b)
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
@@ -283,7 +283,7 @@ func BenchmarkCompiledMemory(b *testing.B) {
 				var keep any
 				switch impl {
 				case "compiled":
-					c, err := BuildCompiled(cplSeq(routes))
+					c, err := Build(seq(routes))
 					if err != nil {
 						b.Fatal(err)
 					}

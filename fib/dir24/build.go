@@ -1,4 +1,6 @@
-// Bulk build of the compiled FIB from a whole prefix set (startup, config
+package dir24
+
+// Bulk build of a table from a whole prefix set (startup, config
 // load, or a rebuild), much faster than a million Set calls.
 //
 // Flow: bucket the prefixes by length, set the default word from the /0,
@@ -8,35 +10,33 @@
 // through the incremental path last.
 //
 // Locking: none needed until the result is returned; the caller publishes it
-// (e.g. an atomic.Pointer swap in the FIB).
-
-package fib
+// (the FIB swaps an atomic.Pointer).
 
 import (
 	"iter"
 	"net/netip"
 )
 
-// BuildCompiled returns a structure holding exactly the given (prefix,
+// Build returns a structure holding exactly the given (prefix,
 // value) pairs, in any order; for a prefix given twice the last value wins.
-func BuildCompiled(routes iter.Seq2[netip.Prefix, uint32]) (*Compiled, error) {
+func Build(routes iter.Seq2[netip.Prefix, uint32]) (*Table, error) {
 	type route struct{ addr, ent uint32 }
 	var byLen [33][]route
 	for p, v := range routes {
-		addr, bits, err := cplPrefix(p)
+		addr, bits, err := prefixBits(p)
 		if err != nil {
 			return nil, err
 		}
-		if v > MaxCompiledValue {
-			return nil, ErrCompiledValue
+		if v > MaxValue {
+			return nil, ErrValue
 		}
-		byLen[bits] = append(byLen[bits], route{addr, cplEntry(v, bits)})
+		byLen[bits] = append(byLen[bits], route{addr, plainEntry(v, bits)})
 	}
-	c := NewCompiled()
+	c := New()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := byLen[0]; len(d) > 0 {
-		c.setDefaultLocked(d[len(d)-1].ent & cplValueMask)
+		c.setDefaultLocked(d[len(d)-1].ent & valueMask)
 	}
 	t24 := &c.tbl24
 	for bits := 1; bits <= 24; bits++ {

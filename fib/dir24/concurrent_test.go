@@ -2,7 +2,7 @@
 // one writer applies thousands of changes, every answer checked against the
 // values its address had while the lookup ran. Meant for -race.
 
-package fib
+package dir24
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 	"testing"
 )
 
-// cplChange is one writer step, with the parent the FIB writer would pass.
-type cplChange struct {
+// changeStep is one writer step, with the parent the FIB writer would pass.
+type changeStep struct {
 	p         netip.Prefix
 	v         uint32
 	del       bool
@@ -24,33 +24,33 @@ type cplChange struct {
 	hasParent bool
 }
 
-func (ch cplChange) apply(c *Compiled) error {
+func (ch changeStep) apply(c *Table) error {
 	if ch.del {
 		return c.Delete(ch.p, ch.parent, ch.parentVal, ch.hasParent)
 	}
 	return c.Set(ch.p, ch.v)
 }
 
-// cplConcurrentScript draws n changes concentrated on 16 /24s (prefixes
+// concurrentScript draws n changes concentrated on 16 /24s (prefixes
 // /25-/32 come and go, so groups are allocated, collapsed, freed and reused
 // all the time), with /16-/24, the odd /8 and default-route changes over
 // them (many probes answer from the default), and returns
 // the probe addresses and want[k*len(probes)+i], the model's answer for probe
 // i after change k (k = 0 is the empty table).
-func cplConcurrentScript(n int, seed uint64) ([]cplChange, []uint32, []uint32) {
+func concurrentScript(n int, seed uint64) ([]changeStep, []uint32, []uint32) {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	base := cplU32(netip.MustParseAddr("10.20.0.0"))
+	base := u32(netip.MustParseAddr("10.20.0.0"))
 	probes := make([]uint32, 128)
 	for i := range probes {
 		probes[i] = base | rng.Uint32N(16<<8)
 	}
-	m := cplModel{}
+	m := refModel{}
 	var present []netip.Prefix
-	changes := make([]cplChange, 0, n)
+	changes := make([]changeStep, 0, n)
 	want := make([]uint32, 0, (n+1)*len(probes))
 	want = append(want, make([]uint32, len(probes))...)
 	for range n {
-		var ch cplChange
+		var ch changeStep
 		if len(present) > 0 && rng.IntN(5) < 2 {
 			j := rng.IntN(len(present))
 			ch.p = present[j]
@@ -71,7 +71,7 @@ func cplConcurrentScript(n int, seed uint64) ([]cplChange, []uint32, []uint32) {
 			default: // the default route: one word, read beside the entries
 				bits = 0
 			}
-			ch.p = netip.PrefixFrom(cplAddr(base|rng.Uint32N(16<<8)), bits).Masked()
+			ch.p = netip.PrefixFrom(addrOf(base|rng.Uint32N(16<<8)), bits).Masked()
 			ch.v = 1 + rng.Uint32N(1000)
 			if _, ok := m[ch.p]; !ok {
 				present = append(present, ch.p)
@@ -80,7 +80,7 @@ func cplConcurrentScript(n int, seed uint64) ([]cplChange, []uint32, []uint32) {
 		}
 		changes = append(changes, ch)
 		prev := want[len(want)-len(probes):]
-		first, last := cplRange(ch.p)
+		first, last := prefixRange(ch.p)
 		for i, a := range probes {
 			if a >= first && a <= last {
 				want = append(want, m.lookup(a))
@@ -99,12 +99,12 @@ func cplConcurrentScript(n int, seed uint64) ([]cplChange, []uint32, []uint32) {
 // group, so it also grows under the readers.
 func TestCompiledConcurrent(t *testing.T) {
 	n := 100000
-	if testing.Short() || cplRaceEnabled {
+	if testing.Short() || raceEnabled {
 		n = 20000
 	}
-	changes, probes, want := cplConcurrentScript(n, 3)
+	changes, probes, want := concurrentScript(n, 3)
 	np := len(probes)
-	c := newCompiled(1)
+	c := newTable(1)
 	var version atomic.Int64 // number of changes fully applied
 	var done atomic.Bool
 	var lookups, during atomic.Int64
@@ -116,8 +116,8 @@ func TestCompiledConcurrent(t *testing.T) {
 				return nil
 			}
 		}
-		return fmt.Errorf("probe %v: got %d, versions %d..%d had %v", cplAddr(probes[i]), got, v0, hi,
-			cplWantRange(want, np, i, v0, hi))
+		return fmt.Errorf("probe %v: got %d, versions %d..%d had %v", addrOf(probes[i]), got, v0, hi,
+			wantRange(want, np, i, v0, hi))
 	}
 
 	// Two readers (single and batch) and the writer share the machine;
@@ -187,10 +187,10 @@ func TestCompiledConcurrent(t *testing.T) {
 	last := want[n*np:]
 	for i, a := range probes {
 		if got := c.Lookup(a); got != last[i] {
-			t.Fatalf("final: %v = %d, want %d", cplAddr(a), got, last[i])
+			t.Fatalf("final: %v = %d, want %d", addrOf(a), got, last[i])
 		}
 	}
-	if err := cplCheckInvariants(c); err != nil {
+	if err := checkInvariants(c); err != nil {
 		t.Fatal(err)
 	}
 	s := c.Stats()
@@ -198,7 +198,7 @@ func TestCompiledConcurrent(t *testing.T) {
 		n, lookups.Load(), during.Load(), s.Groups, s.FreeGroups, s.GroupCap)
 }
 
-func cplWantRange(want []uint32, np, i int, lo, hi int64) []uint32 {
+func wantRange(want []uint32, np, i int, lo, hi int64) []uint32 {
 	var vs []uint32
 	for k := lo; k <= hi; k++ {
 		vs = append(vs, want[int(k)*np+i])

@@ -1,6 +1,6 @@
-// Compiled FIB: a DIR-24-8 longest-prefix-match array derived from the merged
-// trie, for the forwarding fast path (issue 3; design and numbers in
-// docs/fib-compiled.md).
+package dir24
+
+// The table, its entry encoding and the lock-free lookups.
 //
 // Layout: tbl24 has one 32-bit entry per /24 (2^24 entries, 64 MiB). A plain
 // entry (bit 31 set) holds the answer for its whole /24: the value (nexthop
@@ -16,11 +16,10 @@
 // A lookup is one load for plain entries; default and extended entries take
 // an out-of-line path with one or two more loads from lines already cached.
 // The prefix length in every entry is what makes updates incremental (the
-// DPDK rte_lpm scheme, see compiled_update.go).
+// DPDK rte_lpm scheme, see update.go).
 //
-// Flow: the FIB writer calls Set/Delete after each change of the merged trie
-// (compiled_update.go), or BuildCompiled for a bulk load (compiled_build.go);
-// datapath readers call Lookup/LookupAddr/LookupBatch.
+// Flow: the writer calls Set/Delete (update.go) or Build for a bulk load
+// (build.go); datapath readers call Lookup/LookupAddr/LookupBatch.
 //
 // Locking: readers take no lock. tbl24 is allocated once and never moves; its
 // entries, the groups and def are read with atomic loads and written with
@@ -32,43 +31,41 @@
 // group entry, and starts over if the group changed hands under it (the
 // grace period is that check; see lookupSlow). Writers serialise on mu.
 
-package fib
-
 import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
 )
 
-// MaxCompiledValue is the largest value (nexthop index) a compiled entry holds.
-const MaxCompiledValue = 1<<24 - 1
+// MaxValue is the largest value an entry holds.
+const MaxValue = 1<<24 - 1
 
 // Entry encoding.
 const (
-	cplValueMask  = 1<<24 - 1 // value, or group index in an extended entry
-	cplDepthShift = 24        // prefix length (1..32) of a plain entry
-	cplDepthMask  = 0x3f
-	cplPlain      = 1 << 31 // plain entry; below it: 0 = default, else a group index
-	cplTbl24Len   = 1 << 24
-	cplGroupLen   = 256
+	valueMask  = 1<<24 - 1 // value, or group index in an extended entry
+	depthShift = 24        // prefix length (1..32) of a plain entry
+	depthMask  = 0x3f
+	plainBit   = 1 << 31 // plain entry; below it: 0 = default, else a group index
+	tbl24Len   = 1 << 24
+	groupLen   = 256
 )
 
-// Group tags: low 32 bits cplTagLive|owner /24 while the group is reachable
+// Group tags: low 32 bits tagLive|owner /24 while the group is reachable
 // from tbl24[owner], 0 while free; high 32 bits a generation counter bumped on
 // every allocation and every free.
-const cplTagLive = 1 << 31
+const tagLive = 1 << 31
 
-// cplEntry builds a plain entry for a prefix of length bits >= 1.
-func cplEntry(v uint32, bits int) uint32 { return cplPlain | uint32(bits)<<cplDepthShift | v }
+// plainEntry builds a plain entry for a prefix of length bits >= 1.
+func plainEntry(v uint32, bits int) uint32 { return plainBit | uint32(bits)<<depthShift | v }
 
-// cplDepth is the prefix length an entry stands for (0 for default).
-func cplDepth(e uint32) int { return int(e>>cplDepthShift) & cplDepthMask }
+// depth is the prefix length an entry stands for (0 for default).
+func depth(e uint32) int { return int(e>>depthShift) & depthMask }
 
-// Compiled is the DIR-24-8 lookup structure. Create it with NewCompiled or
-// BuildCompiled; the zero value is not usable.
-type Compiled struct {
-	// groups is the current second-level table (see compiledGroups).
-	groups atomic.Pointer[compiledGroups]
+// Table is the DIR-24-8 lookup structure. Create it with New or
+// Build; the zero value is not usable.
+type Table struct {
+	// groups is the current second-level table (see level2).
+	groups atomic.Pointer[level2]
 	// def is generation<<32 | the /0's value (0: no /0). Readers use the
 	// generation to tell that it did not change while they looked.
 	def atomic.Uint64
@@ -81,58 +78,58 @@ type Compiled struct {
 	// free; above it never reached by any reader. Guarded by mu.
 	used uint32
 
-	_ [0]uint64 // tbl24 8-byte aligned: the writer stores entry pairs (cplStore2)
+	_ [0]uint64 // tbl24 8-byte aligned: the writer stores entry pairs (store2)
 	// tbl24 is part of the object (one load less per lookup than a
 	// pointer to it) and last, so the garbage collector's scan of the
 	// object ends before it. Entries: atomic loads by readers, atomic
 	// stores by the writer (under mu).
-	tbl24 [cplTbl24Len]uint32
+	tbl24 [tbl24Len]uint32
 }
 
-// compiledGroups is the second-level table: group g owns entries
+// level2 is the second-level table: group g owns entries
 // [g*256, g*256+256) and tags[g]. Entries are plain or default, never
 // extended. The writer stores entries and tags atomically; a grown copy is
 // published with one atomic store, after which the old copy is never written
 // again.
-type compiledGroups struct {
+type level2 struct {
 	entries []uint32
 	tags    []uint64
 }
 
-// NewCompiled returns an empty structure (every lookup answers 0).
-func NewCompiled() *Compiled { return newCompiled(cplInitialGroups) }
+// New returns an empty structure (every lookup answers 0).
+func New() *Table { return newTable(initialGroups) }
 
-// cplInitialGroups is the initial second-level capacity: the full Internet
+// initialGroups is the initial second-level capacity: the full Internet
 // table needs ~450 groups.
-const cplInitialGroups = 64
+const initialGroups = 64
 
-func newCompiled(groupCap int) *Compiled {
-	c := new(Compiled)
+func newTable(groupCap int) *Table {
+	c := new(Table)
 	adviseHugePages(c.tbl24[:])
-	c.groups.Store(newCompiledGroups(max(groupCap, 2)))
+	c.groups.Store(newLevel2(max(groupCap, 2)))
 	c.used = 1
 	return c
 }
 
-func newCompiledGroups(n int) *compiledGroups {
-	return &compiledGroups{entries: make([]uint32, n*cplGroupLen), tags: make([]uint64, n)}
+func newLevel2(n int) *level2 {
+	return &level2{entries: make([]uint32, n*groupLen), tags: make([]uint64, n)}
 }
 
 // Lookup returns the value of the longest prefix containing addr (the IPv4
 // address as a big-endian uint32), 0 if none. Lock-free, no allocation.
 //
 // Inlinable (cost exactly at the budget of 80: keep this shape and the named
-// result; TestCompiledLookupInlines checks).
-func (c *Compiled) Lookup(addr uint32) (v uint32) {
+// result; TestLookupInlines checks).
+func (c *Table) Lookup(addr uint32) (v uint32) {
 	v = atomic.LoadUint32(&c.tbl24[addr>>8])
-	if v >= cplPlain {
-		return v & cplValueMask
+	if v >= plainBit {
+		return v & valueMask
 	}
 	return c.lookupSlow(addr)
 }
 
 // LookupAddr is Lookup for a netip.Addr; addresses that are not IPv4 answer 0.
-func (c *Compiled) LookupAddr(addr netip.Addr) uint32 {
+func (c *Table) LookupAddr(addr netip.Addr) uint32 {
 	if !addr.Is4() {
 		return 0
 	}
@@ -165,25 +162,25 @@ func (c *Compiled) LookupAddr(addr netip.Addr) uint32 {
 // The loop ends as soon as the writer is not changing this /24's group or
 // the default at that instant; a structure that broke its invariants (an
 // extended entry naming a group tagged for another /24 for good) would spin
-// here, which cplCheckInvariants in the tests rules out.
-func (c *Compiled) lookupSlow(addr uint32) uint32 {
+// here, which checkInvariants in the tests rules out.
+func (c *Table) lookupSlow(addr uint32) uint32 {
 	for {
 		d1 := c.def.Load()
 		e := atomic.LoadUint32(&c.tbl24[addr>>8])
-		if e >= cplPlain {
-			return e & cplValueMask
+		if e >= plainBit {
+			return e & valueMask
 		}
 		if e != 0 {
 			v, ok := c.groups.Load().read(e, addr)
 			if !ok {
 				continue
 			}
-			if v >= cplPlain {
-				return v & cplValueMask
+			if v >= plainBit {
+				return v & valueMask
 			}
 		}
 		if d2 := c.def.Load(); d1 == d2 {
-			return uint32(d1) & cplValueMask
+			return uint32(d1) & valueMask
 		}
 	}
 }
@@ -191,13 +188,13 @@ func (c *Compiled) lookupSlow(addr uint32) uint32 {
 // read returns addr's entry (plain or default) from the group that the
 // extended entry e names, and whether that group belonged to addr's /24 for
 // the whole read (see lookupSlow). t must have been loaded after e.
-func (t *compiledGroups) read(e, addr uint32) (uint32, bool) {
-	g := uint(e & cplValueMask)
+func (t *level2) read(e, addr uint32) (uint32, bool) {
+	g := uint(e & valueMask)
 	tag := &t.tags[g]
 	t1 := atomic.LoadUint64(tag)
-	v := atomic.LoadUint32(&t.entries[g*cplGroupLen+uint(addr&0xff)])
+	v := atomic.LoadUint32(&t.entries[g*groupLen+uint(addr&0xff)])
 	t2 := atomic.LoadUint64(tag)
-	return v, t1 == t2 && uint32(t1) == cplTagLive|addr>>8
+	return v, t1 == t2 && uint32(t1) == tagLive|addr>>8
 }
 
 // LookupBatch looks up every address of dst and writes the values to
@@ -208,7 +205,7 @@ func (t *compiledGroups) read(e, addr uint32) (uint32, bool) {
 // second pass runs over the batch in L1 without unpredictable branches.
 // Lock-free, no allocation. Each answer is what Lookup would have returned
 // at some moment during the call.
-func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
+func (c *Table) LookupBatch(dst []uint32, out []uint32) {
 	out = out[:len(dst)]
 	t24 := &c.tbl24
 	// The default protocol of lookupSlow, once for the whole batch: every
@@ -217,10 +214,10 @@ func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
 	for i, a := range dst {
 		out[i] = atomic.LoadUint32(&t24[a>>8])
 	}
-	dval := uint32(d1) & cplValueMask
+	dval := uint32(d1) & valueMask
 	t := c.groups.Load() // after every first-level load: see lookupSlow
 	for i, e := range out {
-		if cplIsGroup(e) { // rare: /24s holding prefixes longer than /24
+		if isGroup(e) { // rare: /24s holding prefixes longer than /24
 			v, ok := t.read(e, dst[i])
 			switch {
 			case !ok:
@@ -228,12 +225,12 @@ func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
 			case v == 0:
 				v = dval
 			default:
-				v &= cplValueMask
+				v &= valueMask
 			}
 			out[i] = v
 			continue
 		}
-		v := e & cplValueMask
+		v := e & valueMask
 		if e == 0 {
 			v = dval
 		}
@@ -247,8 +244,8 @@ func (c *Compiled) LookupBatch(dst []uint32, out []uint32) {
 	}
 }
 
-// CompiledStats reports the memory of a Compiled.
-type CompiledStats struct {
+// Stats reports the memory of a Table.
+type Stats struct {
 	Tbl24Bytes int // first level: fixed 64 MiB
 	GroupBytes int // second level incl. tags, allocated capacity
 	Groups     int // live groups (/24s holding prefixes longer than /24)
@@ -257,15 +254,15 @@ type CompiledStats struct {
 }
 
 // Bytes is the total memory held.
-func (s CompiledStats) Bytes() int { return s.Tbl24Bytes + s.GroupBytes }
+func (s Stats) Bytes() int { return s.Tbl24Bytes + s.GroupBytes }
 
 // Stats reports memory usage.
-func (c *Compiled) Stats() CompiledStats {
+func (c *Table) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.groups.Load()
-	return CompiledStats{
-		Tbl24Bytes: cplTbl24Len * 4,
+	return Stats{
+		Tbl24Bytes: tbl24Len * 4,
 		GroupBytes: len(t.entries)*4 + len(t.tags)*8,
 		Groups:     int(c.used) - 1 - len(c.free),
 		FreeGroups: len(c.free),

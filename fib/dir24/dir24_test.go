@@ -1,8 +1,8 @@
-// Tests of the compiled FIB against the reference model (cplModel), against
+// Tests of the compiled FIB against the reference model (refModel), against
 // its own bulk build, and against bart as an independent oracle on the full
 // Internet table.
 
-package fib
+package dir24
 
 import (
 	"errors"
@@ -19,9 +19,9 @@ import (
 	"github.com/gaissmai/bart"
 )
 
-// cplApply applies one change to both the structure and the model, the way
+// applyStep applies one change to both the structure and the model, the way
 // the FIB writer does: Set, or Delete with the parent from the model.
-func cplApply(t *testing.T, c *Compiled, m cplModel, p netip.Prefix, v uint32, del bool) {
+func applyStep(t *testing.T, c *Table, m refModel, p netip.Prefix, v uint32, del bool) {
 	t.Helper()
 	if del {
 		delete(m, p)
@@ -37,38 +37,38 @@ func cplApply(t *testing.T, c *Compiled, m cplModel, p netip.Prefix, v uint32, d
 	}
 }
 
-// cplCheckAddrs compares Lookup, LookupAddr and LookupBatch with the model.
-func cplCheckAddrs(t *testing.T, c *Compiled, m cplModel, addrs []uint32, what string) {
+// checkAddrs compares Lookup, LookupAddr and LookupBatch with the model.
+func checkAddrs(t *testing.T, c *Table, m refModel, addrs []uint32, what string) {
 	t.Helper()
 	out := make([]uint32, len(addrs))
 	c.LookupBatch(addrs, out)
 	for i, a := range addrs {
 		want := m.lookup(a)
 		if got := c.Lookup(a); got != want {
-			t.Fatalf("%s: Lookup(%v) = %d, model %d", what, cplAddr(a), got, want)
+			t.Fatalf("%s: Lookup(%v) = %d, model %d", what, addrOf(a), got, want)
 		}
-		if got := c.LookupAddr(cplAddr(a)); got != want {
-			t.Fatalf("%s: LookupAddr(%v) = %d, model %d", what, cplAddr(a), got, want)
+		if got := c.LookupAddr(addrOf(a)); got != want {
+			t.Fatalf("%s: LookupAddr(%v) = %d, model %d", what, addrOf(a), got, want)
 		}
 		if out[i] != want {
-			t.Fatalf("%s: LookupBatch[%d] (%v) = %d, model %d", what, i, cplAddr(a), out[i], want)
+			t.Fatalf("%s: LookupBatch[%d] (%v) = %d, model %d", what, i, addrOf(a), out[i], want)
 		}
 	}
 }
 
-// cplEdges are the addresses around a prefix: one before, first, second,
+// edgeAddrs are the addresses around a prefix: one before, first, second,
 // middle, last, one after.
-func cplEdges(p netip.Prefix) []uint32 {
-	first, last := cplRange(p)
+func edgeAddrs(p netip.Prefix) []uint32 {
+	first, last := prefixRange(p)
 	return []uint32{first - 1, first, first + 1, first + (last-first)/2, last, last + 1}
 }
 
 func TestCompiledEmpty(t *testing.T) {
-	c := NewCompiled()
+	c := New()
 	if off := unsafe.Offsetof(c.tbl24); off%8 != 0 {
 		t.Fatalf("tbl24 at offset %d: pair stores need 8-byte alignment", off)
 	}
-	cplCheckAddrs(t, c, cplModel{}, []uint32{0, 1, 0x0a000001, 0xffffffff}, "empty")
+	checkAddrs(t, c, refModel{}, []uint32{0, 1, 0x0a000001, 0xffffffff}, "empty")
 	if got := c.LookupAddr(netip.MustParseAddr("2001:db8::1")); got != 0 {
 		t.Fatalf("IPv6 lookup = %d, want 0", got)
 	}
@@ -81,8 +81,8 @@ func TestCompiledEmpty(t *testing.T) {
 // TestCompiledCases walks through hand-picked cases with the expected
 // answers written out, so a wrong model cannot hide a wrong structure.
 func TestCompiledCases(t *testing.T) {
-	c := NewCompiled()
-	a := func(s string) uint32 { return cplU32(netip.MustParseAddr(s)) }
+	c := New()
+	a := func(s string) uint32 { return u32(netip.MustParseAddr(s)) }
 	pf := netip.MustParsePrefix
 	want := func(step string, cases map[string]uint32) {
 		t.Helper()
@@ -135,7 +135,7 @@ func TestCompiledCases(t *testing.T) {
 	want("/8 deleted", map[string]uint32{"10.1.2.3": 1})
 	must(c.Delete(pf("0.0.0.0/0"), netip.Prefix{}, 0, false))
 	want("empty again", map[string]uint32{"10.1.2.3": 0, "0.0.0.0": 0, "255.255.255.255": 0})
-	if err := cplDiff(c, NewCompiled()); err != nil {
+	if err := diff(c, New()); err != nil {
 		t.Fatalf("not empty after deleting everything: %v", err)
 	}
 	// /32 at both ends of the address space, and a /1 over them.
@@ -143,57 +143,57 @@ func TestCompiledCases(t *testing.T) {
 	must(c.Set(pf("255.255.255.255/32"), 8))
 	must(c.Set(pf("128.0.0.0/1"), 9))
 	want("ends", map[string]uint32{"0.0.0.0": 7, "0.0.0.1": 0, "255.255.255.255": 8, "255.255.255.254": 9, "128.0.0.0": 9, "127.255.255.255": 0})
-	must(c.Set(pf("0.0.0.0/32"), MaxCompiledValue))
-	want("max value", map[string]uint32{"0.0.0.0": MaxCompiledValue})
+	must(c.Set(pf("0.0.0.0/32"), MaxValue))
+	want("max value", map[string]uint32{"0.0.0.0": MaxValue})
 }
 
 func TestCompiledErrors(t *testing.T) {
-	c := NewCompiled()
+	c := New()
 	pf := netip.MustParsePrefix
 	for _, tc := range []struct {
 		name string
 		err  error
 		want error
 	}{
-		{"ipv6 set", c.Set(pf("2001:db8::/32"), 1), ErrCompiledNotIPv4},
-		{"invalid set", c.Set(netip.Prefix{}, 1), ErrCompiledNotIPv4},
-		{"value too large", c.Set(pf("10.0.0.0/8"), MaxCompiledValue+1), ErrCompiledValue},
-		{"ipv6 delete", c.Delete(pf("2001:db8::/32"), netip.Prefix{}, 0, false), ErrCompiledNotIPv4},
-		{"parent longer", c.Delete(pf("10.0.0.0/8"), pf("10.0.0.0/16"), 1, true), ErrCompiledParent},
-		{"parent equal", c.Delete(pf("10.0.0.0/8"), pf("10.0.0.0/8"), 1, true), ErrCompiledParent},
-		{"parent disjoint", c.Delete(pf("10.0.0.0/16"), pf("11.0.0.0/8"), 1, true), ErrCompiledParent},
-		{"parent ipv6", c.Delete(pf("10.0.0.0/16"), pf("::/0"), 1, true), ErrCompiledNotIPv4},
-		{"parent value", c.Delete(pf("10.0.0.0/16"), pf("10.0.0.0/8"), MaxCompiledValue+1, true), ErrCompiledValue},
+		{"ipv6 set", c.Set(pf("2001:db8::/32"), 1), ErrNotIPv4},
+		{"invalid set", c.Set(netip.Prefix{}, 1), ErrNotIPv4},
+		{"value too large", c.Set(pf("10.0.0.0/8"), MaxValue+1), ErrValue},
+		{"ipv6 delete", c.Delete(pf("2001:db8::/32"), netip.Prefix{}, 0, false), ErrNotIPv4},
+		{"parent longer", c.Delete(pf("10.0.0.0/8"), pf("10.0.0.0/16"), 1, true), ErrParent},
+		{"parent equal", c.Delete(pf("10.0.0.0/8"), pf("10.0.0.0/8"), 1, true), ErrParent},
+		{"parent disjoint", c.Delete(pf("10.0.0.0/16"), pf("11.0.0.0/8"), 1, true), ErrParent},
+		{"parent ipv6", c.Delete(pf("10.0.0.0/16"), pf("::/0"), 1, true), ErrNotIPv4},
+		{"parent value", c.Delete(pf("10.0.0.0/16"), pf("10.0.0.0/8"), MaxValue+1, true), ErrValue},
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: err %v, want %v", tc.name, tc.err, tc.want)
 		}
 	}
-	if _, err := BuildCompiled(cplSeq([]cplRoute{{pf("::/0"), 1}})); !errors.Is(err, ErrCompiledNotIPv4) {
-		t.Errorf("BuildCompiled(IPv6): %v", err)
+	if _, err := Build(seq([]testRoute{{pf("::/0"), 1}})); !errors.Is(err, ErrNotIPv4) {
+		t.Errorf("Build(IPv6): %v", err)
 	}
-	if _, err := BuildCompiled(cplSeq([]cplRoute{{pf("1.0.0.0/8"), 1 << 24}})); !errors.Is(err, ErrCompiledValue) {
-		t.Errorf("BuildCompiled(value 2^24): %v", err)
+	if _, err := Build(seq([]testRoute{{pf("1.0.0.0/8"), 1 << 24}})); !errors.Is(err, ErrValue) {
+		t.Errorf("Build(value 2^24): %v", err)
 	}
 	// Nothing of the failed calls went in.
-	if err := cplDiff(c, NewCompiled()); err != nil {
+	if err := diff(c, New()); err != nil {
 		t.Fatalf("failed calls changed the structure: %v", err)
 	}
 	// An unmasked prefix is taken as its masked form.
 	if err := c.Set(pf("10.1.2.3/8"), 5); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Lookup(cplU32(netip.MustParseAddr("10.200.0.1"))); got != 5 {
+	if got := c.Lookup(u32(netip.MustParseAddr("10.200.0.1"))); got != 5 {
 		t.Fatalf("unmasked prefix: got %d", got)
 	}
 }
 
-// cplWindow is where the random tests put most prefixes, so that nesting
-// and overlap are dense; cplHot24s get many /25-/32s each.
+// windowPrefix is where the random tests put most prefixes, so that nesting
+// and overlap are dense; hot24s get many /25-/32s each.
 var (
-	cplWindow  = netip.MustParsePrefix("10.20.0.0/16")
-	cplHot24s  = []netip.Prefix{netip.MustParsePrefix("10.20.7.0/24"), netip.MustParsePrefix("10.20.8.0/24"), netip.MustParsePrefix("10.20.255.0/24")}
-	cplCorners = []netip.Prefix{
+	windowPrefix   = netip.MustParsePrefix("10.20.0.0/16")
+	hot24s         = []netip.Prefix{netip.MustParsePrefix("10.20.7.0/24"), netip.MustParsePrefix("10.20.8.0/24"), netip.MustParsePrefix("10.20.255.0/24")}
+	cornerPrefixes = []netip.Prefix{
 		netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("0.0.0.0/32"),
 		netip.MustParsePrefix("255.255.255.255/32"), netip.MustParsePrefix("0.0.0.0/24"),
 		netip.MustParsePrefix("255.255.255.0/24"), netip.MustParsePrefix("255.255.255.0/25"),
@@ -202,28 +202,28 @@ var (
 	}
 )
 
-// cplRandPrefix draws a prefix: corners, short prefixes over the window,
+// randPrefix draws a prefix: corners, short prefixes over the window,
 // /16-/24 inside it, /25-/32 in the hot /24s or anywhere in the window, or
 // anything anywhere. Under -race nothing in /1../7 (a /1 rewrites 2^23
 // entries, minutes of race bookkeeping; TestCompiledCases covers them).
-func cplRandPrefix(rng *rand.Rand) netip.Prefix {
-	p := cplRandPrefixAny(rng)
-	if cplRaceEnabled && p.Bits() > 0 && p.Bits() < 8 {
+func randPrefix(rng *rand.Rand) netip.Prefix {
+	p := randPrefixAny(rng)
+	if raceEnabled && p.Bits() > 0 && p.Bits() < 8 {
 		p = netip.PrefixFrom(p.Addr(), 8).Masked()
 	}
 	return p
 }
 
-func cplRandPrefixAny(rng *rand.Rand) netip.Prefix {
-	base := cplU32(cplWindow.Addr())
+func randPrefixAny(rng *rand.Rand) netip.Prefix {
+	base := u32(windowPrefix.Addr())
 	var addr uint32
 	var bits int
 	switch rng.IntN(12) {
 	case 0:
 		if rng.IntN(2) == 0 {
-			return cplCorners[rng.IntN(len(cplCorners))]
+			return cornerPrefixes[rng.IntN(len(cornerPrefixes))]
 		}
-		return cplHot24s[rng.IntN(len(cplHot24s))]
+		return hot24s[rng.IntN(len(hot24s))]
 	case 1: // a /0../7 rewrites up to 2^24 entries: keep them rare
 		bits, addr = 8+rng.IntN(8), base
 		if rng.IntN(8) == 0 {
@@ -232,25 +232,25 @@ func cplRandPrefixAny(rng *rand.Rand) netip.Prefix {
 	case 2, 3, 4:
 		bits, addr = 16+rng.IntN(9), base|rng.Uint32N(1<<16)
 	case 5, 6, 7:
-		h := cplHot24s[rng.IntN(len(cplHot24s))]
-		bits, addr = 25+rng.IntN(8), cplU32(h.Addr())|rng.Uint32N(256)
+		h := hot24s[rng.IntN(len(hot24s))]
+		bits, addr = 25+rng.IntN(8), u32(h.Addr())|rng.Uint32N(256)
 	case 8, 9:
 		bits, addr = 25+rng.IntN(8), base|rng.Uint32N(1<<16)
 	default:
 		bits, addr = 8+rng.IntN(25), rng.Uint32()
 	}
-	return netip.PrefixFrom(cplAddr(addr), bits).Masked()
+	return netip.PrefixFrom(addrOf(addr), bits).Masked()
 }
 
-// cplRandValue favours small values, and draws 0 and the maximum sometimes.
-func cplRandValue(rng *rand.Rand) uint32 {
+// randValue favours small values, and draws 0 and the maximum sometimes.
+func randValue(rng *rand.Rand) uint32 {
 	switch rng.IntN(10) {
 	case 0:
 		return 0
 	case 1:
-		return MaxCompiledValue
+		return MaxValue
 	case 2:
-		return rng.Uint32N(MaxCompiledValue + 1)
+		return rng.Uint32N(MaxValue + 1)
 	default:
 		return 1 + rng.Uint32N(50)
 	}
@@ -265,15 +265,15 @@ func cplRandValue(rng *rand.Rand) uint32 {
 func TestCompiledRandom(t *testing.T) {
 	rounds, ops := 6, 1500
 	switch {
-	case cplRaceEnabled:
+	case raceEnabled:
 		rounds, ops = 2, 1000
 	case testing.Short():
 		rounds, ops = 2, 500
 	}
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(uint64(round), 42))
-		c := newCompiled(1 + round%3) // small second level: growth happens
-		m := cplModel{}
+		c := newTable(1 + round%3) // small second level: growth happens
+		m := refModel{}
 		var seen []netip.Prefix
 		randAddrs := func(n int) []uint32 {
 			out := make([]uint32, 0, n)
@@ -281,7 +281,7 @@ func TestCompiledRandom(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					out = append(out, rng.Uint32())
 				} else {
-					out = append(out, cplU32(cplWindow.Addr())|rng.Uint32N(1<<16))
+					out = append(out, u32(windowPrefix.Addr())|rng.Uint32N(1<<16))
 				}
 			}
 			return out
@@ -291,11 +291,11 @@ func TestCompiledRandom(t *testing.T) {
 			del := false
 			switch r := rng.IntN(10); {
 			case r < 5 || len(m) == 0: // insert (or overwrite)
-				p = cplRandPrefix(rng)
+				p = randPrefix(rng)
 			case r < 7: // change the value of a present prefix
 				p = seen[rng.IntN(len(seen))]
 				if _, ok := m[p]; !ok {
-					p = cplRandPrefix(rng)
+					p = randPrefix(rng)
 				}
 			case r < 9: // delete a present prefix
 				for _, q := range seen {
@@ -309,21 +309,21 @@ func TestCompiledRandom(t *testing.T) {
 				}
 				del = true
 			default: // delete a prefix that may well be absent
-				p, del = cplRandPrefix(rng), true
+				p, del = randPrefix(rng), true
 			}
 			seen = append(seen, p)
-			cplApply(t, c, m, p, cplRandValue(rng), del)
-			addrs := append(cplEdges(p), randAddrs(16)...)
-			cplCheckAddrs(t, c, m, addrs, "after change")
+			applyStep(t, c, m, p, randValue(rng), del)
+			addrs := append(edgeAddrs(p), randAddrs(16)...)
+			checkAddrs(t, c, m, addrs, "after change")
 			if op%100 == 99 {
 				var all []uint32
 				for q := range m {
-					all = append(all, cplEdges(q)...)
+					all = append(all, edgeAddrs(q)...)
 				}
-				cplCheckAddrs(t, c, m, all, "edges of all prefixes")
+				checkAddrs(t, c, m, all, "edges of all prefixes")
 			}
 		}
-		built, err := BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+		built, err := Build(func(yield func(netip.Prefix, uint32) bool) {
 			for p, v := range m {
 				if !yield(p, v) {
 					return
@@ -333,13 +333,13 @@ func TestCompiledRandom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cplDiff(c, built); err != nil {
+		if err := diff(c, built); err != nil {
 			t.Fatalf("round %d: incremental vs built: %v", round, err)
 		}
-		if err := cplCheckInvariants(c); err != nil {
+		if err := checkInvariants(c); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		if err := cplCheckInvariants(built); err != nil {
+		if err := checkInvariants(built); err != nil {
 			t.Fatalf("round %d: built: %v", round, err)
 		}
 		// Back to empty, in random order.
@@ -350,18 +350,18 @@ func TestCompiledRandom(t *testing.T) {
 		slices.SortFunc(left, func(a, b netip.Prefix) int { return a.Compare(b) })
 		rng.Shuffle(len(left), func(i, j int) { left[i], left[j] = left[j], left[i] })
 		for i, p := range left {
-			cplApply(t, c, m, p, 0, true)
+			applyStep(t, c, m, p, 0, true)
 			if i%10 == 0 {
-				cplCheckAddrs(t, c, m, append(cplEdges(p), randAddrs(8)...), "emptying")
+				checkAddrs(t, c, m, append(edgeAddrs(p), randAddrs(8)...), "emptying")
 			}
 		}
-		if err := cplDiff(c, NewCompiled()); err != nil {
+		if err := diff(c, New()); err != nil {
 			t.Fatalf("round %d: not empty after deleting everything: %v", round, err)
 		}
 		if s := c.Stats(); s.Groups != 0 {
 			t.Fatalf("round %d: %d groups live after deleting everything", round, s.Groups)
 		}
-		if err := cplCheckInvariants(c); err != nil {
+		if err := checkInvariants(c); err != nil {
 			t.Fatalf("round %d: empty: %v", round, err)
 		}
 	}
@@ -375,12 +375,12 @@ func TestCompiledRandom(t *testing.T) {
 // state on every address.
 func TestCompiledTransactionParents(t *testing.T) {
 	txns, maxOps := 300, 12
-	if testing.Short() || cplRaceEnabled {
+	if testing.Short() || raceEnabled {
 		txns = 60
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
-	c := NewCompiled()
-	m := cplModel{}
+	c := New()
+	m := refModel{}
 	for n := range txns {
 		type change struct {
 			p   netip.Prefix
@@ -389,13 +389,13 @@ func TestCompiledTransactionParents(t *testing.T) {
 		}
 		var log []change
 		for range 1 + rng.IntN(maxOps) {
-			p := cplRandPrefix(rng)
+			p := randPrefix(rng)
 			if _, ok := m[p]; ok && rng.IntN(2) == 0 {
 				delete(m, p)
 				log = append(log, change{p: p, del: true})
 				continue
 			}
-			v := cplRandValue(rng)
+			v := randValue(rng)
 			m[p] = v
 			log = append(log, change{p: p, v: v})
 		}
@@ -413,11 +413,11 @@ func TestCompiledTransactionParents(t *testing.T) {
 		}
 		var addrs []uint32
 		for _, ch := range log {
-			addrs = append(addrs, cplEdges(ch.p)...)
+			addrs = append(addrs, edgeAddrs(ch.p)...)
 		}
-		cplCheckAddrs(t, c, m, addrs, fmt.Sprintf("transaction %d", n))
+		checkAddrs(t, c, m, addrs, fmt.Sprintf("transaction %d", n))
 		if n%20 == 19 {
-			built, err := BuildCompiled(func(yield func(netip.Prefix, uint32) bool) {
+			built, err := Build(func(yield func(netip.Prefix, uint32) bool) {
 				for p, v := range m {
 					if !yield(p, v) {
 						return
@@ -427,10 +427,10 @@ func TestCompiledTransactionParents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cplDiff(c, built); err != nil {
+			if err := diff(c, built); err != nil {
 				t.Fatalf("transaction %d: replay vs build: %v", n, err)
 			}
-			if err := cplCheckInvariants(c); err != nil {
+			if err := checkInvariants(c); err != nil {
 				t.Fatalf("transaction %d: %v", n, err)
 			}
 		}
@@ -442,14 +442,14 @@ func TestCompiledTransactionParents(t *testing.T) {
 // hands its group to another /24, and the reader then reads the group.
 // Without the tag check it would answer the other /24's value.
 func TestCompiledGracePeriod(t *testing.T) {
-	c := NewCompiled()
+	c := New()
 	pf := netip.MustParsePrefix
-	addr := cplU32(netip.MustParseAddr("10.0.1.200"))
+	addr := u32(netip.MustParseAddr("10.0.1.200"))
 	if err := c.Set(pf("10.0.1.0/25"), 1); err != nil {
 		t.Fatal(err)
 	}
 	stale := c.tbl24[addr>>8] // the reader's first load
-	if !cplIsGroup(stale) {
+	if !isGroup(stale) {
 		t.Fatal("10.0.1.0/24 has no group")
 	}
 	// The writer: delete the /25 (group freed), then give 10.0.2.0/24 a
@@ -463,17 +463,17 @@ func TestCompiledGracePeriod(t *testing.T) {
 	if err := c.Set(pf("10.0.2.128/25"), 9); err != nil {
 		t.Fatal(err)
 	}
-	reused := c.tbl24[cplU32(netip.MustParseAddr("10.0.2.0"))>>8]
+	reused := c.tbl24[u32(netip.MustParseAddr("10.0.2.0"))>>8]
 	if reused != stale {
 		t.Fatalf("group not reused (%#x vs %#x): scenario not reproduced", reused, stale)
 	}
 	// The reader resumes with its stale entry.
 	tbl := c.groups.Load()
-	if naive := tbl.entries[uint(stale&cplValueMask)*cplGroupLen+uint(addr&0xff)] & cplValueMask; naive != 9 {
+	if naive := tbl.entries[uint(stale&valueMask)*groupLen+uint(addr&0xff)] & valueMask; naive != 9 {
 		t.Fatalf("unchecked read gives %d, expected the other /24's 9", naive)
 	}
 	if v, ok := tbl.read(stale, addr); ok {
-		t.Fatalf("stale group read accepted, value %d", v&cplValueMask)
+		t.Fatalf("stale group read accepted, value %d", v&valueMask)
 	}
 	// Retrying from the first level gives the right answer.
 	if got := c.lookupSlow(addr); got != 0 {
@@ -486,7 +486,7 @@ func TestCompiledGracePeriod(t *testing.T) {
 	// new one has everything.
 	old := c.groups.Load()
 	for i := range 200 { // more /24s with groups than the initial capacity
-		p := netip.PrefixFrom(cplAddr(0x0b000000|uint32(i)<<8|0x80), 25)
+		p := netip.PrefixFrom(addrOf(0x0b000000|uint32(i)<<8|0x80), 25)
 		if err := c.Set(p, uint32(100+i)); err != nil {
 			t.Fatal(err)
 		}
@@ -494,10 +494,10 @@ func TestCompiledGracePeriod(t *testing.T) {
 	if c.groups.Load() == old {
 		t.Fatal("second level did not grow")
 	}
-	if v, ok := old.read(reused, cplU32(netip.MustParseAddr("10.0.2.130"))); !ok || v&cplValueMask != 9 {
-		t.Fatalf("old table after growth: %d %v, want 9 true", v&cplValueMask, ok)
+	if v, ok := old.read(reused, u32(netip.MustParseAddr("10.0.2.130"))); !ok || v&valueMask != 9 {
+		t.Fatalf("old table after growth: %d %v, want 9 true", v&valueMask, ok)
 	}
-	if err := cplCheckInvariants(c); err != nil {
+	if err := checkInvariants(c); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -511,12 +511,12 @@ func TestCompiledFullTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full table: slow in -short")
 	}
-	routes := cplFullTable(t)
-	built, err := BuildCompiled(cplSeq(routes))
+	routes := fullTable(t)
+	built, err := Build(seq(routes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cplCheckInvariants(built); err != nil {
+	if err := checkInvariants(built); err != nil {
 		t.Fatal(err)
 	}
 	oracle := new(bart.Table[uint32])
@@ -524,30 +524,30 @@ func TestCompiledFullTable(t *testing.T) {
 		oracle.Insert(r.p, r.v)
 	}
 	nProbes, every := 1<<20, 4
-	if cplRaceEnabled {
+	if raceEnabled {
 		nProbes, every = 1<<16, 64
 	}
-	probes := cplProbes(routes, nProbes, 1)
+	probes := probeAddrs(routes, nProbes, 1)
 	for i, r := range routes {
 		if i%every == 0 || r.p.Bits() > 24 {
-			probes = append(probes, cplEdges(r.p)...)
+			probes = append(probes, edgeAddrs(r.p)...)
 		}
 	}
-	cplCheckOracle(t, built, oracle, probes, "built")
-	if cplRaceEnabled {
+	checkOracle(t, built, oracle, probes, "built")
+	if raceEnabled {
 		return // the incremental part below runs without -race
 	}
 
 	rng := rand.New(rand.NewPCG(7, 7))
 	shuffled := slices.Clone(routes)
 	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	inc := NewCompiled()
+	inc := New()
 	for _, r := range shuffled {
 		if err := inc.Set(r.p, r.v); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := cplDiff(inc, built); err != nil {
+	if err := diff(inc, built); err != nil {
 		t.Fatalf("Set in random order vs build: %v", err)
 	}
 
@@ -559,30 +559,30 @@ func TestCompiledFullTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rest, err := BuildCompiled(cplSeq(shuffled[len(shuffled)/2:]))
+	rest, err := Build(seq(shuffled[len(shuffled)/2:]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cplDiff(inc, rest); err != nil {
+	if err := diff(inc, rest); err != nil {
 		t.Fatalf("after deleting half: %v", err)
 	}
-	if err := cplCheckInvariants(inc); err != nil {
+	if err := checkInvariants(inc); err != nil {
 		t.Fatal(err)
 	}
-	cplCheckOracle(t, inc, oracle, probes[:1<<18], "half deleted")
+	checkOracle(t, inc, oracle, probes[:1<<18], "half deleted")
 	runtime.KeepAlive(built)
 }
 
-func cplCheckOracle(t *testing.T, c *Compiled, oracle *bart.Table[uint32], probes []uint32, what string) {
+func checkOracle(t *testing.T, c *Table, oracle *bart.Table[uint32], probes []uint32, what string) {
 	t.Helper()
 	out := make([]uint32, 256)
 	for start := 0; start < len(probes); start += len(out) {
 		batch := probes[start:min(start+len(out), len(probes))]
 		c.LookupBatch(batch, out)
 		for i, a := range batch {
-			want, _ := oracle.Lookup(cplAddr(a))
+			want, _ := oracle.Lookup(addrOf(a))
 			if got := c.Lookup(a); got != want || out[i] != want {
-				t.Fatalf("%s: %v: Lookup %d, LookupBatch %d, bart %d", what, cplAddr(a), got, out[i], want)
+				t.Fatalf("%s: %v: Lookup %d, LookupBatch %d, bart %d", what, addrOf(a), got, out[i], want)
 			}
 		}
 	}
@@ -590,7 +590,7 @@ func cplCheckOracle(t *testing.T, c *Compiled, oracle *bart.Table[uint32], probe
 
 // TestCompiledAllocs: lookups allocate nothing.
 func TestCompiledAllocs(t *testing.T) {
-	c := NewCompiled()
+	c := New()
 	for i, p := range []string{"10.0.0.0/8", "10.20.0.0/16", "10.20.0.128/25", "255.255.255.255/32"} {
 		if err := c.Set(netip.MustParsePrefix(p), uint32(i+96)); err != nil {
 			t.Fatal(err)
@@ -626,7 +626,7 @@ func TestCompiledLookupInlines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "can inline (*Compiled).Lookup\n") {
-		t.Fatalf("(*Compiled).Lookup is not inlinable:\n%s", out)
+	if !strings.Contains(string(out), "can inline (*Table).Lookup\n") {
+		t.Fatalf("(*Table).Lookup is not inlinable:\n%s", out)
 	}
 }

@@ -1,10 +1,10 @@
+package dir24
+
 // Transparent huge pages for the first-level array: random lookups over
 // 64 MiB touch a different 4 KiB page almost every time, and the page walks
 // of TLB misses cost more than the data access; with 2 MiB pages the whole
 // array needs 32 TLB entries (measured in docs/fib-compiled.md). Advice only:
 // if the kernel refuses (THP "never"), lookups are correct, just slower.
-
-package fib
 
 import (
 	"syscall"

@@ -3,6 +3,6 @@
 // Huge-page advice is Linux-only; elsewhere the first-level array uses the
 // default page size.
 
-package fib
+package dir24
 
 func adviseHugePages([]uint32) {}

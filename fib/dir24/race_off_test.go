@@ -2,6 +2,6 @@
 
 // See compiled_race_test.go.
 
-package fib
+package dir24
 
-const cplRaceEnabled = false
+const raceEnabled = false

@@ -5,6 +5,6 @@
 // tests scale their workloads down with this (the full sizes run without
 // -race).
 
-package fib
+package dir24
 
-const cplRaceEnabled = true
+const raceEnabled = true

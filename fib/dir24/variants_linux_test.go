@@ -3,7 +3,7 @@
 //
 //	go test -run '^$' -bench 'CompiledVariants' -benchtime 2s ./fib/
 //
-// Each is converted from a built Compiled (lookup only, no updates), so they
+// Each is converted from a built Table (lookup only, no updates), so they
 // answer for the same routes and are checked against it on every probe:
 //   - dir24-8-4k: the same arrays, first level on 4 KiB pages (no THP);
 //   - dir24-8-16: 16-bit entries (32 MiB first level), values through a
@@ -11,7 +11,7 @@
 //   - dir16-8-8: a 2^16 first level (256 KiB, fits L2), 256-entry groups for
 //     /17-/24 and again for /25-/32: two or three dependent loads.
 
-package fib
+package dir24
 
 import (
 	"fmt"
@@ -20,16 +20,16 @@ import (
 	"unsafe"
 )
 
-// cplVariant is a lookup-only layout.
-type cplVariant interface {
+// layout is a lookup-only layout.
+type layout interface {
 	lookup(addr uint32) uint32
 	lookupBatch(dst, out []uint32)
 	bytes() int
 }
 
-// cplMmap returns n zeroed T in a fresh anonymous mapping, with or without
+// mmap returns n zeroed T in a fresh anonymous mapping, with or without
 // transparent huge pages, so every variant gets the same kind of memory.
-func cplMmap[T any](n int, huge bool) ([]T, func(), error) {
+func mmap[T any](n int, huge bool) ([]T, func(), error) {
 	var zero T
 	size := n * int(unsafe.Sizeof(zero))
 	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
@@ -47,63 +47,63 @@ func cplMmap[T any](n int, huge bool) ([]T, func(), error) {
 	return unsafe.Slice((*T)(unsafe.Pointer(&mem[0])), n), func() { _ = syscall.Munmap(mem) }, nil
 }
 
-// cplDir248x4k is the chosen layout with the first level copied into a
+// dir248x4k is the chosen layout with the first level copied into a
 // fresh mapping without huge pages.
-type cplDir248x4k struct {
-	c     *Compiled
-	t24   *[cplTbl24Len]uint32
+type dir248x4k struct {
+	c     *Table
+	t24   *[tbl24Len]uint32
 	close func()
 }
 
-func newCplDir248x4k(c *Compiled) (*cplDir248x4k, error) {
-	t24, done, err := cplMmap[uint32](cplTbl24Len, false)
+func newCplDir248x4k(c *Table) (*dir248x4k, error) {
+	t24, done, err := mmap[uint32](tbl24Len, false)
 	if err != nil {
 		return nil, err
 	}
-	v := &cplDir248x4k{c: c, t24: (*[cplTbl24Len]uint32)(t24), close: done}
+	v := &dir248x4k{c: c, t24: (*[tbl24Len]uint32)(t24), close: done}
 	copy(v.t24[:], c.tbl24[:])
 	return v, nil
 }
 
-func (v *cplDir248x4k) lookup(a uint32) uint32 {
+func (v *dir248x4k) lookup(a uint32) uint32 {
 	e := v.t24[a>>8]
-	if e >= cplPlain {
-		return e & cplValueMask
+	if e >= plainBit {
+		return e & valueMask
 	}
 	return v.c.lookupSlow(a)
 }
 
-func (v *cplDir248x4k) lookupBatch(dst, out []uint32) {
+func (v *dir248x4k) lookupBatch(dst, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = v.t24[a>>8]
 	}
 	for i, e := range out {
-		if e >= cplPlain {
-			out[i] = e & cplValueMask
+		if e >= plainBit {
+			out[i] = e & valueMask
 		} else {
 			out[i] = v.c.lookupSlow(dst[i])
 		}
 	}
 }
 
-func (v *cplDir248x4k) bytes() int { return cplTbl24Len * 4 }
+func (v *dir248x4k) bytes() int { return tbl24Len * 4 }
 
-// cplDir24816: 16-bit entries; bit 15 marks a group, otherwise the entry is
+// dir24816: 16-bit entries; bit 15 marks a group, otherwise the entry is
 // an index into vals.
-type cplDir24816 struct {
-	t24   *[cplTbl24Len]uint16
+type dir24816 struct {
+	t24   *[tbl24Len]uint16
 	t8    []uint16
 	vals  *[1 << 15]uint32
 	close func()
 }
 
-func newCplDir24816(c *Compiled) (*cplDir24816, error) {
-	t24, done, err := cplMmap[uint16](cplTbl24Len, true)
+func newCplDir24816(c *Table) (*dir24816, error) {
+	t24, done, err := mmap[uint16](tbl24Len, true)
 	if err != nil {
 		return nil, err
 	}
-	v := &cplDir24816{t24: (*[cplTbl24Len]uint16)(t24), vals: new([1 << 15]uint32), close: done}
+	v := &dir24816{t24: (*[tbl24Len]uint16)(t24), vals: new([1 << 15]uint32), close: done}
 	slot := map[uint32]uint16{}
 	slotOf := func(val uint32) (uint16, error) {
 		s, ok := slot[val]
@@ -117,9 +117,9 @@ func newCplDir24816(c *Compiled) (*cplDir24816, error) {
 		}
 		return s, nil
 	}
-	for i := uint32(0); i < cplTbl24Len; i++ {
-		if !cplIsGroup(c.tbl24[i]) {
-			s, err := slotOf(c.cplValueAt(i << 8))
+	for i := uint32(0); i < tbl24Len; i++ {
+		if !isGroup(c.tbl24[i]) {
+			s, err := slotOf(c.valueAt(i << 8))
 			if err != nil {
 				return nil, err
 			}
@@ -131,7 +131,7 @@ func newCplDir24816(c *Compiled) (*cplDir24816, error) {
 			return nil, fmt.Errorf("more than 2^15 groups")
 		}
 		for j := uint32(0); j < 256; j++ {
-			s, err := slotOf(c.cplValueAt(i<<8 | j))
+			s, err := slotOf(c.valueAt(i<<8 | j))
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +142,7 @@ func newCplDir24816(c *Compiled) (*cplDir24816, error) {
 	return v, nil
 }
 
-func (v *cplDir24816) lookup(a uint32) uint32 {
+func (v *dir24816) lookup(a uint32) uint32 {
 	s := v.t24[a>>8]
 	if s >= 0x8000 {
 		s = v.t8[uint(s&0x7fff)<<8|uint(a&0xff)]
@@ -150,7 +150,7 @@ func (v *cplDir24816) lookup(a uint32) uint32 {
 	return v.vals[s&0x7fff]
 }
 
-func (v *cplDir24816) lookupBatch(dst, out []uint32) {
+func (v *dir24816) lookupBatch(dst, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = uint32(v.t24[a>>8])
@@ -163,104 +163,104 @@ func (v *cplDir24816) lookupBatch(dst, out []uint32) {
 	}
 }
 
-func (v *cplDir24816) bytes() int { return cplTbl24Len*2 + len(v.t8)*2 + len(v.vals)*4 }
+func (v *dir24816) bytes() int { return tbl24Len*2 + len(v.t8)*2 + len(v.vals)*4 }
 
-// cplDir1688: 32-bit entries, bit 31 marks a group; levels 16, 8, 8.
-type cplDir1688 struct {
+// dir1688: 32-bit entries, bit 31 marks a group; levels 16, 8, 8.
+type dir1688 struct {
 	t16    *[1 << 16]uint32
 	l2, l3 []uint32
 	close  func()
 }
 
-func newCplDir1688(c *Compiled) (*cplDir1688, error) {
+func newCplDir1688(c *Table) (*dir1688, error) {
 	// Count the groups first so level 2 can live in one advised mapping.
 	nl2 := 0
 	for hi := uint32(0); hi < 1<<16; hi++ {
-		if _, ok := cplUniform(c, hi); !ok {
+		if _, ok := uniform(c, hi); !ok {
 			nl2++
 		}
 	}
-	l2, done, err := cplMmap[uint32](nl2*256, true)
+	l2, done, err := mmap[uint32](nl2*256, true)
 	if err != nil {
 		return nil, err
 	}
-	v := &cplDir1688{t16: new([1 << 16]uint32), l2: l2[:0], close: done}
+	v := &dir1688{t16: new([1 << 16]uint32), l2: l2[:0], close: done}
 	for hi := uint32(0); hi < 1<<16; hi++ {
-		if val, ok := cplUniform(c, hi); ok {
+		if val, ok := uniform(c, hi); ok {
 			v.t16[hi] = val
 			continue
 		}
 		g2 := uint32(len(v.l2) / 256)
 		for mid := uint32(0); mid < 256; mid++ {
-			if !cplIsGroup(c.tbl24[hi<<8|mid]) {
-				v.l2 = append(v.l2, c.cplValueAt(hi<<16|mid<<8))
+			if !isGroup(c.tbl24[hi<<8|mid]) {
+				v.l2 = append(v.l2, c.valueAt(hi<<16|mid<<8))
 				continue
 			}
 			g3 := uint32(len(v.l3) / 256)
 			for lo := uint32(0); lo < 256; lo++ {
-				v.l3 = append(v.l3, c.cplValueAt(hi<<16|mid<<8|lo))
+				v.l3 = append(v.l3, c.valueAt(hi<<16|mid<<8|lo))
 			}
-			v.l2 = append(v.l2, cplVarGroup|g3)
+			v.l2 = append(v.l2, varGroup|g3)
 		}
-		v.t16[hi] = cplVarGroup | g2
+		v.t16[hi] = varGroup | g2
 	}
 	return v, nil
 }
 
-// cplUniform: a /16 (index hi) whose 256 /24 entries have no group and
+// uniform: a /16 (index hi) whose 256 /24 entries have no group and
 // answer the same; with that answer.
-func cplUniform(c *Compiled, hi uint32) (uint32, bool) {
-	first := c.cplValueAt(hi << 16)
+func uniform(c *Table, hi uint32) (uint32, bool) {
+	first := c.valueAt(hi << 16)
 	for mid := uint32(0); mid < 256; mid++ {
-		if cplIsGroup(c.tbl24[hi<<8|mid]) || c.cplValueAt(hi<<16|mid<<8) != first {
+		if isGroup(c.tbl24[hi<<8|mid]) || c.valueAt(hi<<16|mid<<8) != first {
 			return 0, false
 		}
 	}
 	return first, true
 }
 
-// cplVarGroup marks a group index in the variants' own entries (which hold
+// varGroup marks a group index in the variants' own entries (which hold
 // plain values otherwise).
-const cplVarGroup = 1 << 31
+const varGroup = 1 << 31
 
-func (v *cplDir1688) lookup(a uint32) uint32 {
+func (v *dir1688) lookup(a uint32) uint32 {
 	e := v.t16[a>>16]
-	if e >= cplVarGroup {
-		e = v.l2[uint(e&cplValueMask)<<8|uint(a>>8&0xff)]
-		if e >= cplVarGroup {
-			e = v.l3[uint(e&cplValueMask)<<8|uint(a&0xff)]
+	if e >= varGroup {
+		e = v.l2[uint(e&valueMask)<<8|uint(a>>8&0xff)]
+		if e >= varGroup {
+			e = v.l3[uint(e&valueMask)<<8|uint(a&0xff)]
 		}
 	}
 	return e
 }
 
-func (v *cplDir1688) lookupBatch(dst, out []uint32) {
+func (v *dir1688) lookupBatch(dst, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = v.t16[a>>16]
 	}
 	for i, e := range out {
-		if e >= cplVarGroup {
-			out[i] = v.l2[uint(e&cplValueMask)<<8|uint(dst[i]>>8&0xff)]
+		if e >= varGroup {
+			out[i] = v.l2[uint(e&valueMask)<<8|uint(dst[i]>>8&0xff)]
 		}
 	}
 	for i, e := range out {
-		if e >= cplVarGroup {
-			out[i] = v.l3[uint(e&cplValueMask)<<8|uint(dst[i]&0xff)]
+		if e >= varGroup {
+			out[i] = v.l3[uint(e&valueMask)<<8|uint(dst[i]&0xff)]
 		}
 	}
 }
 
-func (v *cplDir1688) bytes() int { return len(v.t16)*4 + len(v.l2)*4 + len(v.l3)*4 }
+func (v *dir1688) bytes() int { return len(v.t16)*4 + len(v.l2)*4 + len(v.l3)*4 }
 
-// cplCompiledVariant adapts the real structure.
-type cplCompiledVariant struct{ c *Compiled }
+// tableVariant adapts the real structure.
+type tableVariant struct{ c *Table }
 
-func (v cplCompiledVariant) lookup(a uint32) uint32        { return v.c.Lookup(a) }
-func (v cplCompiledVariant) lookupBatch(dst, out []uint32) { v.c.LookupBatch(dst, out) }
-func (v cplCompiledVariant) bytes() int                    { return v.c.Stats().Bytes() }
+func (v tableVariant) lookup(a uint32) uint32        { return v.c.Lookup(a) }
+func (v tableVariant) lookupBatch(dst, out []uint32) { v.c.LookupBatch(dst, out) }
+func (v tableVariant) bytes() int                    { return v.c.Stats().Bytes() }
 
-func cplVariants(tb testing.TB, c *Compiled) ([]string, []cplVariant, func()) {
+func layoutVariants(tb testing.TB, c *Table) ([]string, []layout, func()) {
 	tb.Helper()
 	x4k, err := newCplDir248x4k(c)
 	if err != nil {
@@ -275,7 +275,7 @@ func cplVariants(tb testing.TB, c *Compiled) ([]string, []cplVariant, func()) {
 		tb.Fatal(err)
 	}
 	return []string{"dir24-8-32", "dir24-8-4k", "dir24-8-16", "dir16-8-8"},
-		[]cplVariant{cplCompiledVariant{c}, x4k, x16, x1688},
+		[]layout{tableVariant{c}, x4k, x16, x1688},
 		func() { x4k.close(); x16.close(); x1688.close() }
 }
 
@@ -285,17 +285,17 @@ func TestCompiledVariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full table: slow in -short")
 	}
-	routes := cplFullTable(t)
-	c, err := BuildCompiled(cplSeq(routes))
+	routes := fullTable(t)
+	c, err := Build(seq(routes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, vs, done := cplVariants(t, c)
+	names, vs, done := layoutVariants(t, c)
 	defer done()
-	probes := cplProbes(routes, 1<<18, 4)
+	probes := probeAddrs(routes, 1<<18, 4)
 	for _, r := range routes {
 		if r.p.Bits() > 24 {
-			probes = append(probes, cplEdges(r.p)...)
+			probes = append(probes, edgeAddrs(r.p)...)
 		}
 	}
 	out := make([]uint32, len(probes))
@@ -304,7 +304,7 @@ func TestCompiledVariants(t *testing.T) {
 		for i, a := range probes {
 			want := c.Lookup(a)
 			if got := v.lookup(a); got != want || out[i] != want {
-				t.Fatalf("%s: %v: lookup %d, batch %d, want %d", names[k], cplAddr(a), got, out[i], want)
+				t.Fatalf("%s: %v: lookup %d, batch %d, want %d", names[k], addrOf(a), got, out[i], want)
 			}
 		}
 		t.Logf("%s: %.1f MiB", names[k], float64(v.bytes())/(1<<20))
@@ -312,11 +312,11 @@ func TestCompiledVariants(t *testing.T) {
 }
 
 func BenchmarkCompiledVariants(b *testing.B) {
-	e := cplBenchSetup(b)
-	names, vs, done := cplVariants(b, e.c)
+	e := benchSetup(b)
+	names, vs, done := layoutVariants(b, e.c)
 	defer done()
 	// "routed": only addresses inside table prefixes, as real traffic is.
-	probeSets := map[string][]uint32{"random": e.probes, "routed": cplRoutedProbes(e.routes, len(e.probes), 3)}
+	probeSets := map[string][]uint32{"random": e.probes, "routed": routedProbes(e.routes, len(e.probes), 3)}
 	mask := len(e.probes) - 1
 	for _, probe := range []string{"random", "routed"} {
 		probes := probeSets[probe]
@@ -326,28 +326,28 @@ func BenchmarkCompiledVariants(b *testing.B) {
 				for i := range b.N {
 					x += v.lookup(probes[i&mask])
 				}
-				cplReport(b, x)
+				report(b, x)
 			})
 			b.Run("probe="+probe+"/impl="+names[k]+"-batch", func(b *testing.B) {
-				out := make([]uint32, cplBatchSize)
+				out := make([]uint32, batchSize)
 				var x uint32
 				off := 0
-				for n := 0; n < b.N; n += cplBatchSize {
-					if off+cplBatchSize > len(probes) {
+				for n := 0; n < b.N; n += batchSize {
+					if off+batchSize > len(probes) {
 						off = 0
 					}
-					v.lookupBatch(probes[off:off+cplBatchSize], out)
+					v.lookupBatch(probes[off:off+batchSize], out)
 					x += out[0]
-					off += cplBatchSize
+					off += batchSize
 				}
-				cplReport(b, x)
+				report(b, x)
 			})
 			b.Run("probe="+probe+"-dep/impl="+names[k], func(b *testing.B) {
 				var x uint32
 				for i := range b.N {
 					x = v.lookup(probes[i&mask] ^ x&1)
 				}
-				cplReport(b, x)
+				report(b, x)
 			})
 		}
 	}
