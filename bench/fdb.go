@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func init() {
@@ -78,12 +79,12 @@ func (h *hash256) delete(key uint64) {
 	}
 }
 
-func stationMAC(rng *rand.Rand) l2.MAC {
+func stationMAC(rng *rand.Rand) wire.MAC {
 	x := rng.Uint64()
-	return l2.MAC{byte(x)&0xfe | 0x02, byte(x >> 8), byte(x >> 16), byte(x >> 24), byte(x >> 32), byte(x >> 40)}
+	return wire.MAC{byte(x)&0xfe | 0x02, byte(x >> 8), byte(x >> 16), byte(x >> 24), byte(x >> 32), byte(x >> 40)}
 }
 
-func key(m l2.MAC, vid uint16) uint64 {
+func key(m wire.MAC, vid uint16) uint64 {
 	return uint64(m[0])<<56 | uint64(m[1])<<48 | uint64(m[2])<<40 | uint64(m[3])<<32 | uint64(m[4])<<24 | uint64(m[5])<<16 | uint64(vid)
 }
 
@@ -93,10 +94,10 @@ type FDBBench struct {
 	h       *hash256
 	fdb     *l2.FDB
 	learn   *l2.FDBLearner
-	macs    []l2.MAC // in insertion order (ring: oldest first)
+	macs    []wire.MAC // in insertion order (ring: oldest first)
 	oldest  int
-	active  []l2.MAC // lookup probes
-	uniform []l2.MAC
+	active  []wire.MAC // lookup probes
+	uniform []wire.MAC
 	rng     *rand.Rand
 	sink    int
 }
@@ -111,7 +112,7 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 		f.learn = l2.NewFDBLearner(l2.DomainOptions{}, 0)
 		f.fdb = f.learn.FDB()
 	}
-	seen := map[l2.MAC]bool{}
+	seen := map[wire.MAC]bool{}
 	for len(f.macs) < n {
 		m := stationMAC(rng)
 		if seen[m] {
@@ -137,7 +138,7 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 	return f
 }
 
-func (f *FDBBench) add(m l2.MAC) {
+func (f *FDBBench) add(m wire.MAC) {
 	if f.h != nil {
 		f.h.insert(key(m, 1), 1) // learning: look up, then insert if new
 		return
@@ -145,7 +146,7 @@ func (f *FDBBench) add(m l2.MAC) {
 	f.learn.Learn(m, 1)
 }
 
-func (f *FDBBench) del(m l2.MAC) {
+func (f *FDBBench) del(m wire.MAC) {
 	if f.h != nil {
 		f.h.delete(key(m, 1))
 		return
@@ -153,7 +154,7 @@ func (f *FDBBench) del(m l2.MAC) {
 	f.learn.Forget(m, 1)
 }
 
-func (f *FDBBench) lookup(m l2.MAC) bool {
+func (f *FDBBench) lookup(m wire.MAC) bool {
 	if f.h != nil {
 		return f.h.lookup(key(m, 1)) != nil
 	}

@@ -15,18 +15,18 @@ import (
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/fib/dir24"
 	"github.com/netfwd/netfwd/internal/fibbench"
-	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 const compiledBatch = 256
 
-// hostOrder converts IPv4 probes to the datapath's form: host-order uint32s
-// as parsed from the IPv4 header.
-func hostOrder(probes []netip.Addr) []uint32 {
-	dsts := make([]uint32, len(probes))
+// hostOrder converts IPv4 probes to the datapath's form (wire.Addr4, as
+// parsed from the IPv4 header).
+func hostOrder(probes []netip.Addr) []wire.Addr4 {
+	dsts := make([]wire.Addr4, len(probes))
 	for i, a := range probes {
-		dsts[i] = l3.Addr4(a)
+		dsts[i] = wire.Addr4From(a)
 	}
 	return dsts
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func init() {
@@ -44,7 +45,7 @@ func NewMcastSetup(filter bool) (*McastSetup, error) {
 			l2.LinkSet{Dev: name, Clear: l2.FlagMcastFlood})
 		if i%8 == 1 {
 			// Some groups are wanted (so the filter is not trivially empty).
-			ops = append(ops, l2.MDBAdd{Bridge: "br0", Port: name, Group: l2.MAC{0x01, 0x00, 0x5e, 0, 0, byte(i)}, VID: 10})
+			ops = append(ops, l2.MDBAdd{Bridge: "br0", Port: name, Group: wire.MAC{0x01, 0x00, 0x5e, 0, 0, byte(i)}, VID: 10})
 		}
 	}
 	if err := d.Apply(ops...); err != nil {

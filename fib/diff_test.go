@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 var devs = []string{"eth0", "eth1", "eth2", "eth3"}
@@ -267,7 +268,7 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 		if f.compiled != nil && nh != nil {
 			wantIdx = nh.Index
 		}
-		if i, i4 := f.lookupIndex(a), f.lookupIndex4(ipv4(a)); i != wantIdx || i4 != wantIdx {
+		if i, i4 := f.lookupIndex(a), f.lookupIndex4(wire.Addr4From(a)); i != wantIdx || i4 != wantIdx {
 			t.Fatalf("step %d (%s): lookupIndex(%s) = %d, lookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
 		}
 		res, ok := f.LookupRoute(a)

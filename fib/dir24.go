@@ -21,6 +21,7 @@ import (
 	"github.com/netfwd/netfwd/fib/dir24"
 	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // compiledState is the compiled mode's part of a FIB.
@@ -91,7 +92,7 @@ func (f *FIB) lookupCompiled(dst netip.Addr) *nexthop.Nexthop {
 
 // lookupBatchCompiled is LookupBatch4 in compiled mode: the table's batch
 // lookup, then the index to nexthop mapping.
-func (f *FIB) lookupBatchCompiled(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+func (f *FIB) lookupBatchCompiled(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	f.compiled.c.Load().LookupBatch(dsts, idx)
 	for i, v := range idx {
 		out[i] = f.nhs.ByIndex(v)
@@ -108,9 +109,8 @@ func (f *FIB) lookupIndex(dst netip.Addr) uint32 {
 	return f.compiled.c.Load().LookupAddr(dst)
 }
 
-// lookupIndex4 is lookupIndex for a host-order destination, as the datapath
-// parses it from the IPv4 header.
-func (f *FIB) lookupIndex4(dst uint32) uint32 {
+// lookupIndex4 is lookupIndex for a destination in the datapath's form.
+func (f *FIB) lookupIndex4(dst wire.Addr4) uint32 {
 	if f.compiled == nil {
 		return 0
 	}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Options configure a FIB.
@@ -146,11 +147,11 @@ func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool
 	return netip.Prefix{}, nil, false
 }
 
-// LookupBatch4 looks up a vector of IPv4 destinations (host byte order) on
-// one published state: out[i] is Lookup's answer for dsts[i]. One atomic
+// LookupBatch4 looks up a vector of IPv4 destinations on one published
+// state: out[i] is Lookup's answer for dsts[i]. One atomic
 // load per batch; the loop keeps independent lookups in flight.
 // idx is scratch of len(dsts) for compiled mode (nil in trie mode is fine).
-func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+func (f *FIB) LookupBatch4(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	if f.compiled != nil {
 		f.lookupBatchCompiled(dsts, out[:len(dsts)], idx[:len(dsts)])
 		return
@@ -160,12 +161,12 @@ func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) 
 	if s.fast != nil {
 		t := s.fast
 		for i, d := range dsts {
-			out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+			out[i], _ = t.Lookup(d.Netip())
 		}
 		return
 	}
 	t := s.table
 	for i, d := range dsts {
-		out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+		out[i], _ = t.Lookup(d.Netip())
 	}
 }

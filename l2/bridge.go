@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // DefaultAgeingTime is Linux's ageing_time default (300 s).
@@ -43,7 +45,7 @@ type BridgeAttrs struct {
 	AgeingTime    *time.Duration // ageing_time (iproute2 gives centiseconds) (default 300 s)
 	FDBMaxLearned *uint32        // fdb_max_learned (default 0: unlimited, within a hard cap)
 	DefaultPVID   *uint16        // vlan_default_pvid (default 1; 0: none)
-	MAC           *MAC           // address (only at creation; default random, locally administered)
+	MAC           *wire.MAC      // address (only at creation; default random, locally administered)
 	// FloodDeferThreshold: floods to more members than this go to the
 	// worker's bounded deferral queue (default 32; negative: never).
 	FloodDeferThreshold *int
@@ -58,7 +60,7 @@ func Ptr[T any](v T) *T { return &v }
 // Bridge is a VLAN-aware bridge.
 type Bridge struct {
 	Name string
-	MAC  MAC
+	MAC  wire.MAC
 	d    *Domain
 	cfg  atomic.Pointer[bridgeCfg]
 
@@ -125,7 +127,7 @@ func (b *Bridge) HostMember(vid uint16) (member, untagged bool) {
 // true when mac is the bridge's (or a port's) own address: such frames go to
 // the host, and d is not meaningful. ok is false when the address is unknown
 // (the caller floods, e.g. with FloodVLAN).
-func (b *Bridge) LookupFDB(mac MAC, vid uint16) (d FwdDst, local, ok bool) {
+func (b *Bridge) LookupFDB(mac wire.MAC, vid uint16) (d FwdDst, local, ok bool) {
 	if !b.cfg.Load().vlanFiltering {
 		vid = 0
 	}
@@ -402,7 +404,7 @@ func (b *Bridge) selfVLANDelLocked(vid uint16) {
 // dev BR vid V self`, tagged, not pvid) if it is not one already: l3 calls
 // it when it creates a VLAN interface on the bridge. Idempotent.
 func (b *Bridge) AddHostVLAN(vid uint16) error {
-	if vid == 0 || vid > maxVID {
+	if vid == 0 || vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	b.d.mu.Lock()

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // TestConcurrentWorkersAndConfig runs several datapath workers (own Tx each)
@@ -32,7 +34,7 @@ func TestConcurrentWorkersAndConfig(t *testing.T) {
 				in := tb.ports[names[rng.IntN(len(names))]]
 				src, dst := mac(1+rng.IntN(300)), mac(1+rng.IntN(300))
 				if rng.IntN(5) == 0 {
-					dst = Broadcast
+					dst = wire.BroadcastMAC
 				}
 				tb.b.Receive(tx, in, tagged(dst, src, 10+rng.IntN(6)))
 				sent.Add(1)

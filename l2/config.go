@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // OpError is the error of one op of a list.
@@ -112,7 +114,7 @@ type brModel struct {
 	exists      bool
 	filtering   bool
 	defaultPVID uint16
-	mac         MAC
+	mac         wire.MAC
 	self        vidBits
 }
 
@@ -245,8 +247,8 @@ func checkAttrs(a BridgeAttrs) error {
 	if a.AgeingTime != nil && (*a.AgeingTime < 0 || *a.AgeingTime > 1000000*time.Second) {
 		return fmt.Errorf("ageing_time %v out of range (0-1000000 s)", *a.AgeingTime)
 	}
-	if a.DefaultPVID != nil && *a.DefaultPVID > maxVID {
-		return fmt.Errorf("vlan_default_pvid %d out of range (0-%d)", *a.DefaultPVID, maxVID)
+	if a.DefaultPVID != nil && *a.DefaultPVID > wire.MaxVID {
+		return fmt.Errorf("vlan_default_pvid %d out of range (0-%d)", *a.DefaultPVID, wire.MaxVID)
 	}
 	if a.MAC != nil && !a.MAC.IsValidUnicast() {
 		return fmt.Errorf("invalid bridge address %s", *a.MAC)
@@ -258,10 +260,10 @@ func checkRange(lo, hi uint16) (uint16, uint16, error) {
 	if hi == 0 {
 		hi = lo
 	}
-	if lo == 0 || lo > maxVID {
+	if lo == 0 || lo > wire.MaxVID {
 		return 0, 0, errVID(lo)
 	}
-	if hi > maxVID {
+	if hi > wire.MaxVID {
 		return 0, 0, errVID(hi)
 	}
 	if hi < lo {
@@ -473,7 +475,7 @@ func (v *view) check(op Op) error {
 		}
 	case MDBAdd, MDBDel:
 		var br, port string
-		var g MAC
+		var g wire.MAC
 		var vid uint16
 		add := false
 		if a, ok := o.(MDBAdd); ok {
@@ -495,7 +497,7 @@ func (v *view) check(op Op) error {
 		if err := checkGroup(g); err != nil {
 			return err
 		}
-		if vid != 0 && (vid > maxVID || !pm.vlans.has(vid)) {
+		if vid != 0 && (vid > wire.MaxVID || !pm.vlans.has(vid)) {
 			return fmt.Errorf("VLAN %d is not configured on %s", vid, port)
 		}
 		k := mdbModelKey{br, port, fdbKey(g, vid)}
@@ -524,11 +526,11 @@ func (v *view) check(op Op) error {
 
 // checkFDB resolves an fdb add/del target to (bridge, keys) and calls each
 // for every key the op touches.
-func (v *view) checkFDB(mac MAC, dev string, vid uint16, hasVID, local bool, each func(br string, key uint64, devName string) error) error {
+func (v *view) checkFDB(mac wire.MAC, dev string, vid uint16, hasVID, local bool, each func(br string, key uint64, devName string) error) error {
 	if !mac.IsValidUnicast() {
 		return fmt.Errorf("invalid unicast address %s", mac)
 	}
-	if hasVID && (vid == 0 || vid > maxVID) {
+	if hasVID && (vid == 0 || vid > wire.MaxVID) {
 		return errVID(vid)
 	}
 	if bm := v.bridge(dev); bm.exists {
@@ -559,7 +561,7 @@ func (v *view) checkFDB(mac MAC, dev string, vid uint16, hasVID, local bool, eac
 		return err
 	}
 	if bm.filtering {
-		for vid := uint16(1); vid <= maxVID; vid++ {
+		for vid := uint16(1); vid <= wire.MaxVID; vid++ {
 			if pm.vlans.has(vid) {
 				if err := each(pm.master, fdbKey(mac, vid), dev); err != nil {
 					return err
@@ -587,7 +589,7 @@ func (d *Domain) applyLocked(op Op) {
 	case PortAdd:
 		d.ensurePortLocked(o.Name, o.MAC)
 	case SetMaster:
-		p := d.ensurePortLocked(o.Port, MAC{})
+		p := d.ensurePortLocked(o.Port, wire.MAC{})
 		if o.Master == "" {
 			if b := p.bridge.Load(); b != nil {
 				b.releasePortLocked(p)
@@ -653,7 +655,7 @@ func (d *Domain) applyLocked(op Op) {
 
 // eachFDBTargetLocked mirrors checkFDB on the live state; fn runs with the
 // FDB writer lock held.
-func (d *Domain) eachFDBTargetLocked(dev string, mac MAC, vid uint16, hasVID bool, fn func(b *Bridge, key uint64, pv *PortVLAN)) {
+func (d *Domain) eachFDBTargetLocked(dev string, mac wire.MAC, vid uint16, hasVID bool, fn func(b *Bridge, key uint64, pv *PortVLAN)) {
 	if b := d.bridges[dev]; b != nil {
 		if !hasVID {
 			vid = 0

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // A whole file is checked first: any error means nothing changes, and every
@@ -136,7 +138,7 @@ func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
 		t.Fatal("permanent entry is not local")
 	}
 	// fdb add over a learned entry replaces it; over a configured one fails.
-	tb.send("eth1", tagged(Broadcast, mac(9), 10))
+	tb.send("eth1", tagged(wire.BroadcastMAC, mac(9), 10))
 	tb.apply(FDBAdd{MAC: mac(9), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic})
 	if err := tb.d.Apply(FDBAdd{MAC: mac(9), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic}); err == nil {
 		t.Fatal("duplicate fdb add accepted")
@@ -168,7 +170,7 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 		t.Fatalf("bridge pvid %d", tb.b.HostPVID())
 	}
 	// Removing a VLAN flushes the port's dynamic entries in it.
-	tb.send("eth2", untagged(Broadcast, mac(3)))
+	tb.send("eth2", untagged(wire.BroadcastMAC, mac(3)))
 	if _, _, ok := tb.b.LookupFDB(mac(3), 5); !ok {
 		t.Fatal("not learned")
 	}
@@ -191,7 +193,7 @@ func TestNeighbourSuppression(t *testing.T) {
 	tb.apply(LinkSet{Dev: "vx", Set: FlagNeighSuppress})
 	remote, requester, router := mac(0x20), mac(0x10), mac(0x30)
 	// remote lives behind the suppress port.
-	tb.send("vx", tagged(Broadcast, remote, 10))
+	tb.send("vx", tagged(wire.BroadcastMAC, remote, 10))
 	ip := func(b byte) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 0, b}) }
 	if err := tb.b.SetNeighbor(10, ip(2), remote); err != nil {
 		t.Fatal(err)
@@ -206,8 +208,8 @@ func TestNeighbourSuppression(t *testing.T) {
 		t.Fatalf("suppressed request went to %s", outPorts(out))
 	}
 	rep := out["host"][0]
-	if MAC(rep[0:6]) != requester || MAC(rep[6:12]) != remote || rep[12] != 0x81 || rep[15] != 10 ||
-		rep[25] != 2 || MAC(rep[26:32]) != remote || rep[35] != 2 || rep[45] != 9 {
+	if wire.MAC(rep[0:6]) != requester || wire.MAC(rep[6:12]) != remote || rep[12] != 0x81 || rep[15] != 10 ||
+		rep[25] != 2 || wire.MAC(rep[26:32]) != remote || rep[35] != 2 || rep[45] != 9 {
 		t.Fatalf("reply %x", rep)
 	}
 	// Request for the router's own address: no proxy reply, not to vx.
@@ -235,7 +237,7 @@ func TestMulticastFilter(t *testing.T) {
 	for _, p := range []string{"a", "b", "c"} {
 		tb.apply(VLANAdd{Dev: p, VID: 10}, LinkSet{Dev: p, Clear: FlagMcastFlood})
 	}
-	g1, g2, other := MustParseMAC("01:00:5e:00:00:01"), MustParseMAC("01:00:5e:00:00:02"), MustParseMAC("01:00:5e:55:44:33")
+	g1, g2, other := wire.MustParseMAC("01:00:5e:00:00:01"), wire.MustParseMAC("01:00:5e:00:00:02"), wire.MustParseMAC("01:00:5e:55:44:33")
 	tb.apply(MDBAdd{Bridge: "br0", Port: "b", Group: g1, VID: 10})
 	if v, _ := tb.send("a", tagged(other, mac(1), 10)); v.Drop != DropMcastFiltered {
 		t.Fatalf("unwanted group: %+v", v)
@@ -252,7 +254,7 @@ func TestMulticastFilter(t *testing.T) {
 		t.Fatalf("host group: %+v %s", v, outPorts(out))
 	}
 	// Broadcast always passes.
-	if _, out := tb.send("a", tagged(Broadcast, mac(1), 10)); outPorts(out) != "[b c]" {
+	if _, out := tb.send("a", tagged(wire.BroadcastMAC, mac(1), 10)); outPorts(out) != "[b c]" {
 		t.Fatalf("broadcast: %s", outPorts(out))
 	}
 	// One member with mcast_flood: unknown groups pass and flood to it.
@@ -278,10 +280,10 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 		t.Fatalf("m in %v, br0 members %d", m.Bridge().Name, len(tb.b.Members()))
 	}
 	// Broadcast in br0 VLAN 10 must not reach m; in br1 it must reach x.
-	if _, out := tb.send("a", tagged(Broadcast, mac(1), 10)); outPorts(out) != "[]" {
+	if _, out := tb.send("a", tagged(wire.BroadcastMAC, mac(1), 10)); outPorts(out) != "[]" {
 		t.Fatalf("br0 flood reached %s", outPorts(out))
 	}
-	v := br1.Receive(tb.tx, m, tagged(Broadcast, mac(2), 10))
+	v := br1.Receive(tb.tx, m, tagged(wire.BroadcastMAC, mac(2), 10))
 	out := tb.flush()
 	if v.Drop != 0 || outPorts(out) != "[x]" {
 		t.Fatalf("br1 flood: %+v %s", v, outPorts(out))
@@ -291,7 +293,7 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 	if m.Bridge() != nil || tb.d.Bridge("br1") != nil {
 		t.Fatal("bridge delete")
 	}
-	if v := br1.Receive(tb.tx, m, untagged(Broadcast, mac(2))); v.Drop != DropNotBridged {
+	if v := br1.Receive(tb.tx, m, untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropNotBridged {
 		t.Fatalf("released port: %v", v.Drop)
 	}
 	tb.flush()
@@ -302,7 +304,7 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 func TestEgressAPI(t *testing.T) {
 	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "trunk", "access")
 	tb.apply(VLANAdd{Dev: "trunk", VID: 10}, VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true})
-	r, err := tb.d.EnsurePort("eth0", MAC{})
+	r, err := tb.d.EnsurePort("eth0", wire.MAC{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +319,7 @@ func TestEgressAPI(t *testing.T) {
 	if vid, tagged := tb.ports["trunk"].VLAN(10).Dst().EgressTag(); vid != 10 || !tagged {
 		t.Fatal("EgressTag")
 	}
-	if n := tb.b.Output(tb.tx, 10, untagged(Broadcast, tb.b.MAC)); n != 2 {
+	if n := tb.b.Output(tb.tx, 10, untagged(wire.BroadcastMAC, tb.b.MAC)); n != 2 {
 		t.Fatalf("Output broadcast: %d copies", n)
 	}
 	out = tb.flush()
@@ -325,7 +327,7 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatalf("Output broadcast: %s", outPorts(out))
 	}
 	// Known unicast goes to its port only, and not if the port is blocking.
-	tb.send("trunk", tagged(Broadcast, mac(5), 10))
+	tb.send("trunk", tagged(wire.BroadcastMAC, mac(5), 10))
 	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 1 {
 		t.Fatalf("Output unicast: %d", n)
 	}
@@ -357,7 +359,7 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatalf("SendTagged access %x", got)
 	}
 	// A local address for a VLAN interface with its own MAC.
-	rmac := MustParseMAC("02:00:00:00:aa:aa")
+	rmac := wire.MustParseMAC("02:00:00:00:aa:aa")
 	if err := tb.b.AddLocalAddress(rmac, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +370,7 @@ func TestEgressAPI(t *testing.T) {
 	if _, local, _ := tb.b.LookupFDB(rmac, 10); local {
 		t.Fatal("DelLocalAddress")
 	}
-	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
+	if _, err := tb.d.EnsurePort("br0", wire.MAC{}); err == nil {
 		t.Fatal("EnsurePort accepted a bridge name")
 	}
 }
@@ -393,8 +395,8 @@ func TestOpStrings(t *testing.T) {
 // bridge, or the bridge was deleted) can be added again in that batch.
 func TestPrepareSeesFlushesOfTheBatch(t *testing.T) {
 	d := NewDomain(DomainOptions{})
-	mac := MustParseMAC("02:00:00:00:00:33")
-	grp := MustParseMAC("01:00:5e:00:00:05")
+	mac := wire.MustParseMAC("02:00:00:00:00:33")
+	grp := wire.MustParseMAC("01:00:5e:00:00:05")
 	if err := d.Apply(BridgeAdd{Name: "br0"}, SetMaster{Port: "p1", Master: "br0"},
 		FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}, MDBAdd{Bridge: "br0", Port: "p1", Group: grp}); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // applyRef mirrors a successfully applied op on the reference bridge.
@@ -103,8 +105,8 @@ type diffWorld struct {
 	tb     *testBridge
 	ref    *refBridge
 	names  []string
-	macs   []MAC // station pool
-	groups []MAC
+	macs   []wire.MAC // station pool
+	groups []wire.MAC
 	vids   []uint16
 	step   int
 }
@@ -113,16 +115,16 @@ func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	filtering := rng.IntN(4) != 0
 	n := 2 + rng.IntN(13) // 2..14 ports: both list and array member sets
-	brMAC := MustParseMAC("02:bb:00:00:00:01")
+	brMAC := wire.MustParseMAC("02:bb:00:00:00:01")
 	w := &diffWorld{t: t, rng: rng, ref: newRefBridge(brMAC, filtering)}
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
 	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(filtering), MAC: &brMAC}}}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("p%d", i)
-		var m MAC
+		var m wire.MAC
 		if rng.IntN(2) == 0 {
-			m = MAC{0x02, 0xaa, 0, 0, 0, byte(i)}
+			m = wire.MAC{0x02, 0xaa, 0, 0, 0, byte(i)}
 		}
 		ops = append(ops, PortAdd{Name: name, MAC: m}, SetMaster{Port: name, Master: "br0"})
 		w.names = append(w.names, name)
@@ -143,8 +145,8 @@ func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 		w.macs = append(w.macs, mac(i+1))
 	}
 	w.macs = append(w.macs, brMAC)
-	w.groups = []MAC{MustParseMAC("01:00:5e:00:00:01"), MustParseMAC("01:00:5e:00:00:fb"),
-		MustParseMAC("33:33:00:00:00:01"), MustParseMAC("01:00:5e:7f:00:02")}
+	w.groups = []wire.MAC{wire.MustParseMAC("01:00:5e:00:00:01"), wire.MustParseMAC("01:00:5e:00:00:fb"),
+		wire.MustParseMAC("33:33:00:00:00:01"), wire.MustParseMAC("01:00:5e:7f:00:02")}
 	w.vids = []uint16{1, 2, 3, 4, 5}
 	return w
 }
@@ -210,16 +212,16 @@ func (w *diffWorld) randomFrame() (string, []byte) {
 	if r.IntN(40) == 0 {
 		src = w.groups[0] // invalid source
 	}
-	var dst MAC
+	var dst wire.MAC
 	switch r.IntN(10) {
 	case 0, 1:
-		dst = Broadcast
+		dst = wire.BroadcastMAC
 	case 2:
 		dst = w.groups[r.IntN(len(w.groups))]
 	case 3:
-		dst = MAC{0x01, 0x00, 0x5e, 0x10, byte(r.IntN(256)), byte(r.IntN(256))} // unwanted group
+		dst = wire.MAC{0x01, 0x00, 0x5e, 0x10, byte(r.IntN(256)), byte(r.IntN(256))} // unwanted group
 	case 4:
-		dst = MustParseMAC("01:80:c2:00:00:00")
+		dst = wire.MustParseMAC("01:80:c2:00:00:00")
 		if r.IntN(2) == 0 {
 			dst[5] = byte(1 + r.IntN(15))
 		}
@@ -299,7 +301,7 @@ func (w *diffWorld) run(steps int) {
 			}
 			a := ip.As4()
 			w.ref.neigh[uint64(vid)<<32|uint64(uint32(a[0])<<24|uint32(a[1])<<16|uint32(a[2])<<8|uint32(a[3]))] = struct {
-				mac MAC
+				mac wire.MAC
 				own bool
 			}{m, own}
 			continue

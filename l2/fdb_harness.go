@@ -4,6 +4,8 @@ package l2
 // learn and lookup functions, for the `fdb` benchmark suite (which compares
 // the table with a fixed 256-bucket hash) and for tests.
 
+import "github.com/netfwd/netfwd/wire"
+
 // FDBLearner is an FDB with one port-VLAN to learn on.
 type FDBLearner struct {
 	fdb *FDB
@@ -16,7 +18,7 @@ func NewFDBLearner(_ DomainOptions, maxLearned uint32) *FDBLearner {
 	l := &FDBLearner{fdb: &FDB{}, now: 1 << 20}
 	l.fdb.init()
 	l.fdb.maxLearned.Store(maxLearned)
-	p := newPort(0, "bench0", MAC{})
+	p := newPort(0, "bench0", wire.MAC{})
 	l.pv = &p.raw
 	return l
 }
@@ -25,12 +27,12 @@ func NewFDBLearner(_ DomainOptions, maxLearned uint32) *FDBLearner {
 func (l *FDBLearner) FDB() *FDB { return l.fdb }
 
 // Learn is ingress learning of source m in vid (refresh, or a new entry).
-func (l *FDBLearner) Learn(m MAC, vid uint16) {
+func (l *FDBLearner) Learn(m wire.MAC, vid uint16) {
 	l.fdb.learn(fdbKey(m, vid), l.pv, l.now)
 }
 
 // Lookup is a destination lookup, returning the forwarding destination.
-func (l *FDBLearner) Lookup(m MAC, vid uint16) bool {
+func (l *FDBLearner) Lookup(m wire.MAC, vid uint16) bool {
 	pv, _, ok := l.fdb.lookup(fdbKey(m, vid))
 	if !ok {
 		return false
@@ -41,7 +43,7 @@ func (l *FDBLearner) Lookup(m MAC, vid uint16) bool {
 }
 
 // Forget deletes m in vid (as ageing does).
-func (l *FDBLearner) Forget(m MAC, vid uint16) {
+func (l *FDBLearner) Forget(m wire.MAC, vid uint16) {
 	l.fdb.mu.Lock()
 	l.fdb.deleteLocked(fdbKey(m, vid))
 	l.fdb.mu.Unlock()
@@ -51,7 +53,7 @@ func (l *FDBLearner) Forget(m MAC, vid uint16) {
 // bucket). The benchmark reports the average to show that the table's
 // algorithmic cost stays flat as it grows (the time may not, once the
 // table no longer fits the caches and the TLB).
-func (l *FDBLearner) Probes(m MAC, vid uint16) int {
+func (l *FDBLearner) Probes(m wire.MAC, vid uint16) int {
 	t := l.fdb.m.cur.Load()
 	k := fdbKey(m, vid)
 	i := t.home(k)

@@ -16,6 +16,8 @@ package l2
 // Every frame that reaches no port and not the host is counted as a drop
 // with its reason. Lock-free: atomics and immutable snapshots only.
 
+import "github.com/netfwd/netfwd/wire"
+
 // Verdict is the outcome for one input frame.
 type Verdict struct {
 	Drop DropReason // non-zero: the frame went nowhere (counted)
@@ -85,8 +87,8 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	var pv *PortVLAN
 	var vid uint16
 	if cfg.vlanFiltering {
-		if pf.tagged && pf.tci&vidMask != 0 {
-			vid = pf.tci & vidMask
+		if pf.tagged && pf.tci&wire.VIDMask != 0 {
+			vid = pf.tci & wire.VIDMask
 			pv = in.vlans.get(vid)
 			if pv == nil || pv.flags.Load()&pvMember == 0 {
 				*res = tx.drop(in, DropVLANIngress)
@@ -101,7 +103,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 				return
 			}
 			vid = pv.VID
-			fv.tci = vid | pf.tci&^vidMask // a priority tag keeps its PCP/DEI
+			fv.tci = vid | pf.tci&^wire.VIDMask // a priority tag keeps its PCP/DEI
 		}
 	} else {
 		pv = &in.raw
@@ -123,7 +125,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	if fv.raw && pf.tagged {
 		// Without vlan_filtering the host sees the frame's own tag: Linux
 		// hands it to the VLAN device of that VID on top of the bridge.
-		res.VID = pf.tci & vidMask
+		res.VID = pf.tci & wire.VIDMask
 	}
 	if frame[0]&1 == 0 {
 		// Unicast.
@@ -141,7 +143,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
 		// Broadcast: always passes the multicast filter.
 		suppressed := false
-		if pf.etype == etherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
+		if pf.etype == wire.EtherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
 			suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
 		}
 		host := v.self.Load()&pvMember != 0

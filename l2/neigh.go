@@ -22,11 +22,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 type neighEntry struct {
 	key uint64 // vid<<32 | IPv4
-	mac MAC
+	mac wire.MAC
 	own bool
 }
 
@@ -44,25 +46,25 @@ func neighIP(ip netip.Addr) (uint32, error) {
 
 // SetNeighbor records that ip in vid is at mac (l3's neighbour entries).
 // vid is 0 on a bridge without vlan_filtering.
-func (b *Bridge) SetNeighbor(vid uint16, ip netip.Addr, mac MAC) error {
+func (b *Bridge) SetNeighbor(vid uint16, ip netip.Addr, mac wire.MAC) error {
 	return b.setNeigh(vid, ip, mac, false)
 }
 
 // SetOwnAddress records one of the router's own addresses in vid.
-func (b *Bridge) SetOwnAddress(vid uint16, ip netip.Addr, mac MAC) error {
+func (b *Bridge) SetOwnAddress(vid uint16, ip netip.Addr, mac wire.MAC) error {
 	return b.setNeigh(vid, ip, mac, true)
 }
 
-func (b *Bridge) setNeigh(vid uint16, ip netip.Addr, mac MAC, own bool) error {
+func (b *Bridge) setNeigh(vid uint16, ip netip.Addr, mac wire.MAC, own bool) error {
 	a, err := neighIP(ip)
 	if err != nil {
 		return err
 	}
-	if vid > maxVID {
+	if vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	if !mac.IsValidUnicast() {
-		return fmt.Errorf("neighbour %v: invalid MAC %s", ip, mac)
+		return fmt.Errorf("neighbour %v: invalid wire.MAC %s", ip, mac)
 	}
 	b.nmu.Lock()
 	defer b.nmu.Unlock()
@@ -87,7 +89,7 @@ func (b *Bridge) DelNeighbor(vid uint16, ip netip.Addr) {
 // neigh_suppress ports.
 func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, off int) bool {
 	a := frame[off:]
-	if len(a) < 28 || binary.BigEndian.Uint16(a[0:2]) != 1 || binary.BigEndian.Uint16(a[2:4]) != etherTypeIPv4 ||
+	if len(a) < 28 || binary.BigEndian.Uint16(a[0:2]) != 1 || binary.BigEndian.Uint16(a[2:4]) != wire.EtherTypeIPv4 ||
 		a[4] != 6 || a[5] != 4 {
 		return false
 	}
@@ -118,9 +120,9 @@ func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, o
 	r := tx.arena.alloc(42)
 	copy(r[0:6], a[8:14]) // to the requester's hardware address
 	copy(r[6:12], n.mac[:])
-	binary.BigEndian.PutUint16(r[12:14], etherTypeARP)
+	binary.BigEndian.PutUint16(r[12:14], wire.EtherTypeARP)
 	binary.BigEndian.PutUint16(r[14:16], 1)
-	binary.BigEndian.PutUint16(r[16:18], etherTypeIPv4)
+	binary.BigEndian.PutUint16(r[16:18], wire.EtherTypeIPv4)
 	r[18], r[19] = 6, 4
 	binary.BigEndian.PutUint16(r[20:22], 2)
 	copy(r[22:28], n.mac[:])

@@ -9,18 +9,22 @@ package l2
 // The frame is untagged; egress tagging comes from each destination
 // port-VLAN. Nothing is learned. Same buffer rule as Receive.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // Output sends an untagged frame from the host into VLAN vid (ignored on a
 // bridge without vlan_filtering). It returns the number of copies queued.
 func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
-	if len(frame) < ethHeaderLen {
+	if len(frame) < wire.EthernetHeaderLen {
 		return 0
 	}
 	cfg := b.cfg.Load()
 	var v *vlan
 	if cfg.vlanFiltering {
-		if vid == 0 || vid > maxVID {
+		if vid == 0 || vid > wire.MaxVID {
 			return 0
 		}
 		v = b.vlans.get(vid)
@@ -74,7 +78,7 @@ func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
 		tx.enqueue(d.Port, frame)
 		return
 	}
-	tci := pf.tci&^vidMask | d.PV.VID
+	tci := pf.tci&^wire.VIDMask | d.PV.VID
 	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
 	tx.emit(d.PV, &fv)
 }
@@ -83,11 +87,11 @@ func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
 // bridge without vlan_filtering): unicast frames to it are delivered to the
 // host, as `bridge fdb add MAC dev BR self [vlan V]`. l3 calls it for a
 // VLAN interface whose MAC differs from the bridge's.
-func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
+func (b *Bridge) AddLocalAddress(mac wire.MAC, vid uint16) error {
 	if !mac.IsValidUnicast() {
 		return fmt.Errorf("invalid unicast address %s", mac)
 	}
-	if vid > maxVID {
+	if vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	b.d.mu.Lock()
@@ -99,7 +103,7 @@ func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
 }
 
 // DelLocalAddress removes a local address of the bridge device.
-func (b *Bridge) DelLocalAddress(mac MAC, vid uint16) {
+func (b *Bridge) DelLocalAddress(mac wire.MAC, vid uint16) {
 	b.d.mu.Lock()
 	defer b.d.mu.Unlock()
 	b.fdb.mu.Lock()

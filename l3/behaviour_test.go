@@ -8,8 +8,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/l2"
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func (r *rig) apply(lines string) {
@@ -39,7 +38,7 @@ func TestLinkDownFailover(t *testing.T) {
 	only(t, r.run("eth1", frame), "eth0")
 	r.apply("link set eth0 down\n")
 	p := only(t, r.run("eth1", r.fromH10("8.8.8.8", layers.IPProtocolUDP, nil)), "eth3")
-	if l2.MAC(p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet).DstMAC) != r.hw["backup"] {
+	if wire.MAC(p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet).DstMAC) != r.hw["backup"] {
 		t.Fatalf("not to the backup router: %v", p)
 	}
 	// The connected route of eth0 is withdrawn too: its subnet now follows the default.
@@ -84,7 +83,7 @@ func TestLocalAndMartians(t *testing.T) {
 	}
 	ip4 := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 	pseudo := append(append(append([]byte{}, ip4.SrcIP.To4()...), ip4.DstIP.To4()...), 0, 6, 0, byte(len(ip4.Payload)))
-	if l3.Checksum(append(pseudo, ip4.Payload...), 0) != 0 {
+	if wire.Checksum(append(pseudo, ip4.Payload...)) != 0 {
 		t.Fatal("reset's TCP checksum is wrong")
 	}
 	// Another protocol: protocol unreachable.
@@ -95,7 +94,7 @@ func TestLocalAndMartians(t *testing.T) {
 	silent := map[string][]byte{
 		"echo to directed broadcast": r.fromH10("10.0.10.255", layers.IPProtocolICMPv4, func(p *pkt) { p.icmpType = 8 }),
 		"martian source":             r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.src = "127.0.0.1" }),
-		"not our MAC":                r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.dstMAC = l2.MustParseMAC("02:00:00:00:99:99") }),
+		"not our MAC":                r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.dstMAC = wire.MustParseMAC("02:00:00:00:99:99") }),
 		"error about an error":       icmpErrorFrame(r),
 		"multicast":                  r.fromH10("224.0.0.5", layers.IPProtocolUDP, nil),
 	}

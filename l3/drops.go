@@ -4,6 +4,8 @@ package l3
 // is counted under exactly one reason; the names are stable Prometheus label
 // values.
 
+import "github.com/netfwd/netfwd/wire"
+
 // DropReason is a reason for dropping a packet in the router.
 type DropReason uint8
 
@@ -46,6 +48,15 @@ var dropNames = [dropReasonCount]string{
 	"ttl_expired", "no_route", "blackhole", "unreachable", "prohibit", "frag_needed",
 	"neigh_failed", "neigh_queue", "local_protocol", "local_icmp", "broadcast",
 	"egress_down", "no_egress", "arp", "local_fragment", "l2_short", "no_iface", "l2_broadcast",
+}
+
+// ipv4Drops names the drop reason of each way a header fails wire.ParseIPv4.
+var ipv4Drops = [...]DropReason{
+	wire.IPv4TooShort:     DropIPTooShort,
+	wire.IPv4BadVersion:   DropIPVersion,
+	wire.IPv4BadHeaderLen: DropIPHeaderLen,
+	wire.IPv4BadTotalLen:  DropIPTotalLen,
+	wire.IPv4BadChecksum:  DropIPChecksum,
 }
 
 func (r DropReason) String() string {

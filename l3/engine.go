@@ -10,13 +10,13 @@ package l3
 // router.
 
 import (
-	"net/netip"
 	"sync"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // EngineOptions configure an Engine.
@@ -74,14 +74,11 @@ func (e *Engine) Stats() Stats {
 }
 
 // lookup is the FIB lookup of locally generated packets.
-func (e *Engine) lookup(dst uint32) *nexthop.Nexthop {
-	return e.r.fib.Lookup(addrFrom(dst))
+func (e *Engine) lookup(dst wire.Addr4) *nexthop.Nexthop {
+	return e.r.fib.Lookup(dst.Netip())
 }
 
 // lookupBatch is the FIB lookup of the forwarding path, a batch at a time.
-func (e *Engine) lookupBatch(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+func (e *Engine) lookupBatch(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	e.r.fib.LookupBatch4(dsts, out, idx)
 }
-
-// Addr4 converts a netip.Addr to the host-order form the datapath uses.
-func Addr4(a netip.Addr) uint32 { return ipv4Addr(a) }

@@ -11,6 +11,7 @@ import (
 	"github.com/netfwd/netfwd/internal/control"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 const testConfig = `
@@ -39,7 +40,7 @@ type rig struct {
 	e  *l3.Engine
 	c  *control.Controller
 	w  *l3.Worker
-	hw map[string]l2.MAC // host MACs
+	hw map[string]wire.MAC // host MACs
 }
 
 func newRig(t *testing.T) *rig {
@@ -52,11 +53,11 @@ func newRig(t *testing.T) *rig {
 	if err := c.Apply(cmds); err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, e: e, c: c, w: e.NewWorker(), hw: map[string]l2.MAC{
-		"uplink": l2.MustParseMAC("02:00:00:00:00:01"),
-		"h10":    l2.MustParseMAC("02:00:00:00:10:05"),
-		"h20":    l2.MustParseMAC("02:00:00:00:20:05"),
-		"backup": l2.MustParseMAC("02:00:00:00:00:02"),
+	r := &rig{t: t, e: e, c: c, w: e.NewWorker(), hw: map[string]wire.MAC{
+		"uplink": wire.MustParseMAC("02:00:00:00:00:01"),
+		"h10":    wire.MustParseMAC("02:00:00:00:10:05"),
+		"h20":    wire.MustParseMAC("02:00:00:00:20:05"),
+		"backup": wire.MustParseMAC("02:00:00:00:00:02"),
 	}}
 	e.Router().SetNeighbor("eth3", mustAddr("198.51.100.1"), r.hw["backup"])
 	e.Router().SetNeighbor("eth0", mustAddr("203.0.113.1"), r.hw["uplink"])
@@ -65,10 +66,10 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-func (r *rig) mac(iface string) l2.MAC { return r.e.Router().Iface(iface).MAC }
+func (r *rig) mac(iface string) wire.MAC { return r.e.Router().Iface(iface).MAC }
 
 type pkt struct {
-	srcMAC, dstMAC l2.MAC
+	srcMAC, dstMAC wire.MAC
 	vid            uint16
 	src, dst       string
 	ttl            uint8
@@ -158,13 +159,13 @@ func TestRouteBetweenVLANs(t *testing.T) {
 		t.Fatalf("not tagged 20: %v", p)
 	}
 	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-	if l2.MAC(eth.DstMAC) != r.hw["h20"] || l2.MAC(eth.SrcMAC) != r.mac("vlan20") || ip.TTL != 63 {
+	if wire.MAC(eth.DstMAC) != r.hw["h20"] || wire.MAC(eth.SrcMAC) != r.mac("vlan20") || ip.TTL != 63 {
 		t.Fatalf("rewrite wrong: %v", p)
 	}
 	if p.ErrorLayer() != nil {
 		t.Fatal(p.ErrorLayer().Error())
 	}
-	if l3.Checksum(ip.Contents, 0) != 0 {
+	if wire.Checksum(ip.Contents) != 0 {
 		t.Fatal("ip checksum")
 	}
 }
@@ -174,7 +175,7 @@ func TestRouteToUplinkAndBack(t *testing.T) {
 	in := pkt{srcMAC: r.hw["h20"], dstMAC: r.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "8.8.8.8", ttl: 5, proto: layers.IPProtocolUDP, payload: 20}
 	p := only(t, r.run("eth2", in.bytes(t)), "eth0")
 	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if l2.MAC(eth.DstMAC) != r.hw["uplink"] || eth.EthernetType != layers.EthernetTypeIPv4 || p.Layer(layers.LayerTypeIPv4).(*layers.IPv4).TTL != 4 {
+	if wire.MAC(eth.DstMAC) != r.hw["uplink"] || eth.EthernetType != layers.EthernetTypeIPv4 || p.Layer(layers.LayerTypeIPv4).(*layers.IPv4).TTL != 4 {
 		t.Fatalf("%v", p)
 	}
 	back := pkt{srcMAC: r.hw["uplink"], dstMAC: r.mac("eth0"), src: "8.8.8.8", dst: "10.0.10.5", ttl: 50, proto: layers.IPProtocolUDP, payload: 20}
@@ -263,7 +264,7 @@ func TestForwardAllocs(t *testing.T) {
 	}
 }
 
-func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC l2.MAC, vid uint16, sip, tip string, tha l2.MAC) []byte {
+func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC wire.MAC, vid uint16, sip, tip string, tha wire.MAC) []byte {
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(srcMAC[:]), DstMAC: net.HardwareAddr(dstMAC[:]), EthernetType: layers.EthernetTypeARP}
 	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
 		Operation: op, SourceHwAddress: net.HardwareAddr(srcMAC[:]), SourceProtAddress: net.ParseIP(sip).To4(),
@@ -286,7 +287,7 @@ func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC l2.MAC, vid uint16, sip, t
 // releases it. A request for the router's address is answered.
 func TestARPResolution(t *testing.T) {
 	r := newRig(t)
-	h21 := l2.MustParseMAC("02:00:00:00:20:21")
+	h21 := wire.MustParseMAC("02:00:00:00:20:21")
 	in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.21", ttl: 64, proto: layers.IPProtocolUDP, payload: 10}
 	out := r.run("eth1", in.bytes(t))
 	p := only(t, out, "eth2")
@@ -298,15 +299,15 @@ func TestARPResolution(t *testing.T) {
 	reply := arpFrame(t, layers.ARPReply, h21, r.mac("vlan20"), 20, "10.0.20.21", "10.0.20.1", r.mac("vlan20"))
 	p = only(t, r.run("eth2", reply), "eth2")
 	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if l2.MAC(eth.DstMAC) != h21 || p.Layer(layers.LayerTypeUDP) == nil {
+	if wire.MAC(eth.DstMAC) != h21 || p.Layer(layers.LayerTypeUDP) == nil {
 		t.Fatalf("released packet: %v", p)
 	}
 	// Who has 10.0.10.1? The router.
-	req := arpFrame(t, layers.ARPRequest, r.hw["h10"], l2.Broadcast, 0, "10.0.10.5", "10.0.10.1", l2.MAC{})
+	req := arpFrame(t, layers.ARPRequest, r.hw["h10"], wire.BroadcastMAC, 0, "10.0.10.5", "10.0.10.1", wire.MAC{})
 	out = r.run("eth1", req)
 	p = only(t, out, "eth1")
 	arp = p.Layer(layers.LayerTypeARP).(*layers.ARP)
-	if arp.Operation != layers.ARPReply || l2.MAC(arp.SourceHwAddress) != r.mac("vlan10") {
+	if arp.Operation != layers.ARPReply || wire.MAC(arp.SourceHwAddress) != r.mac("vlan10") {
 		t.Fatalf("arp reply: %v", p)
 	}
 }

@@ -9,7 +9,11 @@ package l3
 //
 // Locking: none (pure function; the caller provides the buffers).
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 const (
 	optEnd  = 0
@@ -27,7 +31,7 @@ type FragSink interface {
 // Fragment splits pkt to fit mtu, writing each fragment into a buffer from
 // the sink and handing it back. It returns the number of fragments, or 0 if
 // the MTU cannot carry even 8 data bytes with this header.
-func Fragment(pkt IPv4, mtu int, sink FragSink) int {
+func Fragment(pkt wire.IPv4, mtu int, sink FragSink) int {
 	hl := pkt.IHL()
 	room := (mtu - hl) &^ 7
 	if room < 8 {
@@ -43,18 +47,18 @@ func Fragment(pkt IPv4, mtu int, sink FragSink) int {
 		f := sink.Alloc(hl + size)
 		copy(f, pkt[:hl])
 		if n > 0 {
-			stripUncopiedOptions(f[ipv4MinHeader:hl])
+			stripUncopiedOptions(f[wire.IPv4MinHeaderLen:hl])
 		}
 		copy(f[hl:], data[off:off+size])
-		flags := pkt.FlagsFrag() &^ (ipFlagMF | ipOffsetMask)
+		flags := pkt.FlagsFrag() &^ (wire.IPv4FlagMF | wire.IPv4OffsetMask)
 		if !last || lastMF {
-			flags |= ipFlagMF
+			flags |= wire.IPv4FlagMF
 		}
 		flags |= uint16((base + off) / 8)
 		binary.BigEndian.PutUint16(f[2:], uint16(hl+size))
 		binary.BigEndian.PutUint16(f[6:], flags)
-		IPv4(f).SetChecksum(0)
-		IPv4(f).SetChecksum(Checksum(f[:hl], 0))
+		wire.IPv4(f).SetChecksum(0)
+		wire.IPv4(f).SetChecksum(wire.Checksum(f[:hl]))
 		sink.Emit(f)
 		n++
 	}

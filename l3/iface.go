@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // IfaceKind says how frames reach and leave an interface.
@@ -44,7 +45,7 @@ type Iface struct {
 	Index  uint32
 	Name   string
 	Kind   IfaceKind
-	MAC    l2.MAC
+	MAC    wire.MAC
 	MTU    int
 	Port   *l2.Port   // IfacePort
 	Bridge *l2.Bridge // IfaceVLAN, IfaceBridge

@@ -23,6 +23,7 @@ import (
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 type probe struct {
@@ -190,8 +191,8 @@ route add blackhole 10.66.0.0/16
 	if err := c.Apply(cmds); err != nil {
 		t.Fatal(err)
 	}
-	e.Router().SetNeighbor("r0", mustAddr("10.0.1.2"), l2.MAC(srcMAC))
-	e.Router().SetNeighbor("r1", mustAddr("10.0.2.2"), l2.MustParseMAC("02:00:00:00:00:02"))
+	e.Router().SetNeighbor("r0", mustAddr("10.0.1.2"), wire.MAC(srcMAC))
+	e.Router().SetNeighbor("r1", mustAddr("10.0.2.2"), wire.MustParseMAC("02:00:00:00:00:02"))
 	w := e.NewWorker()
 	ourMAC := e.Router().Iface("r0").MAC
 	for _, p := range probes {

@@ -13,16 +13,16 @@ package l3
 import (
 	"net/netip"
 
-	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // routerAddrs answers ARP's "is this one of my addresses" (arp_ignore 0:
 // any address of the router, whatever the interface).
 type routerAddrs struct{ r *Router }
 
-func (a routerAddrs) IsLocalAddr(_ uint32, ip uint32) bool {
-	return a.r.fib.IsLocalAddress(addrFrom(ip))
+func (a routerAddrs) IsLocalAddr(_ uint32, ip wire.Addr4) bool {
+	return a.r.fib.IsLocalAddress(ip.Netip())
 }
 
 type xmitResult uint8
@@ -35,16 +35,16 @@ const (
 
 // xmit resolves next on out and queues the frame (frame[14:] is the IPv4
 // packet; the Ethernet header is written into frame[:14]).
-func (w *Worker) xmit(out *Iface, next uint32, frame []byte) xmitResult {
-	if w.nw.Output(out.Index, next, frame[:etherHeaderLen]) {
+func (w *Worker) xmit(out *Iface, next wire.Addr4, frame []byte) xmitResult {
+	if w.nw.Output(out.Index, next, frame[:wire.EthernetHeaderLen]) {
 		w.send(out, frame)
 		return xmitSent
 	}
-	res := w.nw.Resolve(out.Index, next, out.MAC, frame[etherHeaderLen:], w.tx.Now(), &w.acts)
+	res := w.nw.Resolve(out.Index, next, out.MAC, frame[wire.EthernetHeaderLen:], w.tx.Now(), &w.acts)
 	r := xmitSent
 	switch res.Verdict {
 	case neigh.Send:
-		copy(frame[:etherHeaderLen], res.Header[:])
+		copy(frame[:wire.EthernetHeaderLen], res.Header[:])
 		w.send(out, frame)
 	case neigh.Queued:
 		r = xmitQueued
@@ -59,7 +59,7 @@ func (w *Worker) xmit(out *Iface, next uint32, frame []byte) xmitResult {
 // arpInput hands an ARP frame to the table and sends the reply it builds.
 func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 	frame := f
-	if l3 != etherHeaderLen { // strip a VLAN tag: the table reads untagged frames
+	if l3 != wire.EthernetHeaderLen { // strip a VLAN tag: the table reads untagged frames
 		if len(f) < l3 {
 			w.drop(DropARP)
 			return
@@ -68,7 +68,7 @@ func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 		frame = append(frame, f[:12]...)
 		frame = append(frame, f[l3-2:]...)
 	}
-	reply := w.tx.Alloc(neigh.ARPFrameLen)
+	reply := w.tx.Alloc(wire.ARPFrameLen)
 	n, drop := w.nw.InputARP(&neigh.ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
 	if drop != neigh.ARPOK {
 		w.drop(DropARP)
@@ -108,7 +108,7 @@ func (w *Worker) handleActs() {
 		if out == nil || !out.Up() {
 			continue
 		}
-		buf := w.tx.Alloc(neigh.ARPFrameLen)
+		buf := w.tx.Alloc(wire.ARPFrameLen)
 		if n := req.Build(buf, w.r.arpSender(out, req)); n > 0 {
 			w.send(out, buf[:n])
 		}
@@ -125,13 +125,13 @@ func (w *Worker) handleActs() {
 		w.c.released++
 	}
 	for _, f := range a.Unreachable {
-		h, r := CheckIPv4(f.Data)
+		h, e := wire.ParseIPv4(f.Data)
 		w.drop(DropNeighFailed)
-		if r != DropNone {
+		if e != wire.IPv4OK {
 			continue
 		}
 		if in := t.get(f.IfIndex); in != nil {
-			w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, false, icmpHostUnreachIdx)
+			w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0, false, icmpHostUnreachIdx)
 		}
 	}
 	for _, ev := range a.Events {
@@ -143,12 +143,12 @@ func (w *Worker) handleActs() {
 // arpSender picks the ARP request's sender address as Linux's arp_solicit
 // does with arp_announce 0: the source of the packet that triggered it if
 // that is ours, else the interface's address for the target's subnet.
-func (r *Router) arpSender(out *Iface, req *neigh.ARPRequest) uint32 {
-	if req.SrcHint != 0 && r.fib.IsLocalAddress(addrFrom(req.SrcHint)) {
+func (r *Router) arpSender(out *Iface, req *neigh.ARPRequest) wire.Addr4 {
+	if req.SrcHint != 0 && r.fib.IsLocalAddress(req.SrcHint.Netip()) {
 		return req.SrcHint
 	}
-	if s := r.fib.SelectSource(out.Name, addrFrom(req.Target)); s.IsValid() {
-		return ipv4Addr(s)
+	if s := r.fib.SelectSource(out.Name, req.Target.Netip()); s.IsValid() {
+		return wire.Addr4From(s)
 	}
 	return 0
 }
@@ -160,10 +160,10 @@ func (r *Router) mirrorNeighbour(t *ifaceTable, ev neigh.Event) {
 	if ifc == nil || ifc.Bridge == nil {
 		return
 	}
-	ip := addrFrom(ev.IP)
+	ip := ev.IP.Netip()
 	switch ev.Kind {
 	case neigh.EventResolved, neigh.EventLLAddrChanged:
-		ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+		ifc.Bridge.SetNeighbor(ifc.VID, ip, wire.MAC(ev.LLAddr))
 	default:
 		ifc.Bridge.DelNeighbor(ifc.VID, ip)
 	}
@@ -174,12 +174,12 @@ func (r *Router) Neighbours() *neigh.Table { return r.neigh }
 
 // SetNeighbor installs a permanent neighbour (tests, `neigh add ... nud
 // permanent`); the interface must exist.
-func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac l2.MAC) error {
+func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac wire.MAC) error {
 	ifc := r.Iface(dev)
 	if ifc == nil {
 		return errNoIface(dev)
 	}
 	var acts neigh.Actions
-	return r.neigh.Replace(neigh.Spec{IfIndex: ifc.Index, IP: ipv4Addr(ip), LLAddr: mac, HasLLAddr: true,
+	return r.neigh.Replace(neigh.Spec{IfIndex: ifc.Index, IP: wire.Addr4From(ip), LLAddr: mac, HasLLAddr: true,
 		State: neigh.NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
 }

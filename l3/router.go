@@ -20,6 +20,7 @@ import (
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // RouterOptions configure a Router.
@@ -91,7 +92,7 @@ type VLANIfaceSpec struct {
 type IfaceSettings struct {
 	Down bool
 	MTU  int
-	MAC  l2.MAC
+	MAC  wire.MAC
 }
 
 // SyncIfaces rebuilds the interface table from the domain (every port
@@ -103,7 +104,7 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 	defer r.mu.Unlock()
 	old := r.ifaces.Load()
 	next := &ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}}
-	mk := func(name string, kind IfaceKind, mac l2.MAC) *Iface {
+	mk := func(name string, kind IfaceKind, mac wire.MAC) *Iface {
 		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: DefaultMTU}
 		if o := old.byName[name]; o != nil {
 			i.up = o.up
@@ -116,11 +117,11 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 			if s.MTU > 0 {
 				i.MTU = s.MTU
 			}
-			if s.MAC != (l2.MAC{}) {
+			if s.MAC != (wire.MAC{}) {
 				i.MAC = s.MAC
 			}
 		}
-		if i.MAC == (l2.MAC{}) {
+		if i.MAC == (wire.MAC{}) {
 			i.MAC = DefaultMAC(name)
 		}
 		return i
@@ -173,11 +174,11 @@ func (r *Router) Ifaces() []*Iface {
 
 // DefaultMAC derives a stable, locally administered unicast MAC from an
 // interface name, for interfaces whose MAC nobody gave (tests, replay).
-func DefaultMAC(name string) l2.MAC {
+func DefaultMAC(name string) wire.MAC {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	v := h.Sum64()
-	return l2.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+	return wire.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
 }
 
 func errNoIface(name string) error { return fmt.Errorf("%s: no such interface", name) }

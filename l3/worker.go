@@ -27,6 +27,7 @@ import (
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 const (
@@ -51,7 +52,7 @@ type Worker struct {
 	batch   [][]byte // the frames of the ReceiveGSO batch being processed
 	curSrc  int32    // index of the frame being processed (batch or tx.Host)
 	curHost bool     // the frame being processed is in tx.Host
-	dsts    []uint32
+	dsts    []wire.Addr4
 	nhs     []*nexthop.Nexthop
 	idx     []uint32
 
@@ -62,7 +63,7 @@ type Worker struct {
 	// fragOut is the interface and next hop of the fragments being emitted
 	// (Fragment calls back into the worker as a FragSink).
 	fragOut  *Iface
-	fragNext uint32
+	fragNext wire.Addr4
 	fragBuf  []byte
 }
 
@@ -148,12 +149,12 @@ func (w *Worker) routedFrames(t *ifaceTable, in *l2.Port, frames [][]byte) {
 		switch {
 		case ifc == nil:
 			w.drop(DropNoIface)
-		case len(f) < etherHeaderLen:
+		case len(f) < wire.EthernetHeaderLen:
 			w.drop(DropL2Short)
 		default:
 			// A VLAN tag is an unknown EtherType here: routed ports have no
 			// VLAN interfaces.
-			accepted = w.ifaceInput(t, ifc, f, etherHeaderLen, binary.BigEndian.Uint16(f[12:]))
+			accepted = w.ifaceInput(t, ifc, f, wire.EthernetHeaderLen, binary.BigEndian.Uint16(f[12:]))
 		}
 		if !accepted {
 			w.tx.CountRxDrop(in)
@@ -191,14 +192,14 @@ func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherTy
 		return false
 	}
 	l2mc := f[0]&1 != 0
-	if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
+	if !l2mc && wire.MAC(f[0:6]) != ifc.MAC {
 		w.drop(DropNotForUs)
 		return true
 	}
 	switch etherType {
-	case etherTypeIPv4:
+	case wire.EtherTypeIPv4:
 		w.ipInput(t, ifc, f, l3, l2mc)
-	case etherTypeARP:
+	case wire.EtherTypeARP:
 		w.arpInput(t, ifc, f, l3)
 	default:
 		w.drop(DropEtherType)
@@ -223,21 +224,21 @@ type pendingIP struct {
 // that need no route. A packet that passes waits in the batch's pending
 // vector; routePending looks the whole vector up at once.
 func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) {
-	h, reason := CheckIPv4(f[l3:])
-	if reason != DropNone {
-		w.drop(reason)
+	h, e := wire.ParseIPv4(f[l3:])
+	if e != wire.IPv4OK {
+		w.drop(ipv4Drops[e])
 		return
 	}
 	src, dst := h.Src(), h.Dst()
-	if isMartianSource(src) {
+	if src.IsMartianSource() {
 		w.drop(DropMartianSource)
 		return
 	}
-	if dst == 0xffffffff || isMulticast(dst) {
+	if dst.IsLimitedBroadcast() || dst.IsMulticast() {
 		w.drop(DropBroadcast) // no multicast routing, no broadcast services
 		return
 	}
-	if isMartianDest(dst) {
+	if dst.IsZeroNet() || dst.IsLoopback() { // never forwarded
 		w.drop(DropMartianDest)
 		return
 	}
@@ -279,9 +280,9 @@ func (w *Worker) routePending(t *ifaceTable) {
 }
 
 func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nexthop) {
-	in, h := t.get(p.ifIndex), IPv4(f[p.l3:int(p.l3)+int(p.n)])
+	in, h := t.get(p.ifIndex), wire.IPv4(f[p.l3:int(p.l3)+int(p.n)])
 	if nh == nil {
-		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
 		w.drop(DropNoRoute)
 		return
 	}
@@ -299,18 +300,18 @@ func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nextho
 	case nexthop.Blackhole:
 		w.drop(DropBlackhole)
 	case nexthop.Unreachable:
-		w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, p.l2mc, icmpHostUnreachIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0, p.l2mc, icmpHostUnreachIdx)
 		w.drop(DropUnreachable)
 	case nexthop.Prohibit:
-		w.icmpError(in, h, ICMPDestUnreach, CodePktFiltered, 0, p.l2mc, icmpProhibitIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodePktFiltered, 0, p.l2mc, icmpProhibitIdx)
 		w.drop(DropProhibit)
 	}
 }
 
 // forward sends a transit packet on towards its nexthop.
-func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh *nexthop.Nexthop) {
+func (w *Worker) forward(t *ifaceTable, in *Iface, h wire.IPv4, f []byte, l3 int, nh *nexthop.Nexthop) {
 	if h.TTL() <= 1 {
-		w.icmpError(in, h, ICMPTimeExceeded, CodeTTLExceeded, 0, false, icmpTTLIdx)
+		w.icmpError(in, h, wire.ICMPTimeExceeded, wire.ICMPCodeTTLExceeded, 0, false, icmpTTLIdx)
 		w.drop(DropTTLExpired)
 		return
 	}
@@ -339,7 +340,7 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 	}
 	if size > out.MTU {
 		if h.DF() || size != len(h) {
-			w.icmpError(in, h, ICMPDestUnreach, CodeFragNeeded, uint32(out.MTU), false, icmpFragNeededIdx)
+			w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeFragNeeded, uint32(out.MTU), false, icmpFragNeededIdx)
 			w.drop(DropFragNeeded)
 			return
 		}
@@ -350,7 +351,7 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 		return
 	}
 	h.DecTTL()
-	switch w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)]) {
+	switch w.xmit(out, next, f[l3-wire.EthernetHeaderLen:l3+len(h)]) {
 	case xmitSent:
 		w.c.forwarded++
 	case xmitQueued:
@@ -359,7 +360,7 @@ func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh 
 }
 
 // fragment emits h in fragments that fit out's MTU.
-func (w *Worker) fragment(out *Iface, next uint32, h IPv4) bool {
+func (w *Worker) fragment(out *Iface, next wire.Addr4, h wire.IPv4) bool {
 	w.fragOut, w.fragNext = out, next
 	if Fragment(h, out.MTU, w) == 0 {
 		w.drop(DropFragNeeded)
@@ -372,25 +373,25 @@ func (w *Worker) fragment(out *Iface, next uint32, h IPv4) bool {
 // Alloc and Emit make the worker a FragSink: each fragment gets room for
 // its Ethernet header in front.
 func (w *Worker) Alloc(n int) []byte {
-	w.fragBuf = w.tx.Alloc(etherHeaderLen + n)
-	return w.fragBuf[etherHeaderLen:]
+	w.fragBuf = w.tx.Alloc(wire.EthernetHeaderLen + n)
+	return w.fragBuf[wire.EthernetHeaderLen:]
 }
 
 func (w *Worker) Emit(frag []byte) {
-	w.xmit(w.fragOut, w.fragNext, w.fragBuf[:etherHeaderLen+len(frag)])
+	w.xmit(w.fragOut, w.fragNext, w.fragBuf[:wire.EthernetHeaderLen+len(frag)])
 }
 
 // gsoSegmentLen is the length of one segment of a GSO frame: headers plus
 // the segment payload.
-func gsoSegmentLen(h IPv4, gso int) int {
+func gsoSegmentLen(h wire.IPv4, gso int) int {
 	hl := h.IHL()
 	p := h[hl:]
 	switch h.Protocol() {
-	case ProtoTCP:
+	case wire.ProtoTCP:
 		if len(p) >= 13 {
 			return hl + int(p[12]>>4)*4 + gso
 		}
-	case ProtoUDP:
+	case wire.ProtoUDP:
 		return hl + 8 + gso
 	}
 	return len(h)
@@ -401,7 +402,7 @@ func gsoSegmentLen(h IPv4, gso int) int {
 func (w *Worker) localOutput(frame []byte) {
 	restore, saved := w.generating()
 	defer restore(saved)
-	h := IPv4(frame[etherHeaderLen:])
+	h := wire.IPv4(frame[wire.EthernetHeaderLen:])
 	nh := w.e.lookup(h.Dst())
 	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {

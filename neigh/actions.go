@@ -20,7 +20,7 @@ package neigh
 // belong to the caller from then on. A nil *Actions discards
 // everything (the table still counts it).
 
-import "encoding/binary"
+import "github.com/netfwd/netfwd/wire"
 
 // EventKind says what happened to an entry.
 type EventKind uint8
@@ -70,8 +70,8 @@ func (r RemoveReason) String() string {
 type Event struct {
 	Kind    EventKind
 	IfIndex uint32
-	IP      uint32
-	LLAddr  [6]byte
+	IP      wire.Addr4
+	LLAddr  wire.MAC
 	State   State // state after the change (NUDNone for removals)
 	Reason  RemoveReason
 }
@@ -79,29 +79,29 @@ type Event struct {
 // ARPRequest is an ARP request the table wants sent.
 type ARPRequest struct {
 	IfIndex uint32
-	Target  uint32  // the address being resolved
-	SrcMAC  [6]byte // the interface MAC given when the entry was created
-	DstMAC  [6]byte // broadcast, or the known lladdr for a unicast probe
+	Target  wire.Addr4 // the address being resolved
+	SrcMAC  wire.MAC   // the interface MAC given when the entry was created
+	DstMAC  wire.MAC   // broadcast, or the known lladdr for a unicast probe
 	Unicast bool
 	// SrcHint is the source address of the newest queued packet (0 if none).
 	// Linux's arp_solicit (arp_announce 0) uses it as the sender IP when it
 	// is one of the router's addresses, else the interface's address for
 	// the target's subnet.
-	SrcHint uint32
+	SrcHint wire.Addr4
 }
 
 // Build writes the request as an Ethernet frame into b (at least
 // ARPFrameLen bytes) with senderIP as the ARP sender address, and returns
 // its length (0 if b is too short).
-func (r *ARPRequest) Build(b []byte, senderIP uint32) int {
-	return BuildARPRequest(b, r.SrcMAC, senderIP, r.Target, r.DstMAC)
+func (r *ARPRequest) Build(b []byte, senderIP wire.Addr4) int {
+	return wire.BuildARPRequest(b, r.SrcMAC, senderIP, r.Target, r.DstMAC)
 }
 
 // Frame is a packet released from a neighbour's queue.
 type Frame struct {
 	IfIndex uint32
-	IP      uint32 // the neighbour
-	Data    []byte // Transmit: whole Ethernet frame; Unreachable: the IPv4 packet
+	IP      wire.Addr4 // the neighbour
+	Data    []byte     // Transmit: whole Ethernet frame; Unreachable: the IPv4 packet
 }
 
 // Actions collects what one or more writer calls ask the caller to do.
@@ -140,7 +140,7 @@ func (a *Actions) request(r ARPRequest) {
 }
 
 // packetQueue is a FIFO of packet copies (Linux's arp_queue). Each buffer has
-// ethHeaderLen bytes of headroom for the header written when it resolves.
+// wire.EthernetHeaderLen bytes of headroom for the header written when it resolves.
 type packetQueue struct {
 	bufs  [][]byte // ring
 	head  int
@@ -186,9 +186,9 @@ func (q *packetQueue) newest() []byte {
 }
 
 // packetSource returns an IPv4 packet's source address, 0 if it has none.
-func packetSource(pkt []byte) uint32 {
+func packetSource(pkt []byte) wire.Addr4 {
 	if len(pkt) < 20 || pkt[0]>>4 != 4 {
 		return 0
 	}
-	return binary.BigEndian.Uint32(pkt[12:16])
+	return wire.IPv4(pkt).Src()
 }

@@ -15,7 +15,8 @@ package neigh
 import (
 	"errors"
 	"fmt"
-	"net"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Admin errors, worded like the kernel's.
@@ -27,11 +28,11 @@ var (
 // Spec is one `neigh add|replace|change` command.
 type Spec struct {
 	IfIndex   uint32
-	IP        uint32
-	LLAddr    [6]byte
-	HasLLAddr bool    // `lladdr` given
-	State     State   // NUDPermanent (iproute2's default), NUDReachable, NUDStale or NUDNoARP
-	IfMAC     [6]byte // the interface's MAC, for the adjacency
+	IP        wire.Addr4
+	LLAddr    wire.MAC
+	HasLLAddr bool     // `lladdr` given
+	State     State    // NUDPermanent (iproute2's default), NUDReachable, NUDStale or NUDNoARP
+	IfMAC     wire.MAC // the interface's MAC, for the adjacency
 }
 
 func (s *Spec) check() error {
@@ -39,7 +40,7 @@ func (s *Spec) check() error {
 		return errors.New("device not specified")
 	}
 	if !resolvable(s.IP) {
-		return fmt.Errorf("invalid neighbour address %s", ipString(s.IP))
+		return fmt.Errorf("invalid neighbour address %s", s.IP)
 	}
 	switch s.State {
 	case NUDPermanent, NUDReachable, NUDStale, NUDNoARP:
@@ -86,7 +87,7 @@ func (t *Table) modify(s Spec, create, excl bool, now int64, out *Actions) error
 			return ErrTableFull
 		}
 	}
-	var ll *[6]byte
+	var ll *wire.MAC
 	if s.HasLLAddr {
 		ll = &s.LLAddr
 	}
@@ -94,7 +95,7 @@ func (t *Table) modify(s Spec, create, excl bool, now int64, out *Actions) error
 }
 
 // Delete is `neigh del`.
-func (t *Table) Delete(ifindex, ip uint32, now int64, out *Actions) error {
+func (t *Table) Delete(ifindex uint32, ip wire.Addr4, now int64, out *Actions) error {
 	t.lockAt(now)
 	defer t.mu.Unlock()
 	n := t.index.Load().lookup(entryKey(ifindex, ip))
@@ -134,15 +135,4 @@ func (t *Table) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *Act
 // entry on it (whose adjacency carries the old MAC) goes.
 func (t *Table) ChangeAddr(ifindex uint32, now int64, out *Actions) int {
 	return t.FlushDev(ifindex, false, now, out)
-}
-
-// ParseLLAddr parses an Ethernet address as iproute2 prints it.
-func ParseLLAddr(s string) ([6]byte, error) {
-	var m [6]byte
-	hw, err := net.ParseMAC(s)
-	if err != nil || len(hw) != 6 {
-		return m, fmt.Errorf("invalid lladdr %q", s)
-	}
-	copy(m[:], hw)
-	return m, nil
 }

@@ -6,6 +6,8 @@ package neigh
 
 import (
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestNeighZeroAllocs(t *testing.T) {
@@ -27,9 +29,9 @@ func TestNeighZeroAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { h.w.Output(tIf, tPeer2, hdr) }); a != 0 {
 		t.Fatalf("Output miss: %v allocs", a)
 	}
-	frame := arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal)
+	frame := arpFrame(wire.BroadcastMAC, wire.ARPRequest, tMAC1, tPeer, wire.MAC{}, tLocal)
 	if a := testing.AllocsPerRun(1000, func() {
-		if n, _ := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out); n != ARPFrameLen {
+		if n, _ := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out); n != wire.ARPFrameLen {
 			t.Fatal("no reply")
 		}
 	}); a != 0 {

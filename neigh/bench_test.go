@@ -14,6 +14,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 var benchSink bool
@@ -21,7 +23,7 @@ var benchSink bool
 type benchTable struct {
 	tab    *Table
 	w      *Worker
-	probes []uint32 // shuffled addresses, len a power of two
+	probes []wire.Addr4 // shuffled addresses, len a power of two
 	m      map[uint64]*Entry
 }
 
@@ -37,8 +39,8 @@ func getBenchTable(b *testing.B, entries int) *benchTable {
 	}
 	bt := &benchTable{tab: tab, w: tab.NewWorker(), m: make(map[uint64]*Entry, entries)}
 	for i := 0; i < entries; i++ {
-		ip := 0x0a000000 + uint32(i) + 1
-		if err := tab.Add(Spec{IfIndex: 1, IP: ip, LLAddr: [6]byte{2, 0, byte(i >> 16), byte(i >> 8), byte(i), 1},
+		ip := 0x0a000000 + wire.Addr4(i) + 1
+		if err := tab.Add(Spec{IfIndex: 1, IP: ip, LLAddr: wire.MAC{2, 0, byte(i >> 16), byte(i >> 8), byte(i), 1},
 			HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, 1, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -49,9 +51,9 @@ func getBenchTable(b *testing.B, entries int) *benchTable {
 		n <<= 1
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	bt.probes = make([]uint32, n)
+	bt.probes = make([]wire.Addr4, n)
 	for i := range bt.probes {
-		bt.probes[i] = 0x0a000000 + uint32(r.IntN(entries)) + 1
+		bt.probes[i] = 0x0a000000 + wire.Addr4(r.IntN(entries)) + 1
 	}
 	benchTables[entries] = bt
 	return bt
@@ -141,7 +143,7 @@ func BenchmarkNeighResolveNew(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		now += 10_000
-		w.Resolve(1, 0x0b000000+uint32(i&0xffffff), tIfMAC, pkt, now, &out)
+		w.Resolve(1, 0x0b000000+wire.Addr4(i&0xffffff), tIfMAC, pkt, now, &out)
 		out.Reset()
 		if i&1023 == 0 {
 			tab.Tick(now, &out)
@@ -155,7 +157,7 @@ func BenchmarkARPReply(b *testing.B) {
 	tab, _ := NewTable(Config{}, 1)
 	w := tab.NewWorker()
 	in := &ARPInput{IfIndex: 1, IfMAC: tIfMAC, Addrs: refAddrs{tLocal: true}}
-	frame := arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal)
+	frame := arpFrame(wire.BroadcastMAC, wire.ARPRequest, tMAC1, tPeer, wire.MAC{}, tLocal)
 	reply := make([]byte, 64)
 	var out Actions
 	w.InputARP(in, frame, 1, reply, &out)
@@ -171,6 +173,6 @@ func BenchmarkARPReply(b *testing.B) {
 func BenchmarkARPBuildReply(b *testing.B) {
 	reply := make([]byte, 64)
 	for i := 0; i < b.N; i++ {
-		BuildARPReply(reply, tIfMAC, tLocal, tMAC1, tPeer)
+		wire.BuildARPReply(reply, tIfMAC, tLocal, tMAC1, tPeer)
 	}
 }

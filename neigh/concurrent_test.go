@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
@@ -25,10 +27,10 @@ func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 16, 256, 512
 	h := newHarness(t, p)
-	macs := [][6]byte{tMAC1, tMAC2, {0x02, 0, 0, 0, 0, 0x33}}
+	macs := []wire.MAC{tMAC1, tMAC2, {0x02, 0, 0, 0, 0, 0x33}}
 	const stable = 32
 	for i := uint32(0); i < stable; i++ {
-		if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a010000 + i, LLAddr: macs[i%3], HasLLAddr: true,
+		if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a010000 + wire.Addr4(i), LLAddr: macs[i%3], HasLLAddr: true,
 			State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
 			t.Fatal(err)
 		}
@@ -46,21 +48,21 @@ func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 			hdr := make([]byte, 14)
 			var n int64
 			for !stop.Load() {
-				var ip uint32
+				var ip wire.Addr4
 				stableKey := r.IntN(2) == 0
 				if stableKey {
-					ip = 0x0a010000 + r.Uint32N(stable)
+					ip = 0x0a010000 + wire.Addr4(r.Uint32N(stable))
 				} else {
-					ip = 0x0a020000 + r.Uint32N(2048)
+					ip = 0x0a020000 + wire.Addr4(r.Uint32N(2048))
 				}
 				ok := w.Output(tIf, ip, hdr)
 				if stableKey && !ok {
-					t.Errorf("permanent %s not found", ipString(ip))
+					t.Errorf("permanent %s not found", ip)
 					return
 				}
 				if ok {
 					n++
-					var dst [6]byte
+					var dst wire.MAC
 					copy(dst[:], hdr[:6])
 					if (dst != macs[0] && dst != macs[1] && dst != macs[2]) ||
 						!bytes.Equal(hdr[6:12], tIfMAC[:]) || hdr[12] != 0x08 || hdr[13] != 0 {
@@ -78,11 +80,11 @@ func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < writes && !t.Failed(); i++ {
-		ip := 0x0a020000 + r.Uint32N(2048)
+		ip := 0x0a020000 + wire.Addr4(r.Uint32N(2048))
 		mac := macs[r.IntN(3)]
 		switch r.IntN(10) {
 		case 0, 1, 2, 3:
-			h.arp(ARPRequestOp, broadcastMAC, mac, ip, [6]byte{}, tLocal)
+			h.arp(wire.ARPRequest, wire.BroadcastMAC, mac, ip, wire.MAC{}, tLocal)
 		case 4, 5:
 			h.replyToUs(mac, ip)
 		case 6:
@@ -128,7 +130,7 @@ func TestNeighIndexModel(t *testing.T) {
 		if (i/50_000)%2 == 1 {
 			span = 500
 		}
-		key := entryKey(1+r.Uint32N(3), r.Uint32N(span))
+		key := entryKey(1+r.Uint32N(3), wire.Addr4(r.Uint32N(span)))
 		n := model[key]
 		switch {
 		case n == nil && r.IntN(3) > 0:

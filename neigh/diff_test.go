@@ -14,6 +14,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 type keyed struct {
@@ -36,13 +38,13 @@ func describeActions(reqs []ARPRequest, tx, unr []Frame, evs []Event) [4][]strin
 		r = append(r, keyed{refKey(q.IfIndex, q.Target), fmt.Sprintf("%+v", q)})
 	}
 	for _, f := range tx {
-		t = append(t, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, ipString(f.IP), f.Data)})
+		t = append(t, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, wire.Addr4.String(f.IP), f.Data)})
 	}
 	for _, f := range unr {
-		u = append(u, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, ipString(f.IP), f.Data)})
+		u = append(u, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, wire.Addr4.String(f.IP), f.Data)})
 	}
 	for _, v := range evs {
-		e = append(e, keyed{refKey(v.IfIndex, v.IP), fmt.Sprintf("%v %d/%s %s %v %v", v.Kind, v.IfIndex, ipString(v.IP), FormatMAC(v.LLAddr), v.State, v.Reason)})
+		e = append(e, keyed{refKey(v.IfIndex, v.IP), fmt.Sprintf("%v %d/%s %s %v %v", v.Kind, v.IfIndex, wire.Addr4.String(v.IP), v.LLAddr, v.State, v.Reason)})
 	}
 	return [4][]string{canon(r), canon(t), canon(u), canon(e)}
 }
@@ -62,20 +64,20 @@ func sameActions(t *testing.T, step int, what string, got *Actions, want *refOut
 // diffEnv is the fixture: two interfaces, two local addresses, ten
 // neighbour addresses per interface, three MACs the neighbours use.
 type diffEnv struct {
-	ifMAC  map[uint32][6]byte
+	ifMAC  map[uint32]wire.MAC
 	local  refAddrs
-	neighs []uint32
-	macs   [][6]byte
+	neighs []wire.Addr4
+	macs   []wire.MAC
 }
 
 func newDiffEnv() *diffEnv {
 	e := &diffEnv{
-		ifMAC: map[uint32][6]byte{1: {0x02, 0xaa, 0, 0, 0, 1}, 2: {0x02, 0xaa, 0, 0, 0, 2}},
+		ifMAC: map[uint32]wire.MAC{1: {0x02, 0xaa, 0, 0, 0, 1}, 2: {0x02, 0xaa, 0, 0, 0, 2}},
 		local: refAddrs{0x0a000001: true, 0x0a000101: true},
-		macs:  [][6]byte{{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}, {0x02, 0, 0, 0, 0, 3}},
+		macs:  []wire.MAC{{0x02, 0, 0, 0, 0, 1}, {0x02, 0, 0, 0, 0, 2}, {0x02, 0, 0, 0, 0, 3}},
 	}
 	for i := uint32(2); i < 12; i++ {
-		e.neighs = append(e.neighs, 0x0a000000+i)
+		e.neighs = append(e.neighs, 0x0a000000+wire.Addr4(i))
 	}
 	return e
 }
@@ -87,24 +89,24 @@ func smallParams() Params {
 	return p
 }
 
-func arpFrame(ethDst [6]byte, op uint16, sha [6]byte, sip uint32, tha [6]byte, tip uint32) []byte {
-	b := make([]byte, ARPFrameLen)
-	buildARP(b, ethDst, sha, op, sha, sip, tha, tip)
+func arpFrame(ethDst wire.MAC, op uint16, sha wire.MAC, sip wire.Addr4, tha wire.MAC, tip wire.Addr4) []byte {
+	b := make([]byte, wire.ARPFrameLen)
+	wire.BuildARP(b, ethDst, sha, op, sha, sip, tha, tip)
 	return b
 }
 
 func (e *diffEnv) randomARP(r *rand.Rand, ifindex uint32) []byte {
 	sha := e.macs[r.IntN(len(e.macs))]
 	sip := e.neighs[r.IntN(len(e.neighs))]
-	tip := uint32(0x0a000001)
+	tip := wire.Addr4(0x0a000001)
 	if r.IntN(3) == 0 {
 		tip = e.neighs[r.IntN(len(e.neighs))]
 	}
-	dst := broadcastMAC
-	op := uint16(ARPRequestOp)
-	var tha [6]byte
+	dst := wire.BroadcastMAC
+	op := uint16(wire.ARPRequest)
+	var tha wire.MAC
 	if r.IntN(2) == 0 {
-		op = ARPReplyOp
+		op = wire.ARPReply
 		if r.IntN(3) > 0 {
 			dst, tha = e.ifMAC[ifindex], e.ifMAC[ifindex]
 		}
@@ -112,7 +114,7 @@ func (e *diffEnv) randomARP(r *rand.Rand, ifindex uint32) []byte {
 	switch r.IntN(12) {
 	case 0: // gratuitous
 		tip = sip
-		if op == ARPReplyOp {
+		if op == wire.ARPReply {
 			tha = sha
 		}
 	case 1: // DAD probe
@@ -185,7 +187,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			ok := w.Output(ifi, ip, hdr)
 			want, wok := ref.output(ifi, ip)
 			if ok != wok || (ok && !bytes.Equal(hdr, want)) {
-				t.Fatalf("step %d output %d/%s: got %v %x want %v %x", step, ifi, ipString(ip), ok, hdr, wok, want)
+				t.Fatalf("step %d output %d/%s: got %v %x want %v %x", step, ifi, ip, ok, hdr, wok, want)
 			}
 		case op < 45:
 			what = "resolve"
@@ -196,7 +198,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			res := w.Resolve(ifi, ip, env.ifMAC[ifi], pkt, now, &out)
 			v, hdr := ref.resolve(ifi, ip, env.ifMAC[ifi], pkt, now, ro)
 			if res.Verdict != v || (v == Send && !bytes.Equal(res.Header[:], hdr)) {
-				t.Fatalf("step %d resolve %d/%s: got %v %x want %v %x", step, ifi, ipString(ip), res.Verdict, res.Header, v, hdr)
+				t.Fatalf("step %d resolve %d/%s: got %v %x want %v %x", step, ifi, ip, res.Verdict, res.Header, v, hdr)
 			}
 		case op < 70:
 			what = "arp"

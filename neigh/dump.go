@@ -15,22 +15,22 @@ package neigh
 // Locking: Dump takes Table.mu; the formatters work on the copy.
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Info is one entry as dumped.
 type Info struct {
 	IfIndex   uint32
-	IP        uint32
-	LLAddr    [6]byte
+	IP        wire.Addr4
+	LLAddr    wire.MAC
 	HasLLAddr bool // valid states: the address is meaningful
 	State     State
 	Probes    int
@@ -40,18 +40,7 @@ type Info struct {
 }
 
 // Addr is the entry's address as a netip.Addr.
-func (i Info) Addr() netip.Addr { return ipAddr(i.IP) }
-
-func ipAddr(ip uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], ip)
-	return netip.AddrFrom4(b)
-}
-
-func ipString(ip uint32) string { return ipAddr(ip).String() }
-
-// FormatMAC prints an Ethernet address as iproute2 does.
-func FormatMAC(m [6]byte) string { return net.HardwareAddr(m[:]).String() }
+func (i Info) Addr() netip.Addr { return i.IP.Netip() }
 
 func (t *Table) infoLocked(n *Entry, now int64) Info {
 	s := n.state()
@@ -65,7 +54,7 @@ func (t *Table) infoLocked(n *Entry, now int64) Info {
 }
 
 // Get returns one entry's dump.
-func (t *Table) Get(ifindex, ip uint32, now int64) (Info, bool) {
+func (t *Table) Get(ifindex uint32, ip wire.Addr4, now int64) (Info, bool) {
 	t.lockAt(now)
 	defer t.mu.Unlock()
 	n := t.index.Load().lookup(entryKey(ifindex, ip))
@@ -132,12 +121,12 @@ func FormatShow(w io.Writer, infos []Info, f ShowFilter, devName func(uint32) st
 		if !f.match(i) {
 			continue
 		}
-		b.WriteString(ipString(i.IP))
+		b.WriteString(i.IP.String())
 		if f.IfIndex == 0 {
 			fmt.Fprintf(&b, " dev %s", devName(i.IfIndex))
 		}
 		if i.HasLLAddr {
-			fmt.Fprintf(&b, " lladdr %s", FormatMAC(i.LLAddr))
+			fmt.Fprintf(&b, " lladdr %s", i.LLAddr)
 		}
 		if i.State != NUDNone {
 			b.WriteString(" " + i.State.String())
@@ -162,12 +151,12 @@ func FormatJSON(w io.Writer, infos []Info, f ShowFilter, devName func(uint32) st
 		if !f.match(i) {
 			continue
 		}
-		j := jsonEntry{Dst: ipString(i.IP)}
+		j := jsonEntry{Dst: i.IP.String()}
 		if f.IfIndex == 0 {
 			j.Dev = devName(i.IfIndex)
 		}
 		if i.HasLLAddr {
-			j.LLAddr = FormatMAC(i.LLAddr)
+			j.LLAddr = i.LLAddr.String()
 		}
 		if i.State != NUDNone {
 			j.State = []string{i.State.String()}

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestNeighShowFormats(t *testing.T) {
 	h := newHarness(t, DefaultParams())
-	mac2 := [6]byte{0x02, 0, 0, 0, 0, 0x02}
+	mac2 := wire.MAC{0x02, 0, 0, 0, 0, 0x02}
 	h.in.IfMAC = tIfMAC
 	h.resolve(tPeer, ipPacket(1, tPeer, 40)) // 10.0.0.2 REACHABLE after the reply
 	h.replyToUs(mac2, tPeer)

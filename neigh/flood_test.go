@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func floodSize() int {
@@ -77,19 +79,19 @@ func runFlood(t *testing.T, kind floodKind) {
 	pkt := ipPacket(0xc0a80001, 0, 64)
 	var baseline uint64
 	maxEntries, answered := 0, 0
-	frame := make([]byte, ARPFrameLen)
+	frame := make([]byte, wire.ARPFrameLen)
 	for i := 0; i < total; i++ {
 		h.now += step
 		if h.now >= nextTick {
 			h.tab.Tick(h.now, &h.out)
 			nextTick = h.now + int64(10*time.Millisecond)
 		}
-		ip := 0x0b000000 + r.Uint32N(1<<24) // 11.0.0.0/8
+		ip := 0x0b000000 + wire.Addr4(r.Uint32N(1<<24)) // 11.0.0.0/8
 		switch kind {
 		case floodARP:
-			mac := [6]byte{0x02, byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}
-			buildARP(frame, broadcastMAC, mac, ARPRequestOp, mac, ip, [6]byte{}, tLocal)
-			if n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out); n == ARPFrameLen && d == ARPOK {
+			mac := wire.MAC{0x02, byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}
+			wire.BuildARP(frame, wire.BroadcastMAC, mac, wire.ARPRequest, mac, ip, wire.MAC{}, tLocal)
+			if n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out); n == wire.ARPFrameLen && d == ARPOK {
 				answered++
 			}
 		case floodUnresolved:
@@ -139,7 +141,7 @@ func TestNeighFloodUnresolvedTraffic(t *testing.T) { runFlood(t, floodUnresolved
 // Datapath lookups complete while the writer lock is held.
 func TestNeighOutputNeverLocks(t *testing.T) {
 	h := newHarness(t, DefaultParams())
-	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal)
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal)
 	w := h.tab.NewWorker()
 	h.tab.mu.Lock()
 	done := make(chan bool)

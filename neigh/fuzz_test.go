@@ -7,13 +7,15 @@ package neigh
 
 import (
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func FuzzARPInput(f *testing.F) {
-	f.Add(arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal))
-	f.Add(arpFrame(tIfMAC, ARPReplyOp, tMAC1, tPeer, tIfMAC, tLocal))
-	f.Add(arpFrame(broadcastMAC, ARPRequestOp, tMAC1, 0, [6]byte{}, tLocal))
-	f.Add(arpFrame(broadcastMAC, ARPReplyOp, tMAC2, tPeer, tMAC2, tPeer))
+	f.Add(arpFrame(wire.BroadcastMAC, wire.ARPRequest, tMAC1, tPeer, wire.MAC{}, tLocal))
+	f.Add(arpFrame(tIfMAC, wire.ARPReply, tMAC1, tPeer, tIfMAC, tLocal))
+	f.Add(arpFrame(wire.BroadcastMAC, wire.ARPRequest, tMAC1, 0, wire.MAC{}, tLocal))
+	f.Add(arpFrame(wire.BroadcastMAC, wire.ARPReply, tMAC2, tPeer, tMAC2, tPeer))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0x08, 0x06, 0, 1})
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		h := newHarness(t, DefaultParams())
@@ -32,8 +34,8 @@ func FuzzARPInput(f *testing.F) {
 			return
 		}
 		a, rd := ParseARPFrame(h.reply[:n])
-		if rd != ARPOK || a.Op() != ARPReplyOp || a.SenderMAC() != tIfMAC || a.SenderIP() != tLocal ||
-			[6]byte(h.reply[6:12]) != tIfMAC || [6]byte(h.reply[0:6]) != a.TargetMAC() {
+		if rd != ARPOK || a.Op() != wire.ARPReply || a.SenderMAC() != tIfMAC || a.SenderIP() != tLocal ||
+			wire.MAC(h.reply[6:12]) != tIfMAC || wire.MAC(h.reply[0:6]) != a.TargetMAC() {
 			t.Fatalf("bad reply %x", h.reply[:n])
 		}
 	})

@@ -20,14 +20,18 @@ package neigh
 //
 // Locking: Table.mu.
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // ErrTableFull is neigh_alloc's refusal ("No buffer space available").
 var ErrTableFull = errors.New("no buffer space available")
 
 // createLocked makes and indexes an entry in state NONE, or returns nil when
 // the table is full. exempt entries (permanent) skip the limits.
-func (t *Table) createLocked(ifindex, ip uint32, ifMAC [6]byte, exempt bool, now int64, out *Actions) *Entry {
+func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt bool, now int64, out *Actions) *Entry {
 	if !exempt {
 		entries := t.gcEntries
 		p := t.p

@@ -23,18 +23,82 @@ package neigh
 // Locking: parsing and replies need no lock; learning takes Table.mu.
 // The worker's counters are its own.
 
+import "github.com/netfwd/netfwd/wire"
+
+// ARPDrop is why a received ARP frame was dropped. The names are stable:
+// metrics use them.
+type ARPDrop uint8
+
+const (
+	ARPOK            ARPDrop = iota // not dropped
+	ARPTruncated                    // shorter than an Ethernet ARP frame
+	ARPNotARP                       // EtherType is not ARP
+	ARPBadHardware                  // hardware type not Ethernet/IEEE 802
+	ARPBadProtocol                  // protocol type not IPv4
+	ARPBadAddrLen                   // hardware length not 6 or protocol length not 4
+	ARPBadOpcode                    // neither request nor reply
+	ARPOtherHost                    // Ethernet destination is another host
+	ARPBadSenderMAC                 // sender MAC multicast, broadcast or zero
+	ARPMartianSender                // sender IP multicast, broadcast, loopback or 0.0.0.0/8
+	ARPSenderIsLocal                // sender IP is one of ours (address conflict)
+	ARPBadTarget                    // target IP multicast or loopback
+	ARPNoReplyBuffer                // the reply buffer is shorter than ARPFrameLen
+	numARPDrops
+)
+
+var arpDropNames = [...]string{
+	"ok", "truncated", "not-arp", "bad-hardware-type", "bad-protocol-type", "bad-address-length",
+	"bad-opcode", "other-host", "bad-sender-mac", "martian-sender", "sender-is-local",
+	"bad-target", "no-reply-buffer",
+}
+
+func (d ARPDrop) String() string {
+	if int(d) < len(arpDropNames) {
+		return arpDropNames[d]
+	}
+	return "unknown"
+}
+
+// ARPDropNames lists the drop reasons' names (without "ok"), in order.
+func ARPDropNames() []string { return append([]string(nil), arpDropNames[1:]...) }
+
+// ParseARPFrame validates an Ethernet frame (no VLAN tag: the bridge strips
+// it) that should carry ARP as arp_rcv and arp_process do (hardware type
+// Ethernet or IEEE 802, protocol IPv4, address lengths 6 and 4, opcode
+// request or reply) and returns the ARP view.
+func ParseARPFrame(frame []byte) (wire.ARP, ARPDrop) {
+	if len(frame) < wire.ARPFrameLen {
+		return nil, ARPTruncated
+	}
+	if wire.Ethernet(frame).Type() != wire.EtherTypeARP {
+		return nil, ARPNotARP
+	}
+	a := wire.ARP(frame[wire.EthernetHeaderLen:wire.ARPFrameLen])
+	switch {
+	case a.HardwareType() != wire.ARPHardwareEther && a.HardwareType() != wire.ARPHardwareIEEE802:
+		return nil, ARPBadHardware
+	case a.ProtocolType() != wire.EtherTypeIPv4:
+		return nil, ARPBadProtocol
+	case a.HardwareLen() != 6 || a.ProtocolLen() != 4:
+		return nil, ARPBadAddrLen
+	case a.Op() != wire.ARPRequest && a.Op() != wire.ARPReply:
+		return nil, ARPBadOpcode
+	}
+	return a, ARPOK
+}
+
 // LocalAddrs answers ARP's questions about the router's own addresses.
 type LocalAddrs interface {
 	// IsLocalAddr reports whether ip is an address the router answers ARP
 	// for on interface ifindex. Linux's default (arp_ignore 0) answers for
 	// any local address of the router, whatever interface it is on.
-	IsLocalAddr(ifindex, ip uint32) bool
+	IsLocalAddr(ifindex uint32, ip wire.Addr4) bool
 }
 
 // ARPInput names the receiving interface.
 type ARPInput struct {
 	IfIndex uint32
-	IfMAC   [6]byte
+	IfMAC   wire.MAC
 	Addrs   LocalAddrs
 }
 
@@ -50,37 +114,36 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 		return 0, drop
 	}
 	op := a.Op()
-	if op == ARPRequestOp {
+	if op == wire.ARPRequest {
 		w.c[wcARPRxRequests]++
 	} else {
 		w.c[wcARPRxReplies]++
 	}
-	var dst [6]byte
-	copy(dst[:], frame[0:6])
-	toUs := dst == in.IfMAC
-	if !toUs && dst[0]&1 == 0 {
+	eth := wire.Ethernet(frame)
+	toUs := eth.Dst() == in.IfMAC
+	if !toUs && !eth.DstIsMulticast() {
 		return w.dropARP(ARPOtherHost)
 	}
 	sha, sip, tip := a.SenderMAC(), a.SenderIP(), a.TargetIP()
-	if tip>>28 == 0xe || tip>>24 == 127 { // multicast, loopback
+	if tip.IsMulticast() || tip.IsLoopback() {
 		return w.dropARP(ARPBadTarget)
 	}
-	if sha[0]&1 != 0 || sha == [6]byte{} {
+	if !sha.IsValidUnicast() {
 		return w.dropARP(ARPBadSenderMAC)
 	}
 
 	if sip == 0 { // duplicate address detection probe
-		if op == ARPRequestOp && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
-			if len(reply) < ARPFrameLen {
+		if op == wire.ARPRequest && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
+			if len(reply) < wire.ARPFrameLen {
 				return w.dropARP(ARPNoReplyBuffer)
 			}
 			w.c[wcARPDAD]++
 			w.c[wcARPTxReplies]++
-			return BuildARPReply(reply, in.IfMAC, tip, sha, 0), ARPOK
+			return wire.BuildARPReply(reply, in.IfMAC, tip, sha, 0), ARPOK
 		}
 		return 0, ARPOK
 	}
-	if martianSource(sip) {
+	if sip.IsMartianSource() {
 		return w.dropARP(ARPMartianSender)
 	}
 	if in.Addrs.IsLocalAddr(in.IfIndex, sip) {
@@ -88,7 +151,7 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 	}
 
 	t := w.t
-	if op == ARPRequestOp && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
+	if op == wire.ARPRequest && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
 		t.lockAt(now)
 		n := t.index.Load().lookup(entryKey(in.IfIndex, sip))
 		if n == nil {
@@ -102,13 +165,13 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 		t.mu.Unlock()
 		// Answered even when the table is full (Linux only answers when it
 		// could create the entry; see docs/neigh.md).
-		if len(reply) < ARPFrameLen {
+		if len(reply) < wire.ARPFrameLen {
 			return w.dropARP(ARPNoReplyBuffer)
 		}
 		w.c[wcARPTxReplies]++
-		return BuildARPReply(reply, in.IfMAC, tip, sha, sip), ARPOK
+		return wire.BuildARPReply(reply, in.IfMAC, tip, sha, sip), ARPOK
 	}
-	if op == ARPRequestOp {
+	if op == wire.ARPRequest {
 		w.c[wcARPRequestsNotLocal]++
 	}
 
@@ -121,13 +184,13 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 	}
 	// Gratuitous ARP (arp_is_garp): sender and target address equal, and
 	// for a reply the target hardware address equal to the sender's.
-	garp := sip == tip && (op == ARPRequestOp || a.TargetMAC() == sha)
+	garp := sip == tip && (op == wire.ARPRequest || a.TargetMAC() == sha)
 	flags := 0
 	if now > n.updated+t.p.locktime || garp {
 		flags = updateOverride
 	}
 	state := NUDStale
-	if op == ARPReplyOp && toUs {
+	if op == wire.ARPReply && toUs {
 		state = NUDReachable
 	}
 	if t.updateLocked(n, &sha, state, flags, now, out) == nil {
@@ -139,10 +202,4 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 func (w *Worker) dropARP(d ARPDrop) (int, ARPDrop) {
 	w.c[wcARPDropBase+int(d)]++
 	return 0, d
-}
-
-// martianSource: sender addresses the kernel's input route lookup rejects
-// (multicast, limited broadcast, 0.0.0.0/8, loopback).
-func martianSource(ip uint32) bool {
-	return ip>>24 == 0 || ip>>24 == 127 || ip>>28 == 0xe || ip == 0xffffffff
 }

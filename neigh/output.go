@@ -14,10 +14,12 @@ package neigh
 // Locking: none. The touched stack is a Treiber stack pushed by any number
 // of workers and emptied whole (Swap) by the writer under Table.mu.
 
+import "github.com/netfwd/netfwd/wire"
+
 // Output writes the Ethernet header for the next hop (ifindex, ip) into
 // hdr[0:14] and returns true when the neighbour is usable. On false, nothing
 // is written: call Resolve with the packet.
-func (w *Worker) Output(ifindex, ip uint32, hdr []byte) bool {
+func (w *Worker) Output(ifindex uint32, ip wire.Addr4, hdr []byte) bool {
 	key := entryKey(ifindex, ip)
 	ix := w.t.index.Load()
 	// The first probe inline (most keys sit in their home slot); collisions

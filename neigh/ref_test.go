@@ -9,13 +9,16 @@ package neigh
 
 import (
 	"sort"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 type refNeigh struct {
-	ifindex, ip   uint32
-	ifMAC         [6]byte
+	ifindex       uint32
+	ip            wire.Addr4
+	ifMAC         wire.MAC
 	state         State
-	mac           [6]byte
+	mac           wire.MAC
 	confirmed     int64
 	updated, used int64
 	probes        int
@@ -78,7 +81,7 @@ func (r *refTable) nextReachable() int64 {
 	return r.rng.randReachableTimeLocked()
 }
 
-func refKey(ifindex, ip uint32) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
+func refKey(ifindex uint32, ip wire.Addr4) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
 
 func (r *refTable) gcCount() int {
 	c := 0
@@ -91,7 +94,7 @@ func (r *refTable) gcCount() int {
 }
 
 // set changes state and address and records the owner's events.
-func (r *refTable) set(n *refNeigh, s State, mac [6]byte, out *refOut) {
+func (r *refTable) set(n *refNeigh, s State, mac wire.MAC, out *refOut) {
 	if n.state == s && n.mac == mac {
 		return
 	}
@@ -125,7 +128,7 @@ func (r *refTable) remove(n *refNeigh, reason RemoveReason, out *refOut) {
 	out.events = append(out.events, Event{Kind: EventRemoved, IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, Reason: reason})
 }
 
-func (r *refTable) create(ifindex, ip uint32, ifMAC [6]byte, exempt bool, now int64, out *refOut) *refNeigh {
+func (r *refTable) create(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt bool, now int64, out *refOut) *refNeigh {
 	if !exempt {
 		entries := r.gcCount()
 		if entries >= r.p.GCThresh3 || (entries >= r.p.GCThresh2 && now > r.lastFlush+5e9) {
@@ -211,7 +214,7 @@ func (r *refTable) header(n *refNeigh) []byte {
 	return h
 }
 
-func (r *refTable) output(ifindex, ip uint32) ([]byte, bool) {
+func (r *refTable) output(ifindex uint32, ip wire.Addr4) ([]byte, bool) {
 	r.c.lookups++
 	n := r.m[refKey(ifindex, ip)]
 	if n == nil || !n.state.Valid() {
@@ -227,7 +230,7 @@ func (r *refTable) output(ifindex, ip uint32) ([]byte, bool) {
 }
 
 func (r *refTable) probe(n *refNeigh, out *refOut) {
-	req := ARPRequest{IfIndex: n.ifindex, Target: n.ip, SrcMAC: n.ifMAC, DstMAC: broadcastMAC}
+	req := ARPRequest{IfIndex: n.ifindex, Target: n.ip, SrcMAC: n.ifMAC, DstMAC: wire.BroadcastMAC}
 	if len(n.queue) > 0 {
 		req.SrcHint = packetSource(n.queue[len(n.queue)-1])
 	}
@@ -253,7 +256,7 @@ func (r *refTable) enqueue(n *refNeigh, pkt []byte) {
 	r.c.queued++
 }
 
-func (r *refTable) resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *refOut) (Verdict, []byte) {
+func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, now int64, out *refOut) (Verdict, []byte) {
 	r.drain(now)
 	if ifindex == 0 || ip>>24 == 0 || ip>>28 == 0xe || ip == 0xffffffff {
 		r.c.refusedInvalid++
@@ -296,7 +299,7 @@ func (r *refTable) invalidate(n *refNeigh, now int64, out *refOut) {
 }
 
 // update is neigh_update.
-func (r *refTable) update(n *refNeigh, lladdr *[6]byte, s State, override, admin bool, now int64, out *refOut) error {
+func (r *refTable) update(n *refNeigh, lladdr *wire.MAC, s State, override, admin bool, now int64, out *refOut) error {
 	old := n.state
 	if !admin && (old == NUDNoARP || old == NUDPermanent) {
 		return errNeighNotAdmin
@@ -451,11 +454,11 @@ func (r *refTable) tick(now int64, out *refOut) {
 	}
 }
 
-type refAddrs map[uint32]bool
+type refAddrs map[wire.Addr4]bool
 
-func (a refAddrs) IsLocalAddr(_, ip uint32) bool { return a[ip] }
+func (a refAddrs) IsLocalAddr(_ uint32, ip wire.Addr4) bool { return a[ip] }
 
-func (r *refTable) inputARP(ifindex uint32, ifMAC [6]byte, local refAddrs, frame []byte, now int64, out *refOut) ([]byte, ARPDrop) {
+func (r *refTable) inputARP(ifindex uint32, ifMAC wire.MAC, local refAddrs, frame []byte, now int64, out *refOut) ([]byte, ARPDrop) {
 	drop := func(d ARPDrop) ([]byte, ARPDrop) { r.c.drops[d]++; return nil, d }
 	if len(frame) < 42 {
 		return drop(ARPTruncated)
@@ -480,12 +483,12 @@ func (r *refTable) inputARP(ifindex uint32, ifMAC [6]byte, local refAddrs, frame
 	} else {
 		r.c.rxRep++
 	}
-	var dst, sha, tha [6]byte
+	var dst, sha, tha wire.MAC
 	copy(dst[:], frame[0:6])
 	copy(sha[:], a[8:14])
 	copy(tha[:], a[18:24])
-	sip := uint32(a[14])<<24 | uint32(a[15])<<16 | uint32(a[16])<<8 | uint32(a[17])
-	tip := uint32(a[24])<<24 | uint32(a[25])<<16 | uint32(a[26])<<8 | uint32(a[27])
+	sip := wire.Addr4(uint32(a[14])<<24 | uint32(a[15])<<16 | uint32(a[16])<<8 | uint32(a[17]))
+	tip := wire.Addr4(uint32(a[24])<<24 | uint32(a[25])<<16 | uint32(a[26])<<8 | uint32(a[27]))
 	toUs := dst == ifMAC
 	if !toUs && dst[0]&1 == 0 {
 		return drop(ARPOtherHost)
@@ -493,10 +496,10 @@ func (r *refTable) inputARP(ifindex uint32, ifMAC [6]byte, local refAddrs, frame
 	if tip>>28 == 0xe || tip>>24 == 127 {
 		return drop(ARPBadTarget)
 	}
-	if sha[0]&1 == 1 || sha == [6]byte{} {
+	if sha[0]&1 == 1 || sha == (wire.MAC{}) {
 		return drop(ARPBadSenderMAC)
 	}
-	reply := func(spa uint32, tha [6]byte, tpa uint32) []byte {
+	reply := func(spa wire.Addr4, tha wire.MAC, tpa wire.Addr4) []byte {
 		b := make([]byte, 42)
 		copy(b[0:6], tha[:])
 		copy(b[6:12], ifMAC[:])
@@ -574,14 +577,14 @@ func (r *refTable) modify(s Spec, create, excl bool, now int64, out *refOut) err
 			return ErrTableFull
 		}
 	}
-	var ll *[6]byte
+	var ll *wire.MAC
 	if s.HasLLAddr {
 		ll = &s.LLAddr
 	}
 	return r.update(n, ll, s.State, true, true, now, out)
 }
 
-func (r *refTable) del(ifindex, ip uint32, now int64, out *refOut) error {
+func (r *refTable) del(ifindex uint32, ip wire.Addr4, now int64, out *refOut) error {
 	r.drain(now)
 	n := r.m[refKey(ifindex, ip)]
 	if n == nil {

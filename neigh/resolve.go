@@ -17,6 +17,8 @@ package neigh
 //
 // Locking: Table.mu.
 
+import "github.com/netfwd/netfwd/wire"
+
 // Verdict is what Resolve did with a packet.
 type Verdict uint8
 
@@ -52,7 +54,7 @@ type Resolution struct {
 // Resolve handles a packet for next hop (ifindex, ip) that Output could not
 // send. pkt is the IPv4 packet without L2 header; ifMAC is the egress
 // interface's MAC (the source of the entry's adjacency).
-func (w *Worker) Resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int64, out *Actions) Resolution {
+func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, now int64, out *Actions) Resolution {
 	t := w.t
 	t.lockAt(now)
 	defer t.mu.Unlock()
@@ -71,8 +73,8 @@ func (w *Worker) Resolve(ifindex, ip uint32, ifMAC [6]byte, pkt []byte, now int6
 
 // resolvable: addresses that can be resolved (not 0.0.0.0/8,
 // multicast or limited broadcast).
-func resolvable(ip uint32) bool {
-	return ip>>24 != 0 && ip>>28 != 0xe && ip != 0xffffffff
+func resolvable(ip wire.Addr4) bool {
+	return !ip.IsZeroNet() && !ip.IsMulticast() && !ip.IsLimitedBroadcast()
 }
 
 // eventSendLocked is __neigh_event_send with the packet.
@@ -110,7 +112,7 @@ func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) R
 
 // enqueueLocked copies pkt onto n's queue within unres_qlen_bytes.
 func (t *Table) enqueueLocked(n *Entry, pkt []byte) {
-	need := ethHeaderLen + len(pkt)
+	need := wire.EthernetHeaderLen + len(pkt)
 	var reuse []byte
 	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {
 		b := n.queue.pop()
@@ -125,15 +127,15 @@ func (t *Table) enqueueLocked(n *Entry, pkt []byte) {
 	} else {
 		b = make([]byte, need)
 	}
-	copy(b[ethHeaderLen:], pkt)
+	copy(b[wire.EthernetHeaderLen:], pkt)
 	n.queue.push(b)
 	t.c.queued++
 }
 
 // queuedPacket strips the header room from a queue buffer.
 func queuedPacket(b []byte) []byte {
-	if len(b) < ethHeaderLen {
+	if len(b) < wire.EthernetHeaderLen {
 		return nil
 	}
-	return b[ethHeaderLen:]
+	return b[wire.EthernetHeaderLen:]
 }

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // State is a NUD state, with the kernel's bit values (so masks and
@@ -179,26 +181,24 @@ const (
 	timerMin           = 10 * int64(time.Millisecond) // HZ/100: shortest timer
 	forcedGCAge        = 5 * int64(time.Second)       // forced gc spares entries updated this recently
 	randInterval       = 300 * int64(time.Second)     // reachable_time is re-randomised this often
-	ethHeaderLen       = 14
-	etherTypeIPv4      = 0x0800
-	queuedPacketHeader = 64 // bookkeeping charged per queued packet, on top of its buffer
+	queuedPacketHeader = 64                           // bookkeeping charged per queued packet, on top of its buffer
 )
 
 // Key packing: ifindex in the high 32 bits, the IPv4 address in the low 32.
 // ifindex 0 is invalid, so keys below 1<<32 are free for the index's markers.
-func entryKey(ifindex, ip uint32) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
+func entryKey(ifindex uint32, ip wire.Addr4) uint64 { return uint64(ifindex)<<32 | uint64(ip) }
 
 // Word packing: state in bits 0-7, dead flag in bit 8, lladdr in bits 16-63
 // (little-endian, so word>>16 stored little-endian is the MAC in wire order).
 const wordDead = 1 << 8
 
-func macToWord(m [6]byte) uint64 {
+func macToWord(m wire.MAC) uint64 {
 	var b [8]byte
 	copy(b[:6], m[:])
 	return binary.LittleEndian.Uint64(b[:]) << 16
 }
 
-func wordMAC(w uint64) (m [6]byte) {
+func wordMAC(w uint64) (m wire.MAC) {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], w>>16)
 	copy(m[:], b[:6])
@@ -217,7 +217,7 @@ type Entry struct {
 	nextTouched atomic.Pointer[Entry] // touched stack link
 
 	// Writer-side, guarded by Table.mu.
-	ifMAC     [6]byte
+	ifMAC     wire.MAC
 	confirmed int64 // last reachability confirmation
 	updated   int64 // last state or lladdr change (locktime, forced gc)
 	used      int64 // last use that the table saw (gc)
@@ -236,7 +236,7 @@ type Entry struct {
 func (n *Entry) IfIndex() uint32 { return uint32(n.key >> 32) }
 
 // IP is the entry's IPv4 address (host order).
-func (n *Entry) IP() uint32 { return uint32(n.key) }
+func (n *Entry) IP() wire.Addr4 { return wire.Addr4(n.key) }
 
 // State is the entry's current state (one atomic load).
 func (n *Entry) State() State {
@@ -248,7 +248,7 @@ func (n *Entry) State() State {
 }
 
 // LLAddr is the entry's link-layer address and whether it is valid.
-func (n *Entry) LLAddr() ([6]byte, bool) {
+func (n *Entry) LLAddr() (wire.MAC, bool) {
 	w := n.word.Load()
 	return wordMAC(w), w&wordDead == 0 && State(w)&nudValid != 0
 }
@@ -280,17 +280,17 @@ func writeHeader(b []byte, w, tail uint64) {
 	binary.LittleEndian.PutUint64(b[6:14], tail)
 }
 
-func headerTail(ifMAC [6]byte) uint64 {
+func headerTail(ifMAC wire.MAC) uint64 {
 	var b [8]byte
 	copy(b[:6], ifMAC[:])
-	binary.BigEndian.PutUint16(b[6:], etherTypeIPv4)
+	binary.BigEndian.PutUint16(b[6:], wire.EtherTypeIPv4)
 	return binary.LittleEndian.Uint64(b[:])
 }
 
 // state is the writer's view (dead entries report NUDNone).
 func (n *Entry) state() State { return n.State() }
 
-func (n *Entry) mac() [6]byte { return wordMAC(n.word.Load()) }
+func (n *Entry) mac() wire.MAC { return wordMAC(n.word.Load()) }
 
 // Table is the ARP table of one router.
 type Table struct {
@@ -384,7 +384,7 @@ func (t *Table) Len() int {
 
 // Lookup returns the entry for (ifindex, ip), or nil. Lock-free; the entry
 // may be removed at any time after (its State then reports NUDNone).
-func (t *Table) Lookup(ifindex, ip uint32) *Entry {
+func (t *Table) Lookup(ifindex uint32, ip wire.Addr4) *Entry {
 	return t.index.Load().lookup(entryKey(ifindex, ip))
 }
 
@@ -415,7 +415,7 @@ func stateSlot(s State) int {
 // storeLocked publishes a new state and lladdr with one atomic store (so the
 // datapath never sees a new state with an old address), keeps the per-state
 // counts, records the owner's events and keeps the forced-gc shortcut exact.
-func (t *Table) storeLocked(n *Entry, s State, mac [6]byte, out *Actions) {
+func (t *Table) storeLocked(n *Entry, s State, mac wire.MAC, out *Actions) {
 	old := n.word.Load()
 	oldState, oldMAC := State(old), wordMAC(old)
 	if oldState == s && oldMAC == mac {

@@ -16,6 +16,8 @@ package neigh
 import (
 	"container/heap"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // timerHeap orders entries by (timerAt, timerSeq).
@@ -160,7 +162,7 @@ func (t *Table) timerLocked(n *Entry, now int64, out *Actions) {
 // to the known address for the first ucast_solicit probes in PROBE,
 // broadcast otherwise.
 func (t *Table) probeLocked(n *Entry, out *Actions) {
-	r := ARPRequest{IfIndex: n.IfIndex(), Target: n.IP(), SrcMAC: n.ifMAC, DstMAC: broadcastMAC,
+	r := ARPRequest{IfIndex: n.IfIndex(), Target: n.IP(), SrcMAC: n.ifMAC, DstMAC: wire.BroadcastMAC,
 		SrcHint: packetSource(queuedPacket(n.queue.newest()))}
 	if n.probes < t.p.UcastProbes {
 		r.DstMAC, r.Unicast = n.mac(), true

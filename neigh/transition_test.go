@@ -11,19 +11,21 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 const (
 	tIf    = uint32(3)
-	tLocal = uint32(0x0a000001) // 10.0.0.1
-	tPeer  = uint32(0x0a000002) // 10.0.0.2
-	tPeer2 = uint32(0x0a000003)
+	tLocal = wire.Addr4(0x0a000001) // 10.0.0.1
+	tPeer  = wire.Addr4(0x0a000002) // 10.0.0.2
+	tPeer2 = wire.Addr4(0x0a000003)
 )
 
 var (
-	tIfMAC = [6]byte{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0x01}
-	tMAC1  = [6]byte{0x02, 0, 0, 0, 0, 0x11}
-	tMAC2  = [6]byte{0x02, 0, 0, 0, 0, 0x22}
+	tIfMAC = wire.MAC{0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0x01}
+	tMAC1  = wire.MAC{0x02, 0, 0, 0, 0, 0x11}
+	tMAC2  = wire.MAC{0x02, 0, 0, 0, 0, 0x22}
 )
 
 type harness struct {
@@ -59,7 +61,7 @@ func (h *harness) at(d time.Duration) {
 	h.tab.Tick(h.now, &h.out)
 }
 
-func (h *harness) state(ip uint32) State {
+func (h *harness) state(ip wire.Addr4) State {
 	h.t.Helper()
 	i, ok := h.tab.Get(tIf, ip, h.now)
 	if !ok {
@@ -68,27 +70,27 @@ func (h *harness) state(ip uint32) State {
 	return i.State
 }
 
-func (h *harness) expect(ip uint32, s State) {
+func (h *harness) expect(ip wire.Addr4, s State) {
 	h.t.Helper()
 	if got := h.state(ip); got != s {
-		h.t.Fatalf("at +%v: %s is %v, want %v", time.Duration(h.now-h.start), ipString(ip), got, s)
+		h.t.Fatalf("at +%v: %s is %v, want %v", time.Duration(h.now-h.start), ip, got, s)
 	}
 }
 
-func (h *harness) resolve(ip uint32, pkt []byte) Verdict {
+func (h *harness) resolve(ip wire.Addr4, pkt []byte) Verdict {
 	h.t.Helper()
 	return h.w.Resolve(tIf, ip, tIfMAC, pkt, h.now, &h.out).Verdict
 }
 
-func (h *harness) arp(op uint16, ethDst, sha [6]byte, sip uint32, tha [6]byte, tip uint32) (int, ARPDrop) {
+func (h *harness) arp(op uint16, ethDst, sha wire.MAC, sip wire.Addr4, tha wire.MAC, tip wire.Addr4) (int, ARPDrop) {
 	h.t.Helper()
 	return h.w.InputARP(&h.in, arpFrame(ethDst, op, sha, sip, tha, tip), h.now, h.reply, &h.out)
 }
 
 // replyToUs is a solicited reply: unicast to our MAC.
-func (h *harness) replyToUs(sha [6]byte, sip uint32) {
+func (h *harness) replyToUs(sha wire.MAC, sip wire.Addr4) {
 	h.t.Helper()
-	h.arp(ARPReplyOp, tIfMAC, sha, sip, tIfMAC, tLocal)
+	h.arp(wire.ARPReply, tIfMAC, sha, sip, tIfMAC, tLocal)
 }
 
 func (h *harness) takeRequests() []ARPRequest {
@@ -100,30 +102,30 @@ func (h *harness) takeRequests() []ARPRequest {
 func (h *harness) takeEvents() []string {
 	var s []string
 	for _, e := range h.out.Events {
-		s = append(s, fmt.Sprintf("%v %s %v", e.Kind, FormatMAC(e.LLAddr), e.State))
+		s = append(s, fmt.Sprintf("%v %s %v", e.Kind, e.LLAddr, e.State))
 	}
 	h.out.Events = h.out.Events[:0]
 	return s
 }
 
-func ipPacket(src, dst uint32, n int) []byte {
+func ipPacket(src, dst wire.Addr4, n int) []byte {
 	p := make([]byte, n)
 	p[0] = 0x45
 	binary.BigEndian.PutUint16(p[2:4], uint16(n))
 	p[8] = 64
-	binary.BigEndian.PutUint32(p[12:16], src)
-	binary.BigEndian.PutUint32(p[16:20], dst)
+	binary.BigEndian.PutUint32(p[12:16], uint32(src))
+	binary.BigEndian.PutUint32(p[16:20], uint32(dst))
 	return p
 }
 
-func expectRequests(t *testing.T, got []ARPRequest, n int, unicast bool, dst [6]byte) {
+func expectRequests(t *testing.T, got []ARPRequest, n int, unicast bool, dst wire.MAC) {
 	t.Helper()
 	if len(got) != n {
 		t.Fatalf("%d requests, want %d: %+v", len(got), n, got)
 	}
 	for _, r := range got {
 		if r.Unicast != unicast || r.DstMAC != dst || r.Target != tPeer || r.IfIndex != tIf || r.SrcMAC != tIfMAC {
-			t.Fatalf("request %+v, want unicast=%v dst %s", r, unicast, FormatMAC(dst))
+			t.Fatalf("request %+v, want unicast=%v dst %s", r, unicast, dst)
 		}
 	}
 }
@@ -137,22 +139,22 @@ func TestNeighIncompleteToFailed(t *testing.T) {
 		t.Fatalf("verdict %v", v)
 	}
 	reqs := h.takeRequests()
-	expectRequests(t, reqs, 1, false, broadcastMAC)
+	expectRequests(t, reqs, 1, false, wire.BroadcastMAC)
 	if reqs[0].SrcHint != 0xc0a80005 {
-		t.Fatalf("source hint %s", ipString(reqs[0].SrcHint))
+		t.Fatalf("source hint %s", wire.Addr4.String(reqs[0].SrcHint))
 	}
 	h.expect(tPeer, NUDIncomplete)
 	for i, d := range []time.Duration{999 * time.Millisecond, time.Second, 1999 * time.Millisecond, 2 * time.Second} {
 		h.at(d)
-		expectRequests(t, h.takeRequests(), i%2, false, broadcastMAC)
+		expectRequests(t, h.takeRequests(), i%2, false, wire.BroadcastMAC)
 	}
 	h.resolve(tPeer, ipPacket(0xc0a80006, tPeer, 80)) // second packet queued, no new request
-	expectRequests(t, h.takeRequests(), 0, false, broadcastMAC)
+	expectRequests(t, h.takeRequests(), 0, false, wire.BroadcastMAC)
 	h.at(2999 * time.Millisecond)
 	h.expect(tPeer, NUDIncomplete)
 	h.at(3 * time.Second)
 	h.expect(tPeer, NUDFailed)
-	expectRequests(t, h.takeRequests(), 0, false, broadcastMAC)
+	expectRequests(t, h.takeRequests(), 0, false, wire.BroadcastMAC)
 	if len(h.out.Unreachable) != 2 || !bytes.Equal(h.out.Unreachable[0].Data, pkt) || len(h.out.Unreachable[1].Data) != 80 {
 		t.Fatalf("unreachable %+v", h.out.Unreachable)
 	}
@@ -167,7 +169,7 @@ func TestNeighIncompleteToFailed(t *testing.T) {
 		t.Fatalf("verdict %v", v)
 	}
 	h.expect(tPeer, NUDIncomplete)
-	expectRequests(t, h.takeRequests(), 1, false, broadcastMAC)
+	expectRequests(t, h.takeRequests(), 1, false, wire.BroadcastMAC)
 }
 
 // How an INCOMPLETE entry resolves, by what arrives.
@@ -180,11 +182,11 @@ func TestNeighIncompleteResolves(t *testing.T) {
 	}{
 		{"unicast reply", func(h *harness) { h.replyToUs(tMAC1, tPeer) }, NUDReachable,
 			"[resolved 02:00:00:00:00:11 REACHABLE]"},
-		{"broadcast reply", func(h *harness) { h.arp(ARPReplyOp, broadcastMAC, tMAC1, tPeer, tIfMAC, tLocal) }, NUDDelay,
+		{"broadcast reply", func(h *harness) { h.arp(wire.ARPReply, wire.BroadcastMAC, tMAC1, tPeer, tIfMAC, tLocal) }, NUDDelay,
 			"[resolved 02:00:00:00:00:11 STALE]"},
-		{"request for us", func(h *harness) { h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal) }, NUDDelay,
+		{"request for us", func(h *harness) { h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal) }, NUDDelay,
 			"[resolved 02:00:00:00:00:11 STALE]"},
-		{"gratuitous request", func(h *harness) { h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tPeer) }, NUDDelay,
+		{"gratuitous request", func(h *harness) { h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tPeer) }, NUDDelay,
 			"[resolved 02:00:00:00:00:11 STALE]"},
 		{"admin add", func(h *harness) {
 			if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); !errors.Is(err, ErrExists) {
@@ -285,7 +287,7 @@ func TestNeighConfirmations(t *testing.T) {
 	for _, st := range []State{NUDDelay, NUDProbe} {
 		t.Run(st.String(), func(t *testing.T) {
 			h := newHarness(t, DefaultParams())
-			h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal) // STALE
+			h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal) // STALE
 			h.expect(tPeer, NUDStale)
 			hdr := make([]byte, 14)
 			h.w.Output(tIf, tPeer, hdr)
@@ -299,7 +301,7 @@ func TestNeighConfirmations(t *testing.T) {
 			// A broadcast reply does not confirm: STALE with the same address
 			// leaves a REACHABLE entry alone.
 			h.at(6*time.Second + 2*time.Second)
-			h.arp(ARPReplyOp, broadcastMAC, tMAC1, tPeer, tIfMAC, tLocal)
+			h.arp(wire.ARPReply, wire.BroadcastMAC, tMAC1, tPeer, tIfMAC, tLocal)
 			h.expect(tPeer, NUDReachable)
 		})
 	}
@@ -312,12 +314,12 @@ func TestNeighLocktime(t *testing.T) {
 	type step struct {
 		after time.Duration
 		op    func(h *harness)
-		mac   [6]byte
+		mac   wire.MAC
 		state State
 	}
-	unicastReply := func(m [6]byte) func(*harness) { return func(h *harness) { h.replyToUs(m, tPeer) } }
-	otherReq := func(m [6]byte) func(*harness) {
-		return func(h *harness) { h.arp(ARPRequestOp, broadcastMAC, m, tPeer, [6]byte{}, tPeer2) }
+	unicastReply := func(m wire.MAC) func(*harness) { return func(h *harness) { h.replyToUs(m, tPeer) } }
+	otherReq := func(m wire.MAC) func(*harness) {
+		return func(h *harness) { h.arp(wire.ARPRequest, wire.BroadcastMAC, m, tPeer, wire.MAC{}, tPeer2) }
 	}
 	cases := []struct {
 		name  string
@@ -329,16 +331,16 @@ func TestNeighLocktime(t *testing.T) {
 		{"request for other after locktime", []step{{2 * time.Second, otherReq(tMAC2), tMAC2, NUDStale}}},
 		{"request for other same address", []step{{2 * time.Second, otherReq(tMAC1), tMAC1, NUDReachable}}},
 		{"gratuitous request overrides", []step{{100 * time.Millisecond, func(h *harness) {
-			h.arp(ARPRequestOp, broadcastMAC, tMAC2, tPeer, [6]byte{}, tPeer)
+			h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC2, tPeer, wire.MAC{}, tPeer)
 		}, tMAC2, NUDStale}}},
 		{"gratuitous reply overrides", []step{{100 * time.Millisecond, func(h *harness) {
-			h.arp(ARPReplyOp, broadcastMAC, tMAC2, tPeer, tMAC2, tPeer)
+			h.arp(wire.ARPReply, wire.BroadcastMAC, tMAC2, tPeer, tMAC2, tPeer)
 		}, tMAC2, NUDStale}}},
 		{"reply with sip==tip but other tha is not gratuitous", []step{{100 * time.Millisecond, func(h *harness) {
-			h.arp(ARPReplyOp, broadcastMAC, tMAC2, tPeer, tIfMAC, tPeer)
+			h.arp(wire.ARPReply, wire.BroadcastMAC, tMAC2, tPeer, tIfMAC, tPeer)
 		}, tMAC1, NUDReachable}}},
 		{"request to us overrides", []step{{100 * time.Millisecond, func(h *harness) {
-			h.arp(ARPRequestOp, broadcastMAC, tMAC2, tPeer, [6]byte{}, tLocal)
+			h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC2, tPeer, wire.MAC{}, tLocal)
 		}, tMAC2, NUDStale}}},
 		{"locktime restarts on change", []step{
 			{2 * time.Second, unicastReply(tMAC2), tMAC2, NUDReachable},
@@ -357,7 +359,7 @@ func TestNeighLocktime(t *testing.T) {
 				s.op(h)
 				i, _ := h.tab.Get(tIf, tPeer, h.now)
 				if i.LLAddr != s.mac || i.State != s.state {
-					t.Fatalf("at +%v: %s %v, want %s %v", s.after, FormatMAC(i.LLAddr), i.State, FormatMAC(s.mac), s.state)
+					t.Fatalf("at +%v: %s %v, want %s %v", s.after, i.LLAddr, i.State, s.mac, s.state)
 				}
 			}
 			if c.steps[len(c.steps)-1].mac == tMAC2 {
@@ -373,21 +375,21 @@ func TestNeighLocktime(t *testing.T) {
 func TestNeighARPLearning(t *testing.T) {
 	h := newHarness(t, DefaultParams())
 	// Unsolicited reply from an unknown sender: nothing learned (arp_accept 0).
-	if n, d := h.arp(ARPReplyOp, tIfMAC, tMAC1, tPeer, tIfMAC, tLocal); n != 0 || d != ARPOK {
+	if n, d := h.arp(wire.ARPReply, tIfMAC, tMAC1, tPeer, tIfMAC, tLocal); n != 0 || d != ARPOK {
 		t.Fatal(n, d)
 	}
 	h.expect(tPeer, NUDNone)
 	// Gratuitous ARP from an unknown sender: nothing.
-	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tPeer)
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tPeer)
 	h.expect(tPeer, NUDNone)
 	// A request for another host from an unknown sender: nothing, no reply.
-	if n, _ := h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tPeer2); n != 0 {
+	if n, _ := h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tPeer2); n != 0 {
 		t.Fatal("answered a request for another host")
 	}
 	h.expect(tPeer, NUDNone)
 	// DAD probe for our address: answered, nothing learned.
-	n, d := h.arp(ARPRequestOp, broadcastMAC, tMAC1, 0, [6]byte{}, tLocal)
-	if d != ARPOK || n != ARPFrameLen {
+	n, d := h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, 0, wire.MAC{}, tLocal)
+	if d != ARPOK || n != wire.ARPFrameLen {
 		t.Fatal(n, d)
 	}
 	want := []byte{
@@ -403,7 +405,7 @@ func TestNeighARPLearning(t *testing.T) {
 		t.Fatal("DAD probe learned an entry")
 	}
 	// A request for us: STALE entry and a reply.
-	n, _ = h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal)
+	n, _ = h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal)
 	copy(want[38:42], []byte{10, 0, 0, 2})
 	if !bytes.Equal(h.reply[:n], want) {
 		t.Fatalf("reply %x\nwant  %x", h.reply[:n], want)
@@ -417,7 +419,7 @@ func TestNeighARPLearning(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.at(10 * time.Second)
-	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal)
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal)
 	h.replyToUs(tMAC1, tPeer)
 	if i, _ := h.tab.Get(tIf, tPeer, h.now); i.State != NUDPermanent || i.LLAddr != tMAC2 {
 		t.Fatalf("permanent entry changed: %+v", i)
@@ -427,7 +429,7 @@ func TestNeighARPLearning(t *testing.T) {
 // Drops are counted by reason.
 func TestARPDropReasons(t *testing.T) {
 	h := newHarness(t, DefaultParams())
-	good := arpFrame(broadcastMAC, ARPRequestOp, tMAC1, tPeer, [6]byte{}, tLocal)
+	good := arpFrame(wire.BroadcastMAC, wire.ARPRequest, tMAC1, tPeer, wire.MAC{}, tLocal)
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 	cases := []struct {
 		frame []byte
@@ -472,7 +474,7 @@ func TestNeighQueueLimit(t *testing.T) {
 	per := 14 + 1000 + queuedPacketHeader
 	fits := p.UnresQlenBytes / per
 	for i := 0; i < fits+5; i++ {
-		pkt := ipPacket(uint32(i+1), tPeer, 1000)
+		pkt := ipPacket(wire.Addr4(i+1), tPeer, 1000)
 		if v := h.resolve(tPeer, pkt); v != Queued {
 			t.Fatalf("packet %d: %v", i, v)
 		}
@@ -492,11 +494,11 @@ func TestNeighPeriodicGC(t *testing.T) {
 	p := DefaultParams()
 	p.GCThresh1 = 3
 	h := newHarness(t, p)
-	h.arp(ARPRequestOp, broadcastMAC, tMAC1, tPeer, [6]byte{}, tLocal) // STALE, used now
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal) // STALE, used now
 	h.at(2 * time.Minute)
 	h.expect(tPeer, NUDStale) // below gc_thresh1: kept
-	for _, ip := range []uint32{tPeer2, tPeer2 + 1} {
-		h.arp(ARPRequestOp, broadcastMAC, tMAC2, ip, [6]byte{}, tLocal)
+	for _, ip := range []wire.Addr4{tPeer2, tPeer2 + 1} {
+		h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC2, ip, wire.MAC{}, tLocal)
 	}
 	h.at(2*time.Minute + 15*time.Second) // next periodic run
 	h.expect(tPeer, NUDNone)
@@ -522,10 +524,10 @@ func TestNeighForcedGC(t *testing.T) {
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 8
 	h := newHarness(t, p)
 	for i := uint32(0); i < 8; i++ {
-		h.arp(ARPRequestOp, broadcastMAC, tMAC1, 0x0a000100+i, [6]byte{}, tLocal)
+		h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, 0x0a000100+wire.Addr4(i), wire.MAC{}, tLocal)
 	}
 	// A request is answered even when its sender cannot be learned.
-	if n, _ := h.arp(ARPRequestOp, broadcastMAC, tMAC1, 0x0a000200, [6]byte{}, tLocal); n == 0 {
+	if n, _ := h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, 0x0a000200, wire.MAC{}, tLocal); n == 0 {
 		t.Fatal("no reply with a full table")
 	}
 	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
@@ -559,7 +561,7 @@ func TestNeighForcedGC(t *testing.T) {
 		if i < 5 {
 			want = NUDNone
 		}
-		h.expect(0x0a000100+i, want)
+		h.expect(0x0a000100+wire.Addr4(i), want)
 	}
 }
 
@@ -639,11 +641,5 @@ func TestParseHelpers(t *testing.T) {
 	}
 	if _, err := ParseState("bogus"); err == nil {
 		t.Fatal("bogus state parsed")
-	}
-	if m, err := ParseLLAddr("02:00:00:00:00:11"); err != nil || m != tMAC1 {
-		t.Fatal(m, err)
-	}
-	if _, err := ParseLLAddr("02:00:00:00:00:00:00:11"); err == nil {
-		t.Fatal("8-byte lladdr accepted")
 	}
 }

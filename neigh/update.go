@@ -19,7 +19,11 @@ package neigh
 //
 // Locking: Table.mu.
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 const (
 	updateOverride = 1 << iota
@@ -34,7 +38,7 @@ var (
 )
 
 // updateLocked is __neigh_update. lladdr nil means "no address supplied".
-func (t *Table) updateLocked(n *Entry, lladdr *[6]byte, newState State, flags int, now int64, out *Actions) error {
+func (t *Table) updateLocked(n *Entry, lladdr *wire.MAC, newState State, flags int, now int64, out *Actions) error {
 	old := n.state()
 	if flags&updateAdmin == 0 && old&(NUDNoARP|NUDPermanent) != 0 {
 		return errNeighNotAdmin

@@ -21,6 +21,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Kind is what a lookup that ends in this nexthop does with the packet.
@@ -92,9 +94,9 @@ type Nexthop struct {
 	// Group is non-nil for a nexthop group; then Kind is Unicast.
 	Group *Group
 	// Next4 is where packets go on Dev when the gateway is used: Gateway
-	// as a host-order uint32, 0 when packets go to their destination
+	// in the datapath's form, 0 when packets go to their destination
 	// (connected routes, local gateways). Precomputed for the forwarding path.
-	Next4 uint32
+	Next4 wire.Addr4
 
 	// Writer-side state, guarded by the FIB writer lock.
 	refs int32       // routes and groups that reference this nexthop
@@ -104,8 +106,7 @@ type Nexthop struct {
 func withDead(nh *Nexthop, dead bool) *Nexthop {
 	nh.dead.Store(dead)
 	if nh.UsesGateway() {
-		b := nh.Gateway.As4()
-		nh.Next4 = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		nh.Next4 = wire.Addr4From(nh.Gateway)
 	}
 	return nh
 }

@@ -1,7 +1,6 @@
-package l3
+package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
@@ -10,18 +9,6 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 )
-
-// buildIPv4 serialises an IPv4 packet with gopacket (the independent
-// implementation the tests check against).
-func buildIPv4(t testing.TB, ip *layers.IPv4, payload []byte) []byte {
-	t.Helper()
-	buf := gopacket.NewSerializeBuffer()
-	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
-	if err := gopacket.SerializeLayers(buf, opts, ip, gopacket.Payload(payload)); err != nil {
-		t.Fatal(err)
-	}
-	return append([]byte(nil), buf.Bytes()...)
-}
 
 func udpPacket(t testing.TB, src, dst string, ttl uint8, payload int) []byte {
 	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: ttl, Protocol: layers.IPProtocolUDP, Id: 0x1234,
@@ -36,26 +23,26 @@ func udpPacket(t testing.TB, src, dst string, ttl uint8, payload int) []byte {
 	return append([]byte(nil), buf.Bytes()...)
 }
 
-func TestCheckIPv4(t *testing.T) {
+func TestParseIPv4(t *testing.T) {
 	good := udpPacket(t, "192.0.2.1", "198.51.100.1", 64, 10)
 	padded := append(append([]byte(nil), good...), 0, 0, 0, 0)
-	if h, r := CheckIPv4(padded); r != DropNone || len(h) != len(good) {
+	if h, r := ParseIPv4(padded); r != IPv4OK || len(h) != len(good) {
 		t.Fatalf("padded frame: %v len %d", r, len(h))
 	}
 	cases := map[string]struct {
 		b    []byte
-		want DropReason
+		want IPv4Error
 	}{
-		"short":      {good[:19], DropIPTooShort},
-		"version":    {mutate(good, 0, 0x65), DropIPVersion},
-		"ihl small":  {mutate(good, 0, 0x44), DropIPHeaderLen},
-		"ihl big":    {mutate(good, 0, 0x4f), DropIPHeaderLen},
-		"total long": {mutate16(good, 2, uint16(len(good)+1)), DropIPTotalLen},
-		"total tiny": {mutate16(good, 2, 12), DropIPTotalLen},
-		"checksum":   {mutate(good, 10, good[10]^1), DropIPChecksum},
+		"short":      {good[:19], IPv4TooShort},
+		"version":    {mutate(good, 0, 0x65), IPv4BadVersion},
+		"ihl small":  {mutate(good, 0, 0x44), IPv4BadHeaderLen},
+		"ihl big":    {mutate(good, 0, 0x4f), IPv4BadHeaderLen},
+		"total long": {mutate16(good, 2, uint16(len(good)+1)), IPv4BadTotalLen},
+		"total tiny": {mutate16(good, 2, 12), IPv4BadTotalLen},
+		"checksum":   {mutate(good, 10, good[10]^1), IPv4BadChecksum},
 	}
 	for name, c := range cases {
-		if _, r := CheckIPv4(c.b); r != c.want {
+		if _, r := ParseIPv4(c.b); r != c.want {
 			t.Errorf("%s: got %v want %v", name, r, c.want)
 		}
 	}
@@ -85,14 +72,14 @@ func TestDecTTLIncremental(t *testing.T) {
 		h[0] = 0x45
 		h[8] = byte(1 + i%255)
 		h.SetChecksum(0)
-		h.SetChecksum(Checksum(h, 0))
+		h.SetChecksum(Checksum(h))
 		h.DecTTL()
-		if Checksum(h, 0) != 0 {
+		if Checksum(h) != 0 {
 			t.Fatalf("after DecTTL the checksum does not verify: % x", []byte(h))
 		}
 		want := h.Checksum()
 		h.SetChecksum(0)
-		if full := Checksum(h, 0); full != want && !(full == 0 && want == 0xffff) && !(full == 0xffff && want == 0) {
+		if full := Checksum(h); full != want && !(full == 0 && want == 0xffff) && !(full == 0xffff && want == 0) {
 			t.Fatalf("incremental %04x, full %04x", want, full)
 		}
 	}
@@ -100,73 +87,10 @@ func TestDecTTLIncremental(t *testing.T) {
 
 func TestChecksumMatchesGopacket(t *testing.T) {
 	p := udpPacket(t, "10.1.2.3", "10.4.5.6", 17, 33)
-	if Checksum(p[:20], 0) != 0 {
+	if Checksum(p[:20]) != 0 {
 		t.Fatal("gopacket header does not verify")
 	}
 }
-
-func TestFragment(t *testing.T) {
-	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 9, Protocol: layers.IPProtocolUDP, Id: 77,
-		SrcIP: net.IP{192, 0, 2, 1}, DstIP: net.IP{198, 51, 100, 7},
-		Options: []layers.IPv4Option{
-			{OptionType: 7, OptionLength: 7, OptionData: []byte{4, 0, 0, 0, 0}}, // record route: not copied
-			{OptionType: 0x94, OptionLength: 4, OptionData: []byte{0, 0}},       // router alert: copied
-			{OptionType: 0},
-		}}
-	payload := make([]byte, 1000)
-	for i := range payload {
-		payload[i] = byte(i)
-	}
-	pkt := buildIPv4(t, ip, payload)
-	h, r := CheckIPv4(pkt)
-	if r != DropNone {
-		t.Fatal(r)
-	}
-	var frags [][]byte
-	n := Fragment(h, 300, &sliceSink{out: &frags})
-	if n != len(frags) || n < 4 {
-		t.Fatalf("%d fragments", n)
-	}
-	var got []byte
-	for i, f := range frags {
-		if len(f) > 300 {
-			t.Fatalf("fragment %d is %d bytes", i, len(f))
-		}
-		p := gopacket.NewPacket(f, layers.LayerTypeIPv4, gopacket.Default)
-		fip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-		if Checksum(f[:fip.IHL*4], 0) != 0 || fip.Id != 77 || fip.TTL != 9 {
-			t.Fatalf("fragment %d header: %+v", i, fip)
-		}
-		if int(fip.FragOffset)*8 != len(got) {
-			t.Fatalf("fragment %d offset %d, have %d bytes", i, fip.FragOffset*8, len(got))
-		}
-		last := i == len(frags)-1
-		if (fip.Flags&layers.IPv4MoreFragments != 0) == last {
-			t.Fatalf("fragment %d MF wrong", i)
-		}
-		if !last && len(fip.Payload)%8 != 0 {
-			t.Fatalf("fragment %d carries %d bytes", i, len(fip.Payload))
-		}
-		if i > 0 && bytes.Contains(f[20:fip.IHL*4], []byte{7, 7}) {
-			t.Fatalf("fragment %d still has record route", i)
-		}
-		if i > 0 && !bytes.Contains(f[20:fip.IHL*4], []byte{0x94, 4}) {
-			t.Fatalf("fragment %d lost router alert", i)
-		}
-		got = append(got, fip.Payload...)
-	}
-	if !bytes.Equal(got, h[h.IHL():]) {
-		t.Fatal("reassembled data differs")
-	}
-	if Fragment(h, 30, &sliceSink{out: &frags}) != 0 {
-		t.Fatal("fragmented below the minimum")
-	}
-}
-
-type sliceSink struct{ out *[][]byte }
-
-func (s *sliceSink) Alloc(n int) []byte { return make([]byte, n) }
-func (s *sliceSink) Emit(f []byte)      { *s.out = append(*s.out, f) }
 
 func TestHeaderChecksumMatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -183,44 +107,44 @@ func TestHeaderChecksumMatches(t *testing.T) {
 		}
 		if i%2 == 1 { // half of them with their checksum filled in
 			h[10], h[11] = 0, 0
-			c := Checksum(h, 0)
+			c := Checksum(h)
 			h[10], h[11] = byte(c>>8), byte(c)
 		}
-		if headerChecksum(h) != Checksum(h, 0) {
-			t.Fatalf("% x: fast %04x, generic %04x", h, headerChecksum(h), Checksum(h, 0))
+		if HeaderChecksum(h) != Checksum(h) {
+			t.Fatalf("% x: fast %04x, generic %04x", h, HeaderChecksum(h), Checksum(h))
 		}
-		if checksumValid20(h) != (Checksum(h, 0) == 0) {
-			t.Fatalf("% x: checksumValid20 %v, generic checksum %04x", h, checksumValid20(h), Checksum(h, 0))
+		if checksumValid20(h) != (Checksum(h) == 0) {
+			t.Fatalf("% x: checksumValid20 %v, generic checksum %04x", h, checksumValid20(h), Checksum(h))
 		}
 	}
 }
 
 // checkIPv4Ref is ip_rcv_core's order of checks written plainly: the model
-// for CheckIPv4's fast path.
-func checkIPv4Ref(b []byte) (int, DropReason) {
+// for ParseIPv4's fast path.
+func checkIPv4Ref(b []byte) (int, IPv4Error) {
 	switch {
 	case len(b) < 20:
-		return 0, DropIPTooShort
+		return 0, IPv4TooShort
 	case b[0]>>4 != 4:
-		return 0, DropIPVersion
+		return 0, IPv4BadVersion
 	}
 	ihl := int(b[0]&0xf) * 4
 	if ihl < 20 || ihl > len(b) {
-		return 0, DropIPHeaderLen
+		return 0, IPv4BadHeaderLen
 	}
 	total := int(binary.BigEndian.Uint16(b[2:]))
 	if total < ihl || total > len(b) {
-		return 0, DropIPTotalLen
+		return 0, IPv4BadTotalLen
 	}
-	if Checksum(b[:ihl], 0) != 0 {
-		return 0, DropIPChecksum
+	if Checksum(b[:ihl]) != 0 {
+		return 0, IPv4BadChecksum
 	}
-	return total, DropNone
+	return total, IPv4OK
 }
 
 // Random headers (with and without options, valid checksums or not) get
 // the model's verdict and length.
-func TestCheckIPv4MatchesModel(t *testing.T) {
+func TestParseIPv4MatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := range 200000 {
 		b := make([]byte, r.IntN(80))
@@ -236,13 +160,13 @@ func TestCheckIPv4MatchesModel(t *testing.T) {
 		if len(b) >= 20 && r.IntN(2) == 0 {
 			if ihl := int(b[0]&0xf) * 4; ihl >= 20 && ihl <= len(b) {
 				b[10], b[11] = 0, 0
-				c := Checksum(b[:ihl], 0)
+				c := Checksum(b[:ihl])
 				b[10], b[11] = byte(c>>8), byte(c)
 			}
 		}
 		wantLen, want := checkIPv4Ref(b)
-		h, got := CheckIPv4(b)
-		if got != want || got == DropNone && len(h) != wantLen {
+		h, got := ParseIPv4(b)
+		if got != want || got == IPv4OK && len(h) != wantLen {
 			t.Fatalf("case %d % x: got %v len %d, model %v len %d", i, b, got, len(h), want, wantLen)
 		}
 	}

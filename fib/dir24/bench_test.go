@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/gaissmai/bart"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // batchSize is a VPP frame; DPDK bursts are 32.
@@ -33,9 +34,9 @@ type benchEnv struct {
 	c      *Table
 	fast   *bart.Fast[uint32]
 	table  *bart.Table[uint32]
-	probes []uint32     // len a power of two
+	probes []wire.Addr4 // len a power of two
 	addrs  []netip.Addr // the same probes for bart
-	hot    uint32
+	hot    wire.Addr4
 }
 
 var (
@@ -74,7 +75,7 @@ func benchSetup(b *testing.B) *benchEnv {
 	return benchE
 }
 
-func BenchmarkCompiledLookup(b *testing.B) {
+func BenchmarkLookup(b *testing.B) {
 	e := benchSetup(b)
 	mask := len(e.probes) - 1
 	hotAddr := addrOf(e.hot)
@@ -92,7 +93,7 @@ func BenchmarkCompiledLookup(b *testing.B) {
 				}
 			case "random-dep":
 				for i := range b.N {
-					x = e.c.Lookup(e.probes[i&mask] ^ x&1)
+					x = e.c.Lookup(e.probes[i&mask] ^ wire.Addr4(x&1))
 				}
 			}
 			report(b, x)
@@ -101,7 +102,7 @@ func BenchmarkCompiledLookup(b *testing.B) {
 			b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
 				var x uint32
 				for i := range b.N {
-					x, _ = e.fast.Lookup(addrOf(e.probes[i&mask] ^ x&1))
+					x, _ = e.fast.Lookup(addrOf(e.probes[i&mask] ^ wire.Addr4(x&1)))
 				}
 				report(b, x)
 			})
@@ -115,7 +116,7 @@ func BenchmarkCompiledLookup(b *testing.B) {
 			b.Run("probe="+probe+"/impl="+name, func(b *testing.B) {
 				src := e.probes
 				if probe == "hot" {
-					src = make([]uint32, bs)
+					src = make([]wire.Addr4, bs)
 					for i := range src {
 						src[i] = e.hot
 					}
@@ -170,12 +171,12 @@ func report(b *testing.B, x uint32) {
 	}
 }
 
-// BenchmarkCompiledUpdate times single route changes on the full table, each
+// BenchmarkUpdate times single route changes on the full table, each
 // one on its own, and reports median and p99 per kind of change: add a
 // prefix the table lacks, delete it again, replace the value of a present
 // prefix. Parents for deletes come from bart outside the timed section (the
 // FIB writer gets them from its trie).
-func BenchmarkCompiledUpdate(b *testing.B) {
+func BenchmarkUpdate(b *testing.B) {
 	e := benchSetup(b)
 	for _, bits := range []int{32, 24, 16, 8, 0} {
 		b.Run(fmt.Sprintf("len=%d", bits), func(b *testing.B) {
@@ -215,7 +216,7 @@ func updateTargets(e *benchEnv, bits int) ([]netip.Prefix, []testRoute) {
 	rng := rand.New(rand.NewPCG(uint64(bits), 5))
 	var absent []netip.Prefix
 	for tries := 0; len(absent) < 4096 && tries < 1<<16; tries++ {
-		p := netip.PrefixFrom(addrOf(rng.Uint32()), bits).Masked()
+		p := netip.PrefixFrom(addrOf(wire.Addr4(rng.Uint32())), bits).Masked()
 		if _, ok := e.fast.Get(p); !ok && !slices.Contains(absent, p) {
 			absent = append(absent, p)
 		}
@@ -239,9 +240,9 @@ func reportLatency(b *testing.B, kind string, d []time.Duration) {
 	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), kind+"-p99-ns")
 }
 
-// BenchmarkCompiledBuild: bulk build of the full table from a slice, with
+// BenchmarkBuild: bulk build of the full table from a slice, with
 // bart's inserts of the same routes for scale; reports the memory held.
-func BenchmarkCompiledBuild(b *testing.B) {
+func BenchmarkBuild(b *testing.B) {
 	routes := fullTable(b)
 	b.Run("impl=compiled", func(b *testing.B) {
 		var c *Table
@@ -265,9 +266,9 @@ func BenchmarkCompiledBuild(b *testing.B) {
 	})
 }
 
-// BenchmarkCompiledMemory measures the heap a built table holds (Go's own
+// BenchmarkMemory measures the heap a built table holds (Go's own
 // accounting, after GC), compiled and bart, as MiB and bytes per route.
-func BenchmarkCompiledMemory(b *testing.B) {
+func BenchmarkMemory(b *testing.B) {
 	routes := fullTable(b)
 	heap := func() uint64 {
 		runtime.GC()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // changeStep is one writer step, with the parent the FIB writer would pass.
@@ -37,12 +39,12 @@ func (ch changeStep) apply(c *Table) error {
 // them (many probes answer from the default), and returns
 // the probe addresses and want[k*len(probes)+i], the model's answer for probe
 // i after change k (k = 0 is the empty table).
-func concurrentScript(n int, seed uint64) ([]changeStep, []uint32, []uint32) {
+func concurrentScript(n int, seed uint64) ([]changeStep, []wire.Addr4, []uint32) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	base := u32(netip.MustParseAddr("10.20.0.0"))
-	probes := make([]uint32, 128)
+	probes := make([]wire.Addr4, 128)
 	for i := range probes {
-		probes[i] = base | rng.Uint32N(16<<8)
+		probes[i] = base | wire.Addr4(rng.Uint32N(16<<8))
 	}
 	m := refModel{}
 	var present []netip.Prefix
@@ -71,7 +73,7 @@ func concurrentScript(n int, seed uint64) ([]changeStep, []uint32, []uint32) {
 			default: // the default route: one word, read beside the entries
 				bits = 0
 			}
-			ch.p = netip.PrefixFrom(addrOf(base|rng.Uint32N(16<<8)), bits).Masked()
+			ch.p = netip.PrefixFrom(addrOf(base|wire.Addr4(rng.Uint32N(16<<8))), bits).Masked()
 			ch.v = 1 + rng.Uint32N(1000)
 			if _, ok := m[ch.p]; !ok {
 				present = append(present, ch.p)
@@ -92,12 +94,12 @@ func concurrentScript(n int, seed uint64) ([]changeStep, []uint32, []uint32) {
 	return changes, probes, want
 }
 
-// TestCompiledConcurrent: readers record the writer's version before and
+// TestConcurrent: readers record the writer's version before and
 // after each lookup; the answer must be the model's answer at one of the
 // versions in between, or at the next one (the change in progress when the
 // lookup ended may be partly visible). The second level starts with one
 // group, so it also grows under the readers.
-func TestCompiledConcurrent(t *testing.T) {
+func TestConcurrent(t *testing.T) {
 	n := 100000
 	if testing.Short() || raceEnabled {
 		n = 20000

@@ -35,6 +35,8 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // MaxValue is the largest value an entry holds.
@@ -115,12 +117,12 @@ func newLevel2(n int) *level2 {
 	return &level2{entries: make([]uint32, n*groupLen), tags: make([]uint64, n)}
 }
 
-// Lookup returns the value of the longest prefix containing addr (the IPv4
-// address as a big-endian uint32), 0 if none. Lock-free, no allocation.
+// Lookup returns the value of the longest prefix containing addr, 0 if
+// none. Lock-free, no allocation.
 //
 // Inlinable (cost exactly at the budget of 80: keep this shape and the named
 // result; TestLookupInlines checks).
-func (c *Table) Lookup(addr uint32) (v uint32) {
+func (c *Table) Lookup(addr wire.Addr4) (v uint32) {
 	v = atomic.LoadUint32(&c.tbl24[addr>>8])
 	if v >= plainBit {
 		return v & valueMask
@@ -133,8 +135,7 @@ func (c *Table) LookupAddr(addr netip.Addr) uint32 {
 	if !addr.Is4() {
 		return 0
 	}
-	b := addr.As4()
-	return c.Lookup(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
+	return c.Lookup(wire.Addr4From(addr))
 }
 
 // lookupSlow answers for addr when its tbl24 entry is (or was, a moment ago)
@@ -163,7 +164,7 @@ func (c *Table) LookupAddr(addr netip.Addr) uint32 {
 // the default at that instant; a structure that broke its invariants (an
 // extended entry naming a group tagged for another /24 for good) would spin
 // here, which checkInvariants in the tests rules out.
-func (c *Table) lookupSlow(addr uint32) uint32 {
+func (c *Table) lookupSlow(addr wire.Addr4) uint32 {
 	for {
 		d1 := c.def.Load()
 		e := atomic.LoadUint32(&c.tbl24[addr>>8])
@@ -188,13 +189,13 @@ func (c *Table) lookupSlow(addr uint32) uint32 {
 // read returns addr's entry (plain or default) from the group that the
 // extended entry e names, and whether that group belonged to addr's /24 for
 // the whole read (see lookupSlow). t must have been loaded after e.
-func (t *level2) read(e, addr uint32) (uint32, bool) {
+func (t *level2) read(e uint32, addr wire.Addr4) (uint32, bool) {
 	g := uint(e & valueMask)
 	tag := &t.tags[g]
 	t1 := atomic.LoadUint64(tag)
 	v := atomic.LoadUint32(&t.entries[g*groupLen+uint(addr&0xff)])
 	t2 := atomic.LoadUint64(tag)
-	return v, t1 == t2 && uint32(t1) == tagLive|addr>>8
+	return v, t1 == t2 && uint32(t1) == tagLive|uint32(addr>>8)
 }
 
 // LookupBatch looks up every address of dst and writes the values to
@@ -205,7 +206,7 @@ func (t *level2) read(e, addr uint32) (uint32, bool) {
 // second pass runs over the batch in L1 without unpredictable branches.
 // Lock-free, no allocation. Each answer is what Lookup would have returned
 // at some moment during the call.
-func (c *Table) LookupBatch(dst []uint32, out []uint32) {
+func (c *Table) LookupBatch(dst []wire.Addr4, out []uint32) {
 	out = out[:len(dst)]
 	t24 := &c.tbl24
 	// The default protocol of lookupSlow, once for the whole batch: every

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/gaissmai/bart"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // applyStep applies one change to both the structure and the model, the way
@@ -38,7 +39,7 @@ func applyStep(t *testing.T, c *Table, m refModel, p netip.Prefix, v uint32, del
 }
 
 // checkAddrs compares Lookup, LookupAddr and LookupBatch with the model.
-func checkAddrs(t *testing.T, c *Table, m refModel, addrs []uint32, what string) {
+func checkAddrs(t *testing.T, c *Table, m refModel, addrs []wire.Addr4, what string) {
 	t.Helper()
 	out := make([]uint32, len(addrs))
 	c.LookupBatch(addrs, out)
@@ -58,17 +59,17 @@ func checkAddrs(t *testing.T, c *Table, m refModel, addrs []uint32, what string)
 
 // edgeAddrs are the addresses around a prefix: one before, first, second,
 // middle, last, one after.
-func edgeAddrs(p netip.Prefix) []uint32 {
+func edgeAddrs(p netip.Prefix) []wire.Addr4 {
 	first, last := prefixRange(p)
-	return []uint32{first - 1, first, first + 1, first + (last-first)/2, last, last + 1}
+	return []wire.Addr4{first - 1, first, first + 1, first + (last-first)/2, last, last + 1}
 }
 
-func TestCompiledEmpty(t *testing.T) {
+func TestEmpty(t *testing.T) {
 	c := New()
 	if off := unsafe.Offsetof(c.tbl24); off%8 != 0 {
 		t.Fatalf("tbl24 at offset %d: pair stores need 8-byte alignment", off)
 	}
-	checkAddrs(t, c, refModel{}, []uint32{0, 1, 0x0a000001, 0xffffffff}, "empty")
+	checkAddrs(t, c, refModel{}, []wire.Addr4{0, 1, 0x0a000001, 0xffffffff}, "empty")
 	if got := c.LookupAddr(netip.MustParseAddr("2001:db8::1")); got != 0 {
 		t.Fatalf("IPv6 lookup = %d, want 0", got)
 	}
@@ -78,11 +79,11 @@ func TestCompiledEmpty(t *testing.T) {
 	}
 }
 
-// TestCompiledCases walks through hand-picked cases with the expected
+// TestCases walks through hand-picked cases with the expected
 // answers written out, so a wrong model cannot hide a wrong structure.
-func TestCompiledCases(t *testing.T) {
+func TestCases(t *testing.T) {
 	c := New()
-	a := func(s string) uint32 { return u32(netip.MustParseAddr(s)) }
+	a := func(s string) wire.Addr4 { return u32(netip.MustParseAddr(s)) }
 	pf := netip.MustParsePrefix
 	want := func(step string, cases map[string]uint32) {
 		t.Helper()
@@ -147,7 +148,7 @@ func TestCompiledCases(t *testing.T) {
 	want("max value", map[string]uint32{"0.0.0.0": MaxValue})
 }
 
-func TestCompiledErrors(t *testing.T) {
+func TestErrors(t *testing.T) {
 	c := New()
 	pf := netip.MustParsePrefix
 	for _, tc := range []struct {
@@ -205,7 +206,7 @@ var (
 // randPrefix draws a prefix: corners, short prefixes over the window,
 // /16-/24 inside it, /25-/32 in the hot /24s or anywhere in the window, or
 // anything anywhere. Under -race nothing in /1../7 (a /1 rewrites 2^23
-// entries, minutes of race bookkeeping; TestCompiledCases covers them).
+// entries, minutes of race bookkeeping; TestCases covers them).
 func randPrefix(rng *rand.Rand) netip.Prefix {
 	p := randPrefixAny(rng)
 	if raceEnabled && p.Bits() > 0 && p.Bits() < 8 {
@@ -216,7 +217,7 @@ func randPrefix(rng *rand.Rand) netip.Prefix {
 
 func randPrefixAny(rng *rand.Rand) netip.Prefix {
 	base := u32(windowPrefix.Addr())
-	var addr uint32
+	var addr wire.Addr4
 	var bits int
 	switch rng.IntN(12) {
 	case 0:
@@ -230,14 +231,14 @@ func randPrefixAny(rng *rand.Rand) netip.Prefix {
 			bits = rng.IntN(8)
 		}
 	case 2, 3, 4:
-		bits, addr = 16+rng.IntN(9), base|rng.Uint32N(1<<16)
+		bits, addr = 16+rng.IntN(9), base|wire.Addr4(rng.Uint32N(1<<16))
 	case 5, 6, 7:
 		h := hot24s[rng.IntN(len(hot24s))]
-		bits, addr = 25+rng.IntN(8), u32(h.Addr())|rng.Uint32N(256)
+		bits, addr = 25+rng.IntN(8), u32(h.Addr())|wire.Addr4(rng.Uint32N(256))
 	case 8, 9:
-		bits, addr = 25+rng.IntN(8), base|rng.Uint32N(1<<16)
+		bits, addr = 25+rng.IntN(8), base|wire.Addr4(rng.Uint32N(1<<16))
 	default:
-		bits, addr = 8+rng.IntN(25), rng.Uint32()
+		bits, addr = 8+rng.IntN(25), wire.Addr4(rng.Uint32())
 	}
 	return netip.PrefixFrom(addrOf(addr), bits).Masked()
 }
@@ -256,13 +257,13 @@ func randValue(rng *rand.Rand) uint32 {
 	}
 }
 
-// TestCompiledRandom applies random changes (inserts, value changes,
+// TestRandom applies random changes (inserts, value changes,
 // deletes of present and absent prefixes) and after each one compares the
 // addresses around the changed prefix, and periodically the edges of every
 // prefix, with the model. At the end of each round the structure must equal
 // a bulk build of the model on every address and satisfy its invariants;
 // then everything is deleted and it must be empty again.
-func TestCompiledRandom(t *testing.T) {
+func TestRandom(t *testing.T) {
 	rounds, ops := 6, 1500
 	switch {
 	case raceEnabled:
@@ -275,13 +276,13 @@ func TestCompiledRandom(t *testing.T) {
 		c := newTable(1 + round%3) // small second level: growth happens
 		m := refModel{}
 		var seen []netip.Prefix
-		randAddrs := func(n int) []uint32 {
-			out := make([]uint32, 0, n)
+		randAddrs := func(n int) []wire.Addr4 {
+			out := make([]wire.Addr4, 0, n)
 			for range n {
 				if rng.IntN(4) == 0 {
-					out = append(out, rng.Uint32())
+					out = append(out, wire.Addr4(rng.Uint32()))
 				} else {
-					out = append(out, u32(windowPrefix.Addr())|rng.Uint32N(1<<16))
+					out = append(out, u32(windowPrefix.Addr())|wire.Addr4(rng.Uint32N(1<<16)))
 				}
 			}
 			return out
@@ -316,7 +317,7 @@ func TestCompiledRandom(t *testing.T) {
 			addrs := append(edgeAddrs(p), randAddrs(16)...)
 			checkAddrs(t, c, m, addrs, "after change")
 			if op%100 == 99 {
-				var all []uint32
+				var all []wire.Addr4
 				for q := range m {
 					all = append(all, edgeAddrs(q)...)
 				}
@@ -367,13 +368,13 @@ func TestCompiledRandom(t *testing.T) {
 	}
 }
 
-// TestCompiledTransactionParents: the FIB publishes a transaction as its
+// TestTransactionParents: the FIB publishes a transaction as its
 // list of merged-trie changes plus a Parent function over the *new* version
 // (fib.Commit), so a delete early in a transaction gets the parent of the
 // final state, not of the state right after that delete. Replaying a random
 // multi-change transaction that way must still end exactly at the final
 // state on every address.
-func TestCompiledTransactionParents(t *testing.T) {
+func TestTransactionParents(t *testing.T) {
 	txns, maxOps := 300, 12
 	if testing.Short() || raceEnabled {
 		txns = 60
@@ -411,7 +412,7 @@ func TestCompiledTransactionParents(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var addrs []uint32
+		var addrs []wire.Addr4
 		for _, ch := range log {
 			addrs = append(addrs, edgeAddrs(ch.p)...)
 		}
@@ -437,11 +438,11 @@ func TestCompiledTransactionParents(t *testing.T) {
 	}
 }
 
-// TestCompiledGracePeriod replays the hazard the group tags exist for: a
+// TestGracePeriod replays the hazard the group tags exist for: a
 // reader loads an extended tbl24 entry, the writer collapses that /24 and
 // hands its group to another /24, and the reader then reads the group.
 // Without the tag check it would answer the other /24's value.
-func TestCompiledGracePeriod(t *testing.T) {
+func TestGracePeriod(t *testing.T) {
 	c := New()
 	pf := netip.MustParsePrefix
 	addr := u32(netip.MustParseAddr("10.0.1.200"))
@@ -486,7 +487,7 @@ func TestCompiledGracePeriod(t *testing.T) {
 	// new one has everything.
 	old := c.groups.Load()
 	for i := range 200 { // more /24s with groups than the initial capacity
-		p := netip.PrefixFrom(addrOf(0x0b000000|uint32(i)<<8|0x80), 25)
+		p := netip.PrefixFrom(addrOf(0x0b000000|wire.Addr4(i)<<8|0x80), 25)
 		if err := c.Set(p, uint32(100+i)); err != nil {
 			t.Fatal(err)
 		}
@@ -502,12 +503,12 @@ func TestCompiledGracePeriod(t *testing.T) {
 	}
 }
 
-// TestCompiledFullTable checks the full Internet table: the bulk build
+// TestFullTable checks the full Internet table: the bulk build
 // against bart on random probes and on the edges of every prefix; Set of
 // every prefix in random order equals the build on every address; deleting
 // a random half (parents from a bart trie, as the FIB writer would get them)
 // equals a build of the other half.
-func TestCompiledFullTable(t *testing.T) {
+func TestFullTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full table: slow in -short")
 	}
@@ -573,7 +574,7 @@ func TestCompiledFullTable(t *testing.T) {
 	runtime.KeepAlive(built)
 }
 
-func checkOracle(t *testing.T, c *Table, oracle *bart.Table[uint32], probes []uint32, what string) {
+func checkOracle(t *testing.T, c *Table, oracle *bart.Table[uint32], probes []wire.Addr4, what string) {
 	t.Helper()
 	out := make([]uint32, 256)
 	for start := 0; start < len(probes); start += len(out) {
@@ -588,15 +589,15 @@ func checkOracle(t *testing.T, c *Table, oracle *bart.Table[uint32], probes []ui
 	}
 }
 
-// TestCompiledAllocs: lookups allocate nothing.
-func TestCompiledAllocs(t *testing.T) {
+// TestAllocs: lookups allocate nothing.
+func TestAllocs(t *testing.T) {
 	c := New()
 	for i, p := range []string{"10.0.0.0/8", "10.20.0.0/16", "10.20.0.128/25", "255.255.255.255/32"} {
 		if err := c.Set(netip.MustParsePrefix(p), uint32(i+96)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	addrs := []uint32{0, 0x0a140001, 0x0a140081, 0xffffffff}
+	addrs := []wire.Addr4{0, 0x0a140001, 0x0a140081, 0xffffffff}
 	out := make([]uint32, len(addrs))
 	a6 := netip.MustParseAddr("10.20.0.129")
 	var sink uint32
@@ -612,9 +613,9 @@ func TestCompiledAllocs(t *testing.T) {
 	runtime.KeepAlive(sink)
 }
 
-// TestCompiledLookupInlines: Lookup sits at the inliner's budget; a change
+// TestLookupInlines: Lookup sits at the inliner's budget; a change
 // that pushes it over costs a call per packet. Asks the compiler.
-func TestCompiledLookupInlines(t *testing.T) {
+func TestLookupInlines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the compiler")
 	}

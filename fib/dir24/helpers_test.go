@@ -12,20 +12,21 @@ import (
 	"testing"
 
 	"github.com/netfwd/netfwd/internal/fulltable"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // refModel is the reference: a plain map of prefixes, longest match by
 // trying every length from /32 down. Slow, obviously right.
 type refModel map[netip.Prefix]uint32
 
-func (m refModel) lookup(addr uint32) uint32 {
+func (m refModel) lookup(addr wire.Addr4) uint32 {
 	v, _, _ := m.match(addr, 32)
 	return v
 }
 
 // match returns the longest prefix of length <= maxBits containing addr.
-func (m refModel) match(addr uint32, maxBits int) (uint32, netip.Prefix, bool) {
-	a := addrOf(addr)
+func (m refModel) match(addr wire.Addr4, maxBits int) (uint32, netip.Prefix, bool) {
+	a := addrOf(wire.Addr4(addr))
 	for bits := maxBits; bits >= 0; bits-- {
 		p := netip.PrefixFrom(a, bits).Masked()
 		if v, ok := m[p]; ok {
@@ -45,19 +46,19 @@ func (m refModel) parent(p netip.Prefix) (netip.Prefix, uint32, bool) {
 	return pp, v, ok
 }
 
-func addrOf(a uint32) netip.Addr {
+func addrOf(a wire.Addr4) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(a >> 24), byte(a >> 16), byte(a >> 8), byte(a)})
 }
 
-func u32(a netip.Addr) uint32 {
+func u32(a netip.Addr) wire.Addr4 {
 	b := a.As4()
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	return wire.Addr4(b[0])<<24 | wire.Addr4(b[1])<<16 | wire.Addr4(b[2])<<8 | wire.Addr4(b[3])
 }
 
 // prefixRange returns the first and last address of p.
-func prefixRange(p netip.Prefix) (uint32, uint32) {
+func prefixRange(p netip.Prefix) (wire.Addr4, wire.Addr4) {
 	first := u32(p.Masked().Addr())
-	return first, first | uint32(uint64(1)<<(32-p.Bits())-1)
+	return first, first | wire.Addr4(uint64(1)<<(32-p.Bits())-1)
 }
 
 // testRoute is one (prefix, value) pair of a test table.
@@ -120,15 +121,15 @@ func loadFullTable() ([]testRoute, error) {
 // probeAddrs returns n addresses (n a power of two): half a random address
 // inside a random prefix of routes, half uniformly random, interleaved at
 // random, so consecutive probes hit unrelated cache lines and pages.
-func probeAddrs(routes []testRoute, n int, seed uint64) []uint32 {
+func probeAddrs(routes []testRoute, n int, seed uint64) []wire.Addr4 {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	probes := make([]uint32, n)
+	probes := make([]wire.Addr4, n)
 	for i := range probes {
 		if rng.IntN(2) == 0 && len(routes) > 0 {
 			first, last := prefixRange(routes[rng.IntN(len(routes))].p)
-			probes[i] = first + uint32(rng.Uint64N(uint64(last-first)+1))
+			probes[i] = first + wire.Addr4(rng.Uint64N(uint64(last-first)+1))
 		} else {
-			probes[i] = rng.Uint32()
+			probes[i] = wire.Addr4(rng.Uint32())
 		}
 	}
 	return probes
@@ -136,12 +137,12 @@ func probeAddrs(routes []testRoute, n int, seed uint64) []uint32 {
 
 // routedProbes returns n addresses, each random inside a random prefix of
 // routes.
-func routedProbes(routes []testRoute, n int, seed uint64) []uint32 {
+func routedProbes(routes []testRoute, n int, seed uint64) []wire.Addr4 {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	probes := make([]uint32, n)
+	probes := make([]wire.Addr4, n)
 	for i := range probes {
 		first, last := prefixRange(routes[rng.IntN(len(routes))].p)
-		probes[i] = first + uint32(rng.Uint64N(uint64(last-first)+1))
+		probes[i] = first + wire.Addr4(rng.Uint64N(uint64(last-first)+1))
 	}
 	return probes
 }
@@ -153,7 +154,7 @@ func routedProbes(routes []testRoute, n int, seed uint64) []uint32 {
 // -race is for).
 //
 //go:norace
-func (c *Table) resolved(addr uint32) uint32 {
+func (c *Table) resolved(addr wire.Addr4) uint32 {
 	e := c.tbl24[addr>>8]
 	if isGroup(e) {
 		e = c.groups.Load().entries[uint(e&valueMask)*groupLen+uint(addr&0xff)]
@@ -164,8 +165,8 @@ func (c *Table) resolved(addr uint32) uint32 {
 // valueAt is the value the arrays give addr, default included.
 //
 //go:norace
-func (c *Table) valueAt(addr uint32) uint32 {
-	if e := c.resolved(addr); e != 0 {
+func (c *Table) valueAt(addr wire.Addr4) uint32 {
+	if e := c.resolved(wire.Addr4(addr)); e != 0 {
 		return e & valueMask
 	}
 	return uint32(c.def.Load()) & valueMask
@@ -186,15 +187,15 @@ func diff(a, b *Table) error {
 		if !isGroup(ea) && !isGroup(eb) {
 			if ea != eb {
 				return fmt.Errorf("%v/24: (value %d, /%d) vs (value %d, /%d)",
-					addrOf(i<<8), ea&valueMask, depth(ea), eb&valueMask, depth(eb))
+					addrOf(wire.Addr4(i)<<8), ea&valueMask, depth(ea), eb&valueMask, depth(eb))
 			}
 			continue
 		}
 		for j := uint32(0); j < groupLen; j++ {
 			addr := i<<8 | j
-			if ra, rb := a.resolved(addr), b.resolved(addr); ra != rb {
+			if ra, rb := a.resolved(wire.Addr4(addr)), b.resolved(wire.Addr4(addr)); ra != rb {
 				return fmt.Errorf("%v: (value %d, /%d) vs (value %d, /%d)",
-					addrOf(addr), ra&valueMask, depth(ra), rb&valueMask, depth(rb))
+					addrOf(wire.Addr4(addr)), ra&valueMask, depth(ra), rb&valueMask, depth(rb))
 			}
 		}
 	}
@@ -217,7 +218,7 @@ func checkInvariants(c *Table) error {
 		e := c.tbl24[i]
 		if e >= plainBit {
 			if d := depth(e); d < 1 || d > 24 {
-				return fmt.Errorf("tbl24[%v] plain with length /%d", addrOf(i<<8), d)
+				return fmt.Errorf("tbl24[%v] plain with length /%d", addrOf(wire.Addr4(i)<<8), d)
 			}
 			continue
 		}
@@ -226,14 +227,14 @@ func checkInvariants(c *Table) error {
 		}
 		g := e & valueMask
 		if g == 0 || g >= c.used || e > valueMask {
-			return fmt.Errorf("tbl24[%v] = %#x: bad group (%d used)", addrOf(i<<8), e, c.used)
+			return fmt.Errorf("tbl24[%v] = %#x: bad group (%d used)", addrOf(wire.Addr4(i)<<8), e, c.used)
 		}
 		if prev, dup := owned[g]; dup {
-			return fmt.Errorf("group %d owned by %v and %v", g, addrOf(prev<<8), addrOf(i<<8))
+			return fmt.Errorf("group %d owned by %v and %v", g, addrOf(wire.Addr4(prev)<<8), addrOf(wire.Addr4(i)<<8))
 		}
 		owned[g] = i
 		if tag := uint32(t.tags[g]); tag != tagLive|i {
-			return fmt.Errorf("group %d of %v has tag %#x", g, addrOf(i<<8), tag)
+			return fmt.Errorf("group %d of %v has tag %#x", g, addrOf(wire.Addr4(i)<<8), tag)
 		}
 		long := false
 		for _, x := range t.entries[uint(g)*groupLen:][:groupLen] {
@@ -243,7 +244,7 @@ func checkInvariants(c *Table) error {
 			long = long || depth(x) > 24
 		}
 		if !long {
-			return fmt.Errorf("group %d of %v has no prefix longer than /24", g, addrOf(i<<8))
+			return fmt.Errorf("group %d of %v has no prefix longer than /24", g, addrOf(wire.Addr4(i)<<8))
 		}
 	}
 	for _, g := range c.free {

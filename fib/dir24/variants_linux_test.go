@@ -18,12 +18,14 @@ import (
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // layout is a lookup-only layout.
 type layout interface {
-	lookup(addr uint32) uint32
-	lookupBatch(dst, out []uint32)
+	lookup(addr wire.Addr4) uint32
+	lookupBatch(dst []wire.Addr4, out []uint32)
 	bytes() int
 }
 
@@ -65,7 +67,7 @@ func newCplDir248x4k(c *Table) (*dir248x4k, error) {
 	return v, nil
 }
 
-func (v *dir248x4k) lookup(a uint32) uint32 {
+func (v *dir248x4k) lookup(a wire.Addr4) uint32 {
 	e := v.t24[a>>8]
 	if e >= plainBit {
 		return e & valueMask
@@ -73,7 +75,7 @@ func (v *dir248x4k) lookup(a uint32) uint32 {
 	return v.c.lookupSlow(a)
 }
 
-func (v *dir248x4k) lookupBatch(dst, out []uint32) {
+func (v *dir248x4k) lookupBatch(dst []wire.Addr4, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = v.t24[a>>8]
@@ -119,7 +121,7 @@ func newCplDir24816(c *Table) (*dir24816, error) {
 	}
 	for i := uint32(0); i < tbl24Len; i++ {
 		if !isGroup(c.tbl24[i]) {
-			s, err := slotOf(c.valueAt(i << 8))
+			s, err := slotOf(c.valueAt(wire.Addr4(i) << 8))
 			if err != nil {
 				return nil, err
 			}
@@ -131,7 +133,7 @@ func newCplDir24816(c *Table) (*dir24816, error) {
 			return nil, fmt.Errorf("more than 2^15 groups")
 		}
 		for j := uint32(0); j < 256; j++ {
-			s, err := slotOf(c.valueAt(i<<8 | j))
+			s, err := slotOf(c.valueAt(wire.Addr4(i<<8 | j)))
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +144,7 @@ func newCplDir24816(c *Table) (*dir24816, error) {
 	return v, nil
 }
 
-func (v *dir24816) lookup(a uint32) uint32 {
+func (v *dir24816) lookup(a wire.Addr4) uint32 {
 	s := v.t24[a>>8]
 	if s >= 0x8000 {
 		s = v.t8[uint(s&0x7fff)<<8|uint(a&0xff)]
@@ -150,7 +152,7 @@ func (v *dir24816) lookup(a uint32) uint32 {
 	return v.vals[s&0x7fff]
 }
 
-func (v *dir24816) lookupBatch(dst, out []uint32) {
+func (v *dir24816) lookupBatch(dst []wire.Addr4, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = uint32(v.t24[a>>8])
@@ -193,12 +195,12 @@ func newCplDir1688(c *Table) (*dir1688, error) {
 		g2 := uint32(len(v.l2) / 256)
 		for mid := uint32(0); mid < 256; mid++ {
 			if !isGroup(c.tbl24[hi<<8|mid]) {
-				v.l2 = append(v.l2, c.valueAt(hi<<16|mid<<8))
+				v.l2 = append(v.l2, c.valueAt(wire.Addr4(hi<<16|mid<<8)))
 				continue
 			}
 			g3 := uint32(len(v.l3) / 256)
 			for lo := uint32(0); lo < 256; lo++ {
-				v.l3 = append(v.l3, c.valueAt(hi<<16|mid<<8|lo))
+				v.l3 = append(v.l3, c.valueAt(wire.Addr4(hi<<16|mid<<8|lo)))
 			}
 			v.l2 = append(v.l2, varGroup|g3)
 		}
@@ -210,9 +212,9 @@ func newCplDir1688(c *Table) (*dir1688, error) {
 // uniform: a /16 (index hi) whose 256 /24 entries have no group and
 // answer the same; with that answer.
 func uniform(c *Table, hi uint32) (uint32, bool) {
-	first := c.valueAt(hi << 16)
+	first := c.valueAt(wire.Addr4(hi << 16))
 	for mid := uint32(0); mid < 256; mid++ {
-		if isGroup(c.tbl24[hi<<8|mid]) || c.valueAt(hi<<16|mid<<8) != first {
+		if isGroup(c.tbl24[hi<<8|mid]) || c.valueAt(wire.Addr4(hi<<16|mid<<8)) != first {
 			return 0, false
 		}
 	}
@@ -223,7 +225,7 @@ func uniform(c *Table, hi uint32) (uint32, bool) {
 // plain values otherwise).
 const varGroup = 1 << 31
 
-func (v *dir1688) lookup(a uint32) uint32 {
+func (v *dir1688) lookup(a wire.Addr4) uint32 {
 	e := v.t16[a>>16]
 	if e >= varGroup {
 		e = v.l2[uint(e&valueMask)<<8|uint(a>>8&0xff)]
@@ -234,7 +236,7 @@ func (v *dir1688) lookup(a uint32) uint32 {
 	return e
 }
 
-func (v *dir1688) lookupBatch(dst, out []uint32) {
+func (v *dir1688) lookupBatch(dst []wire.Addr4, out []uint32) {
 	out = out[:len(dst)]
 	for i, a := range dst {
 		out[i] = v.t16[a>>16]
@@ -256,9 +258,9 @@ func (v *dir1688) bytes() int { return len(v.t16)*4 + len(v.l2)*4 + len(v.l3)*4 
 // tableVariant adapts the real structure.
 type tableVariant struct{ c *Table }
 
-func (v tableVariant) lookup(a uint32) uint32        { return v.c.Lookup(a) }
-func (v tableVariant) lookupBatch(dst, out []uint32) { v.c.LookupBatch(dst, out) }
-func (v tableVariant) bytes() int                    { return v.c.Stats().Bytes() }
+func (v tableVariant) lookup(a wire.Addr4) uint32                 { return v.c.Lookup(a) }
+func (v tableVariant) lookupBatch(dst []wire.Addr4, out []uint32) { v.c.LookupBatch(dst, out) }
+func (v tableVariant) bytes() int                                 { return v.c.Stats().Bytes() }
 
 func layoutVariants(tb testing.TB, c *Table) ([]string, []layout, func()) {
 	tb.Helper()
@@ -279,9 +281,9 @@ func layoutVariants(tb testing.TB, c *Table) ([]string, []layout, func()) {
 		func() { x4k.close(); x16.close(); x1688.close() }
 }
 
-// TestCompiledVariants: the measured alternatives answer like the real one
+// TestVariants: the measured alternatives answer like the real one
 // on the full table (else their numbers would mean nothing).
-func TestCompiledVariants(t *testing.T) {
+func TestVariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full table: slow in -short")
 	}
@@ -311,12 +313,12 @@ func TestCompiledVariants(t *testing.T) {
 	}
 }
 
-func BenchmarkCompiledVariants(b *testing.B) {
+func BenchmarkVariants(b *testing.B) {
 	e := benchSetup(b)
 	names, vs, done := layoutVariants(b, e.c)
 	defer done()
 	// "routed": only addresses inside table prefixes, as real traffic is.
-	probeSets := map[string][]uint32{"random": e.probes, "routed": routedProbes(e.routes, len(e.probes), 3)}
+	probeSets := map[string][]wire.Addr4{"random": e.probes, "routed": routedProbes(e.routes, len(e.probes), 3)}
 	mask := len(e.probes) - 1
 	for _, probe := range []string{"random", "routed"} {
 		probes := probeSets[probe]
@@ -345,7 +347,7 @@ func BenchmarkCompiledVariants(b *testing.B) {
 			b.Run("probe="+probe+"-dep/impl="+names[k], func(b *testing.B) {
 				var x uint32
 				for i := range b.N {
-					x = v.lookup(probes[i&mask] ^ x&1)
+					x = v.lookup(probes[i&mask] ^ wire.Addr4(x&1))
 				}
 				report(b, x)
 			})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // BridgeCmd is a parsed bridge line.
@@ -143,7 +144,7 @@ func parseBridgeFDB(verb string, args []string) (l2.Op, error) {
 	if len(args) == 0 {
 		return nil, errors.New("bridge fdb: missing MAC address")
 	}
-	mac, err := l2.ParseMAC(args[0])
+	mac, err := wire.ParseMAC(args[0])
 	if err != nil {
 		return nil, fmt.Errorf("bridge fdb: invalid MAC address %q", args[0])
 	}
@@ -251,7 +252,7 @@ func parseBridgeMDB(verb string, args []string) (l2.Op, error) {
 		return nil, fmt.Errorf("bridge mdb: unknown command %q (want add or del)", verb)
 	}
 	var br, port string
-	var grp l2.MAC
+	var grp wire.MAC
 	var vid uint16
 	haveGrp := false
 	w := NewWords(args)
@@ -270,7 +271,7 @@ func parseBridgeMDB(verb string, args []string) (l2.Op, error) {
 		case "port":
 			port = v
 		case "grp":
-			if grp, err = l2.ParseMAC(v); err != nil || grp[0]&1 == 0 {
+			if grp, err = wire.ParseMAC(v); err != nil || grp[0]&1 == 0 {
 				return nil, fmt.Errorf("invalid group %q (a multicast MAC address)", v)
 			}
 			haveGrp = true
@@ -320,7 +321,7 @@ func BridgeAttrs(opts map[string]string, mac []byte) (l2.BridgeAttrs, error) {
 		}
 	}
 	if len(mac) == 6 {
-		m := l2.MAC(mac)
+		m := wire.MAC(mac)
 		a.MAC = &m
 	}
 	return a, nil

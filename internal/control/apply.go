@@ -35,6 +35,7 @@ import (
 	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Controller holds what the engine's configuration consists of beyond the
@@ -426,7 +427,7 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 		}
 		if len(l.Address) == 6 {
 			// The all-zero address restores the default (reload inverses).
-			s.MAC = l2.MAC(net.HardwareAddr(l.Address))
+			s.MAC = wire.MAC(net.HardwareAddr(l.Address))
 		}
 		p.settings[l.Name] = s
 	default:

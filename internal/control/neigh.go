@@ -29,6 +29,7 @@ import (
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // neighOp is one parsed neighbour line.
@@ -36,7 +37,7 @@ type neighOp struct {
 	op      string // add, replace, change, delete
 	ip      netip.Addr
 	dev     string
-	lladdr  [6]byte
+	lladdr  wire.MAC
 	hasLL   bool
 	state   neigh.State
 	pos     config.Pos
@@ -75,7 +76,7 @@ func parseNeigh(args []string) (neighOp, error) {
 			if err != nil {
 				return o, err
 			}
-			if o.lladdr, err = neigh.ParseLLAddr(v); err != nil {
+			if o.lladdr, err = wire.ParseMAC(v); err != nil {
 				return o, err
 			}
 			o.hasLL = true
@@ -116,7 +117,7 @@ func parseNeigh(args []string) (neighOp, error) {
 	case o.op == "delete" && o.hasLL:
 		return o, errors.New("neigh del takes no lladdr")
 	}
-	if v := l3.Addr4(o.ip); v>>24 == 0 || v>>28 == 0xe || v == 0xffffffff {
+	if v := wire.Addr4From(o.ip); v>>24 == 0 || v>>28 == 0xe || v == 0xffffffff {
 		return o, fmt.Errorf("invalid neighbour address %s", o.ip)
 	}
 	return o, nil
@@ -126,7 +127,7 @@ func parseNeigh(args []string) (neighOp, error) {
 func (o neighOp) String() string {
 	s := "neigh " + o.op + " " + o.ip.String()
 	if o.hasLL {
-		s += " lladdr " + neigh.FormatMAC(o.lladdr)
+		s += " lladdr " + o.lladdr.String()
 	}
 	s += " dev " + o.dev
 	if o.op != "delete" {
@@ -224,7 +225,7 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		}
 		var e neighEntry
 		if !m.cleared[k.dev] {
-			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), l3.Addr4(k.ip), now); ok {
+			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), wire.Addr4From(k.ip), now); ok {
 				e = neighEntry{exists: true, permanent: info.State == neigh.NUDPermanent}
 				if m.flushed[k.dev] && !e.permanent {
 					e = neighEntry{}
@@ -310,7 +311,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 		if ifc == nil {
 			continue // checked: cannot happen
 		}
-		spec := neigh.Spec{IfIndex: ifc.Index, IP: l3.Addr4(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
+		spec := neigh.Spec{IfIndex: ifc.Index, IP: wire.Addr4From(o.ip), LLAddr: o.lladdr, HasLLAddr: o.hasLL,
 			State: o.state, IfMAC: ifc.MAC}
 		var err error
 		switch o.op {
@@ -345,10 +346,10 @@ func (c *Controller) mirror(acts *neigh.Actions, ifaces map[string]*l3.Iface) {
 		if ifc == nil || ifc.Bridge == nil {
 			continue
 		}
-		ip := netip.AddrFrom4([4]byte{byte(ev.IP >> 24), byte(ev.IP >> 16), byte(ev.IP >> 8), byte(ev.IP)})
+		ip := ev.IP.Netip()
 		switch ev.Kind {
 		case neigh.EventResolved, neigh.EventLLAddrChanged:
-			ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+			ifc.Bridge.SetNeighbor(ifc.VID, ip, wire.MAC(ev.LLAddr))
 		default:
 			ifc.Bridge.DelNeighbor(ifc.VID, ip)
 		}

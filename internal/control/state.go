@@ -20,7 +20,6 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l3"
-	"github.com/netfwd/netfwd/neigh"
 )
 
 // Snapshot renders the engine's configured state. ports, if non-nil,
@@ -106,7 +105,7 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 	}
 	var neighs []string
 	for _, n := range e.Router().Neighbours().Dump(e.Domain().Clock().Now()) {
-		neighs = append(neighs, fmt.Sprintf("neigh %s dev %s lladdr %s %s", n.Addr(), names[n.IfIndex], neigh.FormatMAC(n.LLAddr), n.State))
+		neighs = append(neighs, fmt.Sprintf("neigh %s dev %s lladdr %s %s", n.Addr(), names[n.IfIndex], n.LLAddr.String(), n.State))
 	}
 	sort.Strings(neighs)
 	for _, n := range neighs {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/control"
-	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // verifyLines bounds the files whose diff is checked on scratch engines
@@ -67,11 +67,11 @@ func (d *Daemon) Reload() error {
 			return err
 		}
 	}
-	opts := control.DiffOptions{BridgeMAC: func(name string) (l2.MAC, bool) {
+	opts := control.DiffOptions{BridgeMAC: func(name string) (wire.MAC, bool) {
 		if b := d.e.Domain().Bridge(name); b != nil {
 			return b.MAC, true
 		}
-		return l2.MAC{}, false
+		return wire.MAC{}, false
 	}}
 	steps, st := control.Diff(old, cmds, opts)
 	if len(old) <= verifyLines && len(cmds) <= verifyLines && !diffHolds(old, cmds, steps) {

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
 )
 
@@ -140,7 +141,7 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 	s4, d4 := sip.As4(), dip.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
-	binary.BigEndian.PutUint16(ip[10:], ^csumFold(csumAdd(0, ip[:ipv4MinHdrLen])))
+	binary.BigEndian.PutUint16(ip[10:], ^wire.Fold(wire.Sum(0, ip[:ipv4MinHdrLen])))
 	udp := ip[ipv4MinHdrLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], dport)
