@@ -13,6 +13,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/nexthop"
 	"github.com/netfwd/netfwd/wire"
 )
@@ -284,7 +285,7 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 func TestDifferentialRandom(t *testing.T) {
 	seeds := 40
 	steps := 300
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds, steps = 6, 150
 	}
 	for seed := range seeds {
@@ -314,7 +315,7 @@ func TestDifferentialRandom(t *testing.T) {
 // model must be exactly as before.
 func TestDifferentialTransactions(t *testing.T) {
 	seeds := 12
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds = 3
 	}
 	for seed := range seeds {

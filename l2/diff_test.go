@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -365,7 +366,7 @@ func TestDifferentialAgainstReference(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
 		seeds = 40
-	} else if raceEnabled {
+	} else if race.Enabled {
 		seeds = 100
 	}
 	for s := 0; s < seeds; s++ {

@@ -7,11 +7,12 @@ package neigh
 import (
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
 func TestNeighZeroAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	h := newHarness(t, DefaultParams())

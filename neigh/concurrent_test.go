@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
 func TestNeighConcurrentLookupsDuringUpdates(t *testing.T) {
 	writes := 200_000
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		writes = 30_000
 	}
 	p := DefaultParams()
@@ -121,7 +122,7 @@ func TestNeighIndexModel(t *testing.T) {
 	defer tab.mu.Unlock()
 	model := map[uint64]*Entry{}
 	ops := 300_000
-	if raceEnabled {
+	if race.Enabled {
 		ops = 60_000
 	}
 	for i := 0; i < ops; i++ {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -149,7 +150,7 @@ func randomPacket(r *rand.Rand) []byte {
 
 func TestNeighDifferential(t *testing.T) {
 	seeds, steps := 40, 3000
-	if raceEnabled || testing.Short() {
+	if race.Enabled || testing.Short() {
 		seeds, steps = 8, 1500
 	}
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {

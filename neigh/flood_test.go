@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
 func floodSize() int {
 	switch {
-	case raceEnabled:
+	case race.Enabled:
 		return 50_000
 	case testing.Short():
 		return 200_000

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -101,7 +102,7 @@ func concurrentScript(n int, seed uint64) ([]changeStep, []wire.Addr4, []uint32)
 // group, so it also grows under the readers.
 func TestConcurrent(t *testing.T) {
 	n := 100000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		n = 20000
 	}
 	changes, probes, want := concurrentScript(n, 3)

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/gaissmai/bart"
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -209,7 +210,7 @@ var (
 // entries, minutes of race bookkeeping; TestCases covers them).
 func randPrefix(rng *rand.Rand) netip.Prefix {
 	p := randPrefixAny(rng)
-	if raceEnabled && p.Bits() > 0 && p.Bits() < 8 {
+	if race.Enabled && p.Bits() > 0 && p.Bits() < 8 {
 		p = netip.PrefixFrom(p.Addr(), 8).Masked()
 	}
 	return p
@@ -266,7 +267,7 @@ func randValue(rng *rand.Rand) uint32 {
 func TestRandom(t *testing.T) {
 	rounds, ops := 6, 1500
 	switch {
-	case raceEnabled:
+	case race.Enabled:
 		rounds, ops = 2, 1000
 	case testing.Short():
 		rounds, ops = 2, 500
@@ -376,7 +377,7 @@ func TestRandom(t *testing.T) {
 // state on every address.
 func TestTransactionParents(t *testing.T) {
 	txns, maxOps := 300, 12
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		txns = 60
 	}
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -525,7 +526,7 @@ func TestFullTable(t *testing.T) {
 		oracle.Insert(r.p, r.v)
 	}
 	nProbes, every := 1<<20, 4
-	if raceEnabled {
+	if race.Enabled {
 		nProbes, every = 1<<16, 64
 	}
 	probes := probeAddrs(routes, nProbes, 1)
@@ -535,7 +536,7 @@ func TestFullTable(t *testing.T) {
 		}
 	}
 	checkOracle(t, built, oracle, probes, "built")
-	if raceEnabled {
+	if race.Enabled {
 		return // the incremental part below runs without -race
 	}
 

@@ -1,5 +1,0 @@
-//go:build !race
-
-package neigh
-
-const raceEnabled = false

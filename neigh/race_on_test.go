@@ -1,6 +1,0 @@
-//go:build race
-
-package neigh
-
-// raceEnabled shrinks the randomized tests under the race detector.
-const raceEnabled = true
