@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/hashindex"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -72,7 +73,7 @@ type Bridge struct {
 
 	anySuppress atomic.Bool // some member has neigh_suppress
 	nmu         sync.Mutex  // neighbour table writer lock
-	neigh       hashMap[neighEntry, *neighEntry]
+	neigh       hashindex.Index[neighEntry]
 
 	mdb        map[uint64]*mdbGroup // key fdbKey(group, vid); guarded by Domain.mu
 	hostGroups map[uint64]bool      // groups the host joined; guarded by Domain.mu
@@ -154,7 +155,7 @@ func (d *Domain) newBridgeLocked(name string, a BridgeAttrs) *Bridge {
 	}
 	b.fdb.init()
 	b.fdb.maxLearned.Store(cfg.maxLearned)
-	b.neigh.init()
+	b.neigh.Init()
 	b.vlan0 = vlan{br: b}
 	b.vlan0.self.Store(pvMember | pvUntagged | pvRaw)
 	now := d.clock.Now()

@@ -1,7 +1,10 @@
 package l2
 
-// fdbTable: the FDB's hash table, with the entries stored in the table
-// itself (seed 003: salted, resizable, flat from 1K to 1M entries).
+// fdbTable: the FDB's hash table, salted and resizable, with the entries
+// stored in the table itself. It is not an internal/hashindex (key ->
+// pointer): a destination lookup or a source refresh, once per frame each,
+// would then touch the entry's line besides the table's, which costs the
+// lookup at 1M entries most of its speed (docs/l2.md).
 //
 // Layout: open addressing over 64-byte buckets (one cache line) holding a
 // sequence counter and 2 entries; an entry is its key (with the entry's
@@ -28,7 +31,11 @@ package l2
 // refreshes made there meanwhile are lost (the entry is refreshed again by
 // its next frame).
 
-import "sync/atomic"
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Key flag bits (bits 12-15 of the key, above the 12-bit VID).
 const (
@@ -40,6 +47,8 @@ const (
 )
 
 const (
+	slotEmpty         = 0
+	slotTombstone     = ^uint64(0) // VID bits 0xffff: never a valid key
 	fdbSlotsPerBucket = 2
 	fdbMinBuckets     = 512 // 1K entries
 	fdbReadTries      = 8
@@ -61,6 +70,25 @@ type fdbTableVersion struct {
 	buckets    []fdbBucket
 	mask       uint64
 	seed, mult uint64
+}
+
+// newSecrets draws a table version's hash secrets.
+func newSecrets() (seed, mult uint64) {
+	var s [16]byte
+	if _, err := rand.Read(s[:]); err != nil {
+		panic("l2: no randomness for hash secrets: " + err.Error())
+	}
+	return binary.LittleEndian.Uint64(s[0:8]), binary.LittleEndian.Uint64(s[8:16]) | 1
+}
+
+// mixHome is the keyed mix: secret xor, secret odd multiplier, then a
+// splitmix finaliser so every key bit reaches the low (index) bits.
+func mixHome(k, seed, mult, mask uint64) uint64 {
+	x := (k ^ seed) * mult
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 32
+	return x & mask
 }
 
 func newFDBTableVersion(nBuckets int) *fdbTableVersion {

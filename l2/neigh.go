@@ -16,7 +16,8 @@ package l2
 // Requests arriving on neigh_suppress ports are forwarded untouched (the
 // EVPN model: suppress ports face the overlay), as in Linux.
 //
-// Locking: the table is a hashMap (lock-free reads); writers hold Bridge.nmu.
+// Locking: the table is a hashindex.Index (lock-free reads); writers hold
+// Bridge.nmu.
 
 import (
 	"encoding/binary"
@@ -27,12 +28,10 @@ import (
 )
 
 type neighEntry struct {
-	key uint64 // vid<<32 | IPv4
+	key uint64 // vid<<32 | IPv4; first: the index reads it
 	mac wire.MAC
 	own bool
 }
-
-func (e *neighEntry) hashKey() uint64 { return e.key }
 
 func neighKey(vid uint16, ip4 uint32) uint64 { return uint64(vid)<<32 | uint64(ip4) }
 
@@ -64,11 +63,11 @@ func (b *Bridge) setNeigh(vid uint16, ip netip.Addr, mac wire.MAC, own bool) err
 		return errVID(vid)
 	}
 	if !mac.IsValidUnicast() {
-		return fmt.Errorf("neighbour %v: invalid wire.MAC %s", ip, mac)
+		return fmt.Errorf("neighbour %v: invalid MAC %s", ip, mac)
 	}
 	b.nmu.Lock()
 	defer b.nmu.Unlock()
-	b.neigh.putLocked(&neighEntry{key: neighKey(vid, a), mac: mac, own: own})
+	b.neigh.Put(&neighEntry{key: neighKey(vid, a), mac: mac, own: own})
 	return nil
 }
 
@@ -80,7 +79,7 @@ func (b *Bridge) DelNeighbor(vid uint16, ip netip.Addr) {
 	}
 	b.nmu.Lock()
 	defer b.nmu.Unlock()
-	b.neigh.deleteLocked(neighKey(vid, a))
+	b.neigh.Delete(neighKey(vid, a))
 }
 
 // suppressARP inspects a broadcast ARP frame (l3 at off) that arrived on a
@@ -105,7 +104,7 @@ func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, o
 	if op != 1 {
 		return false
 	}
-	n := b.neigh.get(neighKey(vid, tip))
+	n := b.neigh.Get(neighKey(vid, tip))
 	if n == nil {
 		return false
 	}

@@ -71,7 +71,7 @@ func (t *Table) modify(s Spec, create, excl bool, now int64, out *Actions) error
 	}
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(entryKey(s.IfIndex, s.IP))
+	n := t.index.Get(entryKey(s.IfIndex, s.IP))
 	switch {
 	case n != nil && excl:
 		return ErrExists
@@ -98,7 +98,7 @@ func (t *Table) modify(s Spec, create, excl bool, now int64, out *Actions) error
 func (t *Table) Delete(ifindex uint32, ip wire.Addr4, now int64, out *Actions) error {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(entryKey(ifindex, ip))
+	n := t.index.Get(entryKey(ifindex, ip))
 	if n == nil {
 		return ErrNotFound
 	}
@@ -116,13 +116,10 @@ func (t *Table) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *Act
 	t.lockAt(now)
 	defer t.mu.Unlock()
 	var victims []*Entry
-	ix := t.index.Load()
-	for i := range ix.slots {
-		n := ix.slots[i].n.Load()
-		if n == nil || n.IfIndex() != ifindex || (keepPermanent && n.state() == NUDPermanent) {
-			continue
+	for n := range t.index.All() {
+		if n.IfIndex() == ifindex && !(keepPermanent && n.state() == NUDPermanent) {
+			victims = append(victims, n)
 		}
-		victims = append(victims, n)
 	}
 	for _, n := range victims {
 		t.removeLocked(n, RemovedFlush, out)

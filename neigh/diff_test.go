@@ -296,17 +296,12 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 	t.Helper()
 	tab.mu.Lock()
 	defer tab.mu.Unlock()
-	ix := tab.index.Load()
 	live := 0
 	var counts [9]int
-	for i := range ix.slots {
-		n := ix.slots[i].n.Load()
-		if n == nil {
-			continue
-		}
+	for n := range tab.index.All() {
 		live++
 		counts[stateSlot(n.state())]++
-		if ix.lookup(n.key) != n {
+		if tab.index.Get(n.key) != n {
 			t.Fatalf("index: %x not found by lookup", n.key)
 		}
 		if n.onGC != (n.state() != NUDPermanent) {
@@ -316,8 +311,8 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 			t.Fatalf("entry %x state %v timer armed %v", n.key, n.state(), n.heapIdx >= 0)
 		}
 	}
-	if live != tab.entries || live != ix.live || counts != tab.stateCount {
-		t.Fatalf("index live %d/%d entries %d counts %v/%v", live, ix.live, tab.entries, counts, tab.stateCount)
+	if live != tab.entries || live != tab.index.Len() || counts != tab.stateCount {
+		t.Fatalf("index live %d/%d entries %d counts %v/%v", live, tab.index.Len(), tab.entries, counts, tab.stateCount)
 	}
 	gc := 0
 	for n := tab.gcHead; n != nil; n = n.gcNext {
@@ -325,8 +320,5 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 	}
 	if gc != tab.gcEntries {
 		t.Fatalf("gc list %d entries, counted %d", gc, tab.gcEntries)
-	}
-	if ix.used*2 > len(ix.slots) {
-		t.Fatalf("index overloaded: %d used of %d", ix.used, len(ix.slots))
 	}
 }

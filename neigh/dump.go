@@ -57,7 +57,7 @@ func (t *Table) infoLocked(n *Entry, now int64) Info {
 func (t *Table) Get(ifindex uint32, ip wire.Addr4, now int64) (Info, bool) {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(entryKey(ifindex, ip))
+	n := t.index.Get(entryKey(ifindex, ip))
 	if n == nil {
 		return Info{}, false
 	}
@@ -68,12 +68,9 @@ func (t *Table) Get(ifindex uint32, ip wire.Addr4, now int64) (Info, bool) {
 func (t *Table) Dump(now int64) []Info {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	ix := t.index.Load()
 	out := make([]Info, 0, t.entries)
-	for i := range ix.slots {
-		if n := ix.slots[i].n.Load(); n != nil {
-			out = append(out, t.infoLocked(n, now))
-		}
+	for n := range t.index.All() {
+		out = append(out, t.infoLocked(n, now))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].IfIndex != out[j].IfIndex {

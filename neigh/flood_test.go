@@ -131,8 +131,8 @@ func runFlood(t *testing.T, kind floodKind) {
 	if kind == floodARP && answered != total {
 		t.Fatalf("answered %d of %d requests", answered, total)
 	}
-	if idx := h.tab.index.Load(); len(idx.slots) > 8*(p.GCThresh3+1) {
-		t.Fatalf("index has %d slots for at most %d entries", len(idx.slots), p.GCThresh3+1)
+	if n := h.tab.index.Slots(); n > 8*(p.GCThresh3+1) {
+		t.Fatalf("index has %d slots for at most %d entries", n, p.GCThresh3+1)
 	}
 }
 

@@ -57,7 +57,9 @@ func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exem
 	if !exempt {
 		t.gcAddLocked(n)
 	}
-	t.indexInsertLocked(n)
+	if _, rebuilt := t.index.Put(n); rebuilt {
+		t.c.hashRebuilds++
+	}
 	return n
 }
 
@@ -151,7 +153,9 @@ func (t *Table) forcedGCLocked(now int64, out *Actions) int {
 func (t *Table) removeLocked(n *Entry, reason RemoveReason, out *Actions) {
 	t.delTimerLocked(n)
 	t.gcUnlinkLocked(n)
-	t.indexDeleteLocked(n)
+	if _, rebuilt := t.index.Delete(n.key); rebuilt {
+		t.c.hashRebuilds++
+	}
 	for b := n.queue.pop(); b != nil; b = n.queue.pop() {
 		t.c.queuePurged++
 	}

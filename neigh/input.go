@@ -153,7 +153,7 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 	t := w.t
 	if op == wire.ARPRequest && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
 		t.lockAt(now)
-		n := t.index.Load().lookup(entryKey(in.IfIndex, sip))
+		n := t.index.Get(entryKey(in.IfIndex, sip))
 		if n == nil {
 			if n = t.createLocked(in.IfIndex, sip, in.IfMAC, false, now, out); n != nil {
 				t.c.learned++
@@ -177,7 +177,7 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	n := t.index.Load().lookup(entryKey(in.IfIndex, sip))
+	n := t.index.Get(entryKey(in.IfIndex, sip))
 	if n == nil {
 		t.c.arpUnsolicitedIgnored++
 		return 0, ARPOK

@@ -4,8 +4,8 @@ package neigh
 // packet, then either the adjacency is copied into the frame or the packet
 // goes to the slow path (Resolve).
 //
-// Flow: Output loads the index, probes for {ifindex, ip}, loads the entry's
-// word once. In a valid state it writes the 14-byte header and returns true.
+// Flow: Output looks {ifindex, ip} up in the index, loads the entry's word
+// once. In a valid state it writes the 14-byte header and returns true.
 // A STALE entry is still used (Linux sends with the old address while it
 // re-verifies it): the first worker to see it sets the entry's touched flag
 // (one CAS) and pushes it on the touched stack; the next writer call moves
@@ -21,16 +21,9 @@ import "github.com/netfwd/netfwd/wire"
 // is written: call Resolve with the packet.
 func (w *Worker) Output(ifindex uint32, ip wire.Addr4, hdr []byte) bool {
 	key := entryKey(ifindex, ip)
-	ix := w.t.index.Load()
-	// The first probe inline (most keys sit in their home slot); collisions
-	// and misses take the loop.
-	s := &ix.slots[ix.home(key)&ix.mask]
-	var n *Entry
-	if s.key.Load() == key {
-		n = s.n.Load()
-	}
-	if n == nil || n.key != key {
-		if n = ix.lookup(key); n == nil {
+	n := w.t.index.Home(key)
+	if n == nil {
+		if n = w.t.index.Get(key); n == nil {
 			w.c[wcMisses]++
 			return false
 		}

@@ -62,7 +62,7 @@ func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []by
 		t.c.refusedInvalid++
 		return Resolution{Verdict: Refused}
 	}
-	n := t.index.Load().lookup(entryKey(ifindex, ip))
+	n := t.index.Get(entryKey(ifindex, ip))
 	if n == nil {
 		if n = t.createLocked(ifindex, ip, ifMAC, false, now, out); n == nil {
 			return Resolution{Verdict: Refused}

@@ -17,9 +17,8 @@ package neigh
 //     periodic gc and returns what to do in an Actions.
 //   - admin: Add/Replace/Change/Delete/FlushDev, Dump and the show formats.
 //
-// Locking: datapath readers never lock. They load the current index
-// (entryIndex, an open-addressing hash published through an atomic pointer)
-// and read an entry's packed word (state + lladdr) with one atomic load. The
+// Locking: datapath readers never lock. They search the index (package
+// hashindex: lock-free readers, one writer) and read an entry's packed word (state + lladdr) with one atomic load. The
 // only thing the datapath writes is an entry's touched flag (a STALE entry
 // was used): it pushes the entry on a lock-free stack, and the next writer
 // call moves it to DELAY with that call's clock. Everything else, every
@@ -37,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/hashindex"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -295,7 +295,7 @@ func (n *Entry) mac() wire.MAC { return wordMAC(n.word.Load()) }
 // Table is the ARP table of one router.
 type Table struct {
 	// Datapath-visible.
-	index       atomic.Pointer[entryIndex]
+	index       hashindex.Index[Entry]
 	touchedHead atomic.Pointer[Entry]
 
 	mu sync.Mutex
@@ -353,7 +353,7 @@ func NewTable(cfg Config, now int64) (*Table, error) {
 	t.lastFlush = now
 	t.lastRand = now + t.reachableTime*20
 	t.nextGC = now + t.reachableTime
-	t.index.Store(newEntryIndex(indexMinSlots))
+	t.index.Init()
 	return t, nil
 }
 
@@ -385,7 +385,7 @@ func (t *Table) Len() int {
 // Lookup returns the entry for (ifindex, ip), or nil. Lock-free; the entry
 // may be removed at any time after (its State then reports NUDNone).
 func (t *Table) Lookup(ifindex uint32, ip wire.Addr4) *Entry {
-	return t.index.Load().lookup(entryKey(ifindex, ip))
+	return t.index.Get(entryKey(ifindex, ip))
 }
 
 // lockAt takes the writer lock and applies the datapath's pending STALE
