@@ -1,10 +1,10 @@
 package bench
 
-// Suite `fdb` (seed 003): FDB lookup and learning cost as the table grows
+// Suite `fdb`: FDB lookup and learning cost as the table grows
 // from 1K to 1M entries. Impls: `hash256`, the fixed 256-bucket chained
-// hash of the seed's "before" (Linux's bridge before rhashtable), and `fdb`,
-// the bridge's salted, resizable, lock-free-read table (l2.FDB), driven
-// through the same datapath entry points the bridge uses.
+// hash Linux's bridge used before rhashtable, and `fdb`,
+// the bridge's salted, resizable, lock-free-read table (l2's FDB), driven
+// through the same datapath entry points the bridge uses (internal/fdbbench).
 //
 // lookup: destination lookups of known stations; the probes cycle through
 // 4096 stations drawn at random from all entries (the active set; a
@@ -17,12 +17,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/internal/fdbbench"
 	"github.com/netfwd/netfwd/wire"
 )
 
 func init() {
-	Register(Suite{Name: "fdb", Doc: "FDB lookup/learn at 1K-1M entries: hash256 vs salted resizable table (seed 003)", Run: runFDB})
+	Register(Suite{Name: "fdb", Doc: "FDB lookup/learn at 1K-1M entries: hash256 vs salted resizable table", Run: runFDB})
 }
 
 // FDBEntries are the table sizes of the suite.
@@ -92,8 +92,7 @@ func key(m wire.MAC, vid uint16) uint64 {
 type FDBBench struct {
 	Hash256 bool
 	h       *hash256
-	fdb     *l2.FDB
-	learn   *l2.FDBLearner
+	fdb     fdbbench.Table
 	macs    []wire.MAC // in insertion order (ring: oldest first)
 	oldest  int
 	active  []wire.MAC // lookup probes
@@ -109,8 +108,7 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 	if hash256Impl {
 		f.h = &hash256{salt: rng.Uint32()}
 	} else {
-		f.learn = l2.NewFDBLearner(l2.DomainOptions{}, 0)
-		f.fdb = f.learn.FDB()
+		f.fdb = fdbbench.New(0)
 	}
 	seen := map[wire.MAC]bool{}
 	for len(f.macs) < n {
@@ -143,7 +141,7 @@ func (f *FDBBench) add(m wire.MAC) {
 		f.h.insert(key(m, 1), 1) // learning: look up, then insert if new
 		return
 	}
-	f.learn.Learn(m, 1)
+	f.fdb.Learn(m, 1)
 }
 
 func (f *FDBBench) del(m wire.MAC) {
@@ -151,14 +149,14 @@ func (f *FDBBench) del(m wire.MAC) {
 		f.h.delete(key(m, 1))
 		return
 	}
-	f.learn.Forget(m, 1)
+	f.fdb.Forget(m, 1)
 }
 
 func (f *FDBBench) lookup(m wire.MAC) bool {
 	if f.h != nil {
 		return f.h.lookup(key(m, 1)) != nil
 	}
-	return f.learn.Lookup(m, 1)
+	return f.fdb.Lookup(m, 1)
 }
 
 // Lookup does n lookups from the probe set (active stations, or uniform
@@ -184,7 +182,7 @@ func (f *FDBBench) Lookup(n int, uniform bool) {
 func (f *FDBBench) avgProbes() float64 {
 	n := 0
 	for _, m := range f.active {
-		n += f.learn.Probes(m, 1)
+		n += f.fdb.Probes(m, 1)
 	}
 	return float64(n) / float64(len(f.active))
 }

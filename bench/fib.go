@@ -6,7 +6,7 @@ package bench
 //   split                          a local trie, then a main trie (the kernel before the merge)
 //   merged                         netfwd's FIB: one trie, one pointer
 //   compiled, compiled-batch       the compiled DIR-24-8 structure that follows
-//                                  the merged trie (issue 3): one lookup
+//                                  the merged trie: one lookup
 //                                  answering the compact nexthop index, and a
 //                                  vector of 256 at a time mapped to *Nexthop
 //   compiled-nexthop               one lookup mapped to the *Nexthop (what

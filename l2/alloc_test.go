@@ -14,7 +14,7 @@ func TestZeroAllocs(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		ports = append(ports, "p"+string(rune('a'+i)))
 	}
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, ports...)
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, ports...)
 	tb.apply(VLANAdd{Dev: "pa", VID: 10, PVID: true, Untagged: true})
 	for _, p := range ports[1:] {
 		tb.apply(VLANAdd{Dev: p, VID: 10})
@@ -59,7 +59,7 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 	// Deferred floods (threshold below the member count).
-	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: Ptr(4)}})
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: new(4)}})
 	in := tb.ports["pa"]
 	f := untagged(wire.BroadcastMAC, a)
 	tb.b.Receive(tb.tx, in, f)

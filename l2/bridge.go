@@ -35,7 +35,6 @@ type bridgeCfg struct {
 	defaultPVID    uint16
 	deferThreshold int // members; <0: never defer
 	mcastPrefilter bool
-	naiveFlood     bool
 }
 
 // BridgeAttrs are the options of `link add NAME type bridge ...` and
@@ -54,9 +53,6 @@ type BridgeAttrs struct {
 	// only to measure its benefit).
 	McastPrefilter *bool
 }
-
-// Ptr returns a pointer to v (for building attrs and ops).
-func Ptr[T any](v T) *T { return &v }
 
 // Bridge is a VLAN-aware bridge.
 type Bridge struct {
@@ -77,8 +73,6 @@ type Bridge struct {
 
 	mdb        map[uint64]*mdbGroup // key fdbKey(group, vid); guarded by Domain.mu
 	hostGroups map[uint64]bool      // groups the host joined; guarded by Domain.mu
-
-	naive atomic.Pointer[naiveState] // benchmark baseline (naive.go)
 }
 
 // FDB returns the bridge's forwarding database.

@@ -41,7 +41,7 @@ func TestLearnForwardFlood(t *testing.T) {
 }
 
 func TestVLANIngressEgressTagging(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "access", "trunk", "other")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "access", "trunk", "other")
 	tb.apply(
 		VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true},
 		VLANDel{Dev: "access", VID: 1},
@@ -84,7 +84,7 @@ func TestVLANIngressEgressTagging(t *testing.T) {
 }
 
 func TestHostDelivery(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "p1", "p2")
 	tb.apply(VLANAdd{Dev: "p1", VID: 10}, VLANAdd{Dev: "p2", VID: 10})
 	brMAC := tb.b.MAC
 	// Bridge not a member of 10 yet: frames to its MAC in 10 are not for it.
@@ -123,21 +123,21 @@ func TestHostDelivery(t *testing.T) {
 
 func TestPortStateAndFlags(t *testing.T) {
 	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2", "p3")
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateBlocking)})
+	tb.apply(LinkSet{Dev: "p2", State: new(StateBlocking)})
 	if v, _ := tb.send("p2", untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropPortState {
 		t.Fatalf("blocking ingress: %v", v.Drop)
 	}
 	if _, out := tb.send("p1", untagged(wire.BroadcastMAC, mac(1))); outPorts(out) != "[p3]" {
 		t.Fatalf("blocking egress: %s", outPorts(out))
 	}
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateLearning)})
+	tb.apply(LinkSet{Dev: "p2", State: new(StateLearning)})
 	if v, _ := tb.send("p2", untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropLearningState {
 		t.Fatalf("learning: %v", v.Drop)
 	}
 	if _, _, ok := tb.b.LookupFDB(mac(2), 0); !ok {
 		t.Fatal("learning state did not learn")
 	}
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateForwarding)},
+	tb.apply(LinkSet{Dev: "p2", State: new(StateForwarding)},
 		LinkSet{Dev: "p3", Clear: FlagFlood | FlagBcastFlood},
 		LinkSet{Dev: "p1", Clear: FlagLearning})
 	if _, out := tb.send("p1", untagged(mac(77), mac(5))); outPorts(out) != "[p2]" {
@@ -158,7 +158,7 @@ func TestPortStateAndFlags(t *testing.T) {
 }
 
 func TestMalformedAndInvalid(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "p1", "p2")
 	cases := []struct {
 		f    []byte
 		want DropReason
@@ -186,7 +186,7 @@ func TestMalformedAndInvalid(t *testing.T) {
 }
 
 func TestAgeing(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{AgeingTime: Ptr(30 * time.Second)}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{AgeingTime: new(30 * time.Second)}, "p1", "p2")
 	tb.send("p1", untagged(wire.BroadcastMAC, mac(1)))
 	tb.clock.Advance(20 * time.Second)
 	tb.send("p2", untagged(wire.BroadcastMAC, mac(2)))
@@ -215,7 +215,7 @@ func TestAgeing(t *testing.T) {
 		t.Fatalf("aged counter %d", tb.d.Stats().FDBAged)
 	}
 	// ageing_time 0: no learning (Linux).
-	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: Ptr(time.Duration(0))}})
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: new(time.Duration(0))}})
 	tb.send("p1", untagged(wire.BroadcastMAC, mac(20)))
 	if _, _, ok := tb.b.LookupFDB(mac(20), 0); ok {
 		t.Fatal("learned with ageing_time 0")
@@ -223,7 +223,7 @@ func TestAgeing(t *testing.T) {
 }
 
 func TestShowOutput(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1", "eth2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1", "eth2")
 	tb.apply(VLANAdd{Dev: "eth1", VID: 10, PVID: true, Untagged: true},
 		VLANAdd{Dev: "eth2", VID: 10, VIDEnd: 12},
 		FDBAdd{MAC: mac(5), Dev: "eth2", VID: 11, HasVID: true, Kind: FDBStatic, Sticky: true})

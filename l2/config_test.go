@@ -16,7 +16,7 @@ import (
 func TestPrepareAllOrNothing(t *testing.T) {
 	d := NewDomain(DomainOptions{Clock: NewManualClock()})
 	ops := []Op{
-		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(true)}},
+		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(true)}},
 		SetMaster{Port: "eth1", Master: "br0"},
 		VLANAdd{Dev: "eth1", VID: 10, PVID: true, Untagged: true},
 		VLANAdd{Dev: "eth2", VID: 10},                                            // 3: eth2 is not a bridge port
@@ -25,7 +25,7 @@ func TestPrepareAllOrNothing(t *testing.T) {
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 30, HasVID: true, Kind: FDBStatic}, // 6: VLAN 30 not on eth1
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic},
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic}, // 8: exists (earlier op)
-		LinkSet{Dev: "eth1", State: Ptr(PortState(9))},                           // 9: bad state
+		LinkSet{Dev: "eth1", State: new(PortState(9))},                           // 9: bad state
 		SetMaster{Port: "eth3", Master: "br9"},                                   // 10: no such bridge
 		FDBDel{MAC: mac(2), Dev: "eth1", VID: 10, HasVID: true},                  // 11: not found
 		BridgeAdd{Name: "eth1"},                                                  // 12: exists
@@ -112,7 +112,7 @@ func TestCommitRevalidates(t *testing.T) {
 }
 
 func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1")
 	tb.apply(VLANAdd{Dev: "eth1", VID: 10, VIDEnd: 11},
 		FDBAdd{MAC: mac(7), Dev: "eth1", Kind: FDBStatic})
 	for _, vid := range []uint16{0, 1, 10, 11} {
@@ -151,7 +151,7 @@ func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
 }
 
 func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1")
 	p := tb.ports["eth1"]
 	// Re-adding a VLAN replaces its flags (Linux): pvid and untagged go away.
 	tb.apply(VLANAdd{Dev: "eth1", VID: 1})
@@ -160,7 +160,7 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 	}
 	// vlan_default_pvid change moves untouched defaults only.
 	tb.apply(SetMaster{Port: "eth2", Master: "br0"},
-		BridgeSet{Name: "br0", Attrs: BridgeAttrs{DefaultPVID: Ptr(uint16(5))}})
+		BridgeSet{Name: "br0", Attrs: BridgeAttrs{DefaultPVID: new(uint16(5))}})
 	p2 := tb.d.Port("eth2")
 	tb.ports["eth2"] = p2
 	if p2.PVID() != 5 || p2.VLAN(1) != nil || p.VLAN(1) == nil || p.VLAN(5) != nil {
@@ -186,7 +186,7 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 }
 
 func TestNeighbourSuppression(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "host", "vx", "lan")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "host", "vx", "lan")
 	for _, p := range []string{"host", "vx", "lan"} {
 		tb.apply(VLANAdd{Dev: p, VID: 10})
 	}
@@ -233,7 +233,7 @@ func TestNeighbourSuppression(t *testing.T) {
 }
 
 func TestMulticastFilter(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "a", "b", "c")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "a", "b", "c")
 	for _, p := range []string{"a", "b", "c"} {
 		tb.apply(VLANAdd{Dev: p, VID: 10}, LinkSet{Dev: p, Clear: FlagMcastFlood})
 	}
@@ -269,9 +269,9 @@ func TestMulticastFilter(t *testing.T) {
 
 // A port moving to another bridge leaves nothing behind in the first one.
 func TestPortMovesBetweenBridges(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "a", "b", "m")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "a", "b", "m")
 	tb.apply(VLANAdd{Dev: "m", VID: 10}, VLANAdd{Dev: "a", VID: 10},
-		BridgeAdd{Name: "br1", Attrs: BridgeAttrs{VLANFiltering: Ptr(true)}},
+		BridgeAdd{Name: "br1", Attrs: BridgeAttrs{VLANFiltering: new(true)}},
 		SetMaster{Port: "x", Master: "br1"}, VLANAdd{Dev: "x", VID: 10},
 		SetMaster{Port: "m", Master: "br1"}, VLANAdd{Dev: "m", VID: 10})
 	br1 := tb.d.Bridge("br1")
@@ -302,7 +302,7 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 // The egress API l3 uses: Send tags from the port-VLAN, routed ports and
 // raw port-VLANs leave frames as they are, FloodVLAN floods host frames.
 func TestEgressAPI(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "trunk", "access")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "trunk", "access")
 	tb.apply(VLANAdd{Dev: "trunk", VID: 10}, VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true})
 	r, err := tb.d.EnsurePort("eth0", wire.MAC{})
 	if err != nil {
@@ -334,7 +334,7 @@ func TestEgressAPI(t *testing.T) {
 	if out := tb.flush(); outPorts(out) != "[trunk]" {
 		t.Fatalf("Output unicast went to %s", outPorts(out))
 	}
-	tb.apply(LinkSet{Dev: "trunk", State: Ptr(StateBlocking)})
+	tb.apply(LinkSet{Dev: "trunk", State: new(StateBlocking)})
 	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 0 {
 		t.Fatal("Output to a blocking port")
 	}
@@ -378,11 +378,11 @@ func TestEgressAPI(t *testing.T) {
 // Ops render back to the iproute2 lines they came from (error messages).
 func TestOpStrings(t *testing.T) {
 	cases := map[Op]string{
-		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(true), AgeingTime: Ptr(300 * time.Second)}}: "link add br0 type bridge vlan_filtering 1 ageing_time 30000",
+		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(true), AgeingTime: new(300 * time.Second)}}: "link add br0 type bridge vlan_filtering 1 ageing_time 30000",
 		SetMaster{Port: "eth1", Master: "br0"}:                                  "link set eth1 master br0",
 		VLANAdd{Dev: "eth1", VID: 10, VIDEnd: 20, Untagged: true}:               "bridge vlan add dev eth1 vid 10-20 untagged",
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 5, HasVID: true, Kind: FDBStatic}: "bridge fdb add 02:00:00:00:00:01 dev eth1 vlan 5 static",
-		LinkSet{Dev: "eth1", Clear: FlagLearning, State: Ptr(StateBlocking)}:    "bridge link set dev eth1 learning off state 4",
+		LinkSet{Dev: "eth1", Clear: FlagLearning, State: new(StateBlocking)}:    "bridge link set dev eth1 learning off state 4",
 	}
 	for op, want := range cases {
 		if op.String() != want {

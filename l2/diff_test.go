@@ -120,7 +120,7 @@ func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 	w := &diffWorld{t: t, rng: rng, ref: newRefBridge(brMAC, filtering)}
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
-	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(filtering), MAC: &brMAC}}}
+	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(filtering), MAC: &brMAC}}}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("p%d", i)
 		var m wire.MAC
@@ -191,18 +191,18 @@ func (w *diffWorld) randomOp() Op {
 	case 10:
 		switch r.IntN(5) {
 		case 4:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(r.IntN(2) == 0)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(r.IntN(2) == 0)}}
 		case 0:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: Ptr(uint32(r.IntN(8)))}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: new(uint32(r.IntN(8)))}}
 		case 1:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: Ptr(r.IntN(16) - 1)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: new(r.IntN(16) - 1)}}
 		case 2:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{McastPrefilter: Ptr(r.IntN(2) == 0)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{McastPrefilter: new(r.IntN(2) == 0)}}
 		default:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: Ptr(time.Duration(r.IntN(3)) * 20 * time.Second)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: new(time.Duration(r.IntN(3)) * 20 * time.Second)}}
 		}
 	default:
-		return LinkSet{Dev: port, MaxLearned: Ptr(uint32(r.IntN(4)))}
+		return LinkSet{Dev: port, MaxLearned: new(uint32(r.IntN(4)))}
 	}
 }
 

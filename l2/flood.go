@@ -1,6 +1,6 @@
 package l2
 
-// Flooding (Linux br_flood, with the seed 000 member sets).
+// Flooding (Linux br_flood) over the VLAN member sets of vlan.go.
 //
 // Flow: the VLAN's member set (array above 8 members, else the list) ->
 // for each member port-VLAN: skip the ingress port, ports not forwarding,
@@ -11,8 +11,8 @@ package l2
 //
 // Large floods (more members than the bridge's flood_defer threshold) are
 // not done inline: they go to the worker's bounded deferral queue and run
-// when the Tx is flushed, after the batch's small work (seed 002: small
-// fan-outs inline, large ones bounded). A full queue drops the flood and
+// when the Tx is flushed, after the batch's small work (small fan-outs
+// inline, large ones bounded). A full queue drops the flood and
 // counts it. Deferred floods reference the input buffer, which is valid
 // until the flush completes, so nothing is copied to defer.
 
@@ -32,11 +32,6 @@ type deferredFlood struct {
 // deferred, and whether it was dropped because the deferral queue is full.
 func (b *Bridge) flood(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView, need PortFlag,
 	suppressed bool, cfg *bridgeCfg) (n int, deferred, full bool) {
-	if cfg.naiveFlood {
-		if ns := b.naive.Load(); ns != nil {
-			return ns.flood(tx, in, inCtl, v.vid, fv, need, suppressed), false, false
-		}
-	}
 	if cfg.deferThreshold >= 0 && int(v.count.Load()) > cfg.deferThreshold {
 		if len(tx.deferred) >= tx.opts.DeferLen {
 			return 0, false, true

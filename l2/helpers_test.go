@@ -78,7 +78,7 @@ func newTestBridge(t testing.TB, attrs BridgeAttrs, ports ...string) *testBridge
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
 	if attrs.MAC == nil {
-		attrs.MAC = Ptr(wire.MustParseMAC("02:bb:00:00:00:01"))
+		attrs.MAC = new(wire.MustParseMAC("02:bb:00:00:00:01"))
 	}
 	ops := []Op{BridgeAdd{Name: "br0", Attrs: attrs}}
 	for _, p := range ports {

@@ -162,7 +162,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 		return
 	}
 	if cfg.mcastPrefilter && !mc.passAll && !mc.maybe(frame) {
-		*res = tx.drop(in, DropMcastFiltered) // seed 002: before any fan-out work
+		*res = tx.drop(in, DropMcastFiltered) // before any fan-out work
 		return
 	}
 	if g := mc.group(frame); g != nil {

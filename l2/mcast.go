@@ -1,6 +1,6 @@
 package l2
 
-// The early multicast filter (seed 002) and static mdb entries.
+// The early multicast filter and static mdb entries.
 //
 // Per VLAN an immutable mcFilter, rebuilt under Domain.mu whenever
 // something it summarises changes (membership, port flags or state, mdb

@@ -306,16 +306,16 @@ func BridgeAttrs(opts map[string]string, mac []byte) (l2.BridgeAttrs, error) {
 			if n > 1 {
 				return a, fmt.Errorf("vlan_filtering: want 0 or 1")
 			}
-			a.VLANFiltering = l2.Ptr(n == 1)
+			a.VLANFiltering = new(n == 1)
 		case "ageing_time":
-			a.AgeingTime = l2.Ptr(time.Duration(n) * 10 * time.Millisecond) // centiseconds
+			a.AgeingTime = new(time.Duration(n) * 10 * time.Millisecond) // centiseconds
 		case "fdb_max_learned":
-			a.FDBMaxLearned = l2.Ptr(uint32(n))
+			a.FDBMaxLearned = new(uint32(n))
 		case "vlan_default_pvid":
 			if n > 4094 {
 				return a, fmt.Errorf("vlan_default_pvid: want 0-4094")
 			}
-			a.DefaultPVID = l2.Ptr(uint16(n))
+			a.DefaultPVID = new(uint16(n))
 		default:
 			return a, fmt.Errorf("unsupported bridge option %q (want vlan_filtering, ageing_time, fdb_max_learned, vlan_default_pvid)", k)
 		}
