@@ -276,6 +276,14 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 		if ok != (want != nil) || ok && routeString(res.Route) != want.String() {
 			t.Fatalf("step %d (%s): LookupRoute(%s) = %v, model %v", step, what, a, res.Route, want)
 		}
+		// Own sources: a local or broadcast /32 route of the local table.
+		if v := wire.Addr4From(a); !v.IsZeroNet() {
+			lr := m.lookupTable(TableLocal, a, mfilter{ignoreDead: true})
+			wantOwn := lr != nil && lr.prefix.Bits() == 32 && (lr.typ == Local || lr.typ == Broadcast)
+			if got := f.IsLocalOrBroadcast(v); got != wantOwn {
+				t.Fatalf("step %d (%s): IsLocalOrBroadcast(%s) = %v, model %v (route %v)", step, what, a, got, wantOwn, lr)
+			}
+		}
 	}
 	if err := f.checkInvariants(); err != nil {
 		t.Fatalf("step %d (%s): %v", step, what, err)

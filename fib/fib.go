@@ -78,7 +78,7 @@ type mergedChange struct {
 // New returns an empty FIB.
 func New(opts Options) *FIB {
 	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex), kind: opts.Trie}
-	s := &state{tables: map[uint32]*routeTrie{}}
+	s := &state{tables: map[uint32]*routeTrie{}, own: newOwnAddrs(nil)}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)
 	if opts.Compiled {

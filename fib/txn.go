@@ -58,6 +58,9 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 // Commit publishes the transaction's changes.
 func (tx *Txn) Commit() {
 	tx.finish()
+	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
+		tx.next.own = newOwnAddrs(tx.next.tables[TableLocal])
+	}
 	f := tx.f
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
