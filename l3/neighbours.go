@@ -40,7 +40,7 @@ func (w *Worker) xmit(out *Iface, next wire.Addr4, frame []byte) xmitResult {
 		w.send(out, frame)
 		return xmitSent
 	}
-	res := w.nw.Resolve(out.Index, next, out.MAC, frame[wire.EthernetHeaderLen:], w.tx.Now(), &w.acts)
+	res := w.nw.Resolve(out.Index, next, out.MAC, frame[wire.EthernetHeaderLen:], 0, w.tx.Now(), &w.acts)
 	r := xmitSent
 	switch res.Verdict {
 	case neigh.Send:

@@ -12,6 +12,10 @@ package neigh
 //   Unreachable: queued packets whose resolution failed (the IPv4 packet,
 //                without L2 header): answer with ICMP host unreachable, as
 //                Linux's arp_error_report does.
+//   Dropped:     queued packets dropped otherwise: the oldest ones, for the
+//                queue's byte limit, and those of a removed entry (no data).
+// Every packet Resolve queued comes back exactly once, in Transmit,
+// Unreachable or Dropped, with the caller's mark.
 //   Events:      resolutions, lladdr changes, failures and removals, in the
 //                order they happened, for the bridge's neighbour-suppression
 //                table and cached adjacencies.
@@ -97,11 +101,12 @@ func (r *ARPRequest) Build(b []byte, senderIP wire.Addr4) int {
 	return wire.BuildARPRequest(b, r.SrcMAC, senderIP, r.Target, r.DstMAC)
 }
 
-// Frame is a packet released from a neighbour's queue.
+// Frame is a packet that left a neighbour's queue.
 type Frame struct {
 	IfIndex uint32
 	IP      wire.Addr4 // the neighbour
-	Data    []byte     // Transmit: whole Ethernet frame; Unreachable: the IPv4 packet
+	Data    []byte     // Transmit: whole Ethernet frame; Unreachable: the IPv4 packet; Dropped: nil
+	Mark    uint8      // the caller's mark given to Resolve
 }
 
 // Actions collects what one or more writer calls ask the caller to do.
@@ -109,6 +114,7 @@ type Actions struct {
 	Requests    []ARPRequest
 	Transmit    []Frame
 	Unreachable []Frame
+	Dropped     []Frame
 	Events      []Event
 }
 
@@ -119,12 +125,13 @@ func (a *Actions) Reset() {
 	a.Requests = a.Requests[:0]
 	a.Transmit = a.Transmit[:0]
 	a.Unreachable = a.Unreachable[:0]
+	a.Dropped = a.Dropped[:0]
 	a.Events = a.Events[:0]
 }
 
 // Empty reports whether there is nothing to do.
 func (a *Actions) Empty() bool {
-	return len(a.Requests)+len(a.Transmit)+len(a.Unreachable)+len(a.Events) == 0
+	return len(a.Requests)+len(a.Transmit)+len(a.Unreachable)+len(a.Dropped)+len(a.Events) == 0
 }
 
 func (a *Actions) event(e Event) {
@@ -139,10 +146,15 @@ func (a *Actions) request(r ARPRequest) {
 	}
 }
 
+// dropped reports a packet that left n's queue unsent and unanswered.
+func (a *Actions) dropped(n *Entry, p queuedPacket) {
+	a.Dropped = append(a.Dropped, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Mark: p.mark})
+}
+
 // packetQueue is a FIFO of packet copies (Linux's arp_queue). Each buffer has
 // wire.EthernetHeaderLen bytes of headroom for the header written when it resolves.
 type packetQueue struct {
-	bufs  [][]byte // ring
+	bufs  []queuedPacket // ring
 	head  int
 	n     int
 	bytes int // charged bytes (truesize)
@@ -152,29 +164,40 @@ type packetQueue struct {
 // header room) and the bookkeeping.
 func queuedTruesize(b []byte) int { return len(b) + queuedPacketHeader }
 
-func (q *packetQueue) push(b []byte) {
+// queuedPacket is one packet waiting: its buffer (header room, then the
+// IPv4 packet) and the caller's mark.
+type queuedPacket struct {
+	buf  []byte
+	mark uint8
+}
+
+// packet is the IPv4 packet, without the header room.
+func (p queuedPacket) packet() []byte { return p.buf[wire.EthernetHeaderLen:] }
+
+func (q *packetQueue) push(p queuedPacket) {
 	if q.n == len(q.bufs) {
-		nb := make([][]byte, max(2, 2*len(q.bufs)))
+		nb := make([]queuedPacket, max(2, 2*len(q.bufs)))
 		for i := 0; i < q.n; i++ {
 			nb[i] = q.bufs[(q.head+i)%len(q.bufs)]
 		}
 		q.bufs, q.head = nb, 0
 	}
-	q.bufs[(q.head+q.n)%len(q.bufs)] = b
+	q.bufs[(q.head+q.n)%len(q.bufs)] = p
 	q.n++
-	q.bytes += queuedTruesize(b)
+	q.bytes += queuedTruesize(p.buf)
 }
 
-func (q *packetQueue) pop() []byte {
+// pop takes the oldest packet; ok is false when the queue is empty.
+func (q *packetQueue) pop() (p queuedPacket, ok bool) {
 	if q.n == 0 {
-		return nil
+		return p, false
 	}
-	b := q.bufs[q.head]
-	q.bufs[q.head] = nil
+	p = q.bufs[q.head]
+	q.bufs[q.head] = queuedPacket{}
 	q.head = (q.head + 1) % len(q.bufs)
 	q.n--
-	q.bytes -= queuedTruesize(b)
-	return b
+	q.bytes -= queuedTruesize(p.buf)
+	return p, true
 }
 
 // newest returns the most recently queued packet, or nil.
@@ -182,7 +205,7 @@ func (q *packetQueue) newest() []byte {
 	if q.n == 0 {
 		return nil
 	}
-	return q.bufs[(q.head+q.n-1)%len(q.bufs)]
+	return q.bufs[(q.head+q.n-1)%len(q.bufs)].packet()
 }
 
 // packetSource returns an IPv4 packet's source address, 0 if it has none.

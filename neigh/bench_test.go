@@ -121,12 +121,12 @@ func BenchmarkNeighResolveQueued(b *testing.B) {
 	var out Actions
 	pkt := ipPacket(1, tPeer, 64)
 	for i := 0; i < 5000; i++ {
-		w.Resolve(1, tPeer, tIfMAC, pkt, 1, &out)
+		w.Resolve(1, tPeer, tIfMAC, pkt, 0, 1, &out)
 	}
 	out.Reset()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if w.Resolve(1, tPeer, tIfMAC, pkt, 1, &out).Verdict != Queued {
+		if w.Resolve(1, tPeer, tIfMAC, pkt, 0, 1, &out).Verdict != Queued {
 			b.Fatal("not queued")
 		}
 	}
@@ -143,7 +143,7 @@ func BenchmarkNeighResolveNew(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		now += 10_000
-		w.Resolve(1, 0x0b000000+wire.Addr4(i&0xffffff), tIfMAC, pkt, now, &out)
+		w.Resolve(1, 0x0b000000+wire.Addr4(i&0xffffff), tIfMAC, pkt, 0, now, &out)
 		out.Reset()
 		if i&1023 == 0 {
 			tab.Tick(now, &out)

@@ -33,28 +33,31 @@ func canon(items []keyed) []string {
 	return out
 }
 
-func describeActions(reqs []ARPRequest, tx, unr []Frame, evs []Event) [4][]string {
-	var r, t, u, e []keyed
+func describeActions(reqs []ARPRequest, tx, unr, dropped []Frame, evs []Event) [5][]string {
+	var r, t, u, d, e []keyed
 	for _, q := range reqs {
 		r = append(r, keyed{refKey(q.IfIndex, q.Target), fmt.Sprintf("%+v", q)})
 	}
 	for _, f := range tx {
-		t = append(t, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, wire.Addr4.String(f.IP), f.Data)})
+		t = append(t, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x mark %d", f.IfIndex, f.IP, f.Data, f.Mark)})
 	}
 	for _, f := range unr {
-		u = append(u, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x", f.IfIndex, wire.Addr4.String(f.IP), f.Data)})
+		u = append(u, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x mark %d", f.IfIndex, f.IP, f.Data, f.Mark)})
+	}
+	for _, f := range dropped {
+		d = append(d, keyed{refKey(f.IfIndex, f.IP), fmt.Sprintf("%d/%s %x mark %d", f.IfIndex, f.IP, f.Data, f.Mark)})
 	}
 	for _, v := range evs {
 		e = append(e, keyed{refKey(v.IfIndex, v.IP), fmt.Sprintf("%v %d/%s %s %v %v", v.Kind, v.IfIndex, wire.Addr4.String(v.IP), v.LLAddr, v.State, v.Reason)})
 	}
-	return [4][]string{canon(r), canon(t), canon(u), canon(e)}
+	return [5][]string{canon(r), canon(t), canon(u), canon(d), canon(e)}
 }
 
 func sameActions(t *testing.T, step int, what string, got *Actions, want *refOut) {
 	t.Helper()
-	g := describeActions(got.Requests, got.Transmit, got.Unreachable, got.Events)
-	w := describeActions(want.requests, want.transmit, want.unreachable, want.events)
-	names := [4]string{"requests", "transmit", "unreachable", "events"}
+	g := describeActions(got.Requests, got.Transmit, got.Unreachable, got.Dropped, got.Events)
+	w := describeActions(want.requests, want.transmit, want.unreachable, want.dropped, want.events)
+	names := [5]string{"requests", "transmit", "unreachable", "dropped", "events"}
 	for i := range g {
 		if fmt.Sprint(g[i]) != fmt.Sprint(w[i]) {
 			t.Fatalf("step %d %s: %s differ\n got  %q\n want %q", step, what, names[i], g[i], w[i])
@@ -175,6 +178,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 	for ifi, mac := range env.ifMAC {
 		in[ifi] = &ARPInput{IfIndex: ifi, IfMAC: mac, Addrs: env.local}
 	}
+	waiting := 0 // packets Resolve queued that have not come back in an Actions
 	for step := 0; step < steps; step++ {
 		out.Reset()
 		ro := &refOut{}
@@ -196,10 +200,14 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			if r.IntN(50) == 0 {
 				ip = 0xe0000005
 			}
-			res := w.Resolve(ifi, ip, env.ifMAC[ifi], pkt, now, &out)
-			v, hdr := ref.resolve(ifi, ip, env.ifMAC[ifi], pkt, now, ro)
+			mark := uint8(r.IntN(3))
+			res := w.Resolve(ifi, ip, env.ifMAC[ifi], pkt, mark, now, &out)
+			v, hdr := ref.resolve(ifi, ip, env.ifMAC[ifi], pkt, mark, now, ro)
 			if res.Verdict != v || (v == Send && !bytes.Equal(res.Header[:], hdr)) {
 				t.Fatalf("step %d resolve %d/%s: got %v %x want %v %x", step, ifi, ip, res.Verdict, res.Header, v, hdr)
+			}
+			if res.Verdict == Queued {
+				waiting++
 			}
 		case op < 70:
 			what = "arp"
@@ -248,6 +256,11 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 			}
 		}
 		sameActions(t, step, what, &out, ro)
+		// Every queued packet comes back exactly once.
+		waiting -= len(out.Transmit) + len(out.Unreachable) + len(out.Dropped)
+		if s := tab.Stats(); s.QueuedNow != waiting {
+			t.Fatalf("step %d after %s: %d packets in queues, %d queued and not returned", step, what, s.QueuedNow, waiting)
+		}
 		got, want := tab.Dump(now), ref.dump(now)
 		for i := range got {
 			got[i].Used, got[i].Confirmed, got[i].Updated = 0, 0, 0

@@ -96,7 +96,7 @@ func runFlood(t *testing.T, kind floodKind) {
 				answered++
 			}
 		case floodUnresolved:
-			h.w.Resolve(tIf, ip, tIfMAC, pkt, h.now, &h.out)
+			h.w.Resolve(tIf, ip, tIfMAC, pkt, 0, h.now, &h.out)
 		}
 		h.out.Reset()
 		if i%1000 == 0 {

@@ -156,8 +156,11 @@ func (t *Table) removeLocked(n *Entry, reason RemoveReason, out *Actions) {
 	if _, rebuilt := t.index.Delete(n.key); rebuilt {
 		t.c.hashRebuilds++
 	}
-	for b := n.queue.pop(); b != nil; b = n.queue.pop() {
+	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
 		t.c.queuePurged++
+		if out != nil {
+			out.dropped(n, p)
+		}
 	}
 	w := n.word.Load()
 	t.stateCount[stateSlot(State(w))]--

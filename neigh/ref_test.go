@@ -24,11 +24,16 @@ type refNeigh struct {
 	probes        int
 	hasTimer      bool
 	timerAt       int64
-	queue         [][]byte // IPv4 packets
+	queue         []refQueued
 	queueBytes    int
 	onGC          bool
 	gcOrder       uint64
 	touched       bool
+}
+
+type refQueued struct {
+	pkt  []byte // the IPv4 packet
+	mark uint8
 }
 
 type refCounters struct {
@@ -57,6 +62,7 @@ type refOut struct {
 	requests    []ARPRequest
 	transmit    []Frame
 	unreachable []Frame
+	dropped     []Frame
 	events      []Event
 }
 
@@ -124,6 +130,9 @@ func (r *refTable) arm(n *refNeigh, when int64) {
 func (r *refTable) remove(n *refNeigh, reason RemoveReason, out *refOut) {
 	delete(r.m, refKey(n.ifindex, n.ip))
 	r.c.queuePurged += uint64(len(n.queue))
+	for _, q := range n.queue {
+		out.dropped = append(out.dropped, Frame{IfIndex: n.ifindex, IP: n.ip, Mark: q.mark})
+	}
 	r.c.destroys++
 	out.events = append(out.events, Event{Kind: EventRemoved, IfIndex: n.ifindex, IP: n.ip, LLAddr: n.mac, Reason: reason})
 }
@@ -232,7 +241,7 @@ func (r *refTable) output(ifindex uint32, ip wire.Addr4) ([]byte, bool) {
 func (r *refTable) probe(n *refNeigh, out *refOut) {
 	req := ARPRequest{IfIndex: n.ifindex, Target: n.ip, SrcMAC: n.ifMAC, DstMAC: wire.BroadcastMAC}
 	if len(n.queue) > 0 {
-		req.SrcHint = packetSource(n.queue[len(n.queue)-1])
+		req.SrcHint = packetSource(n.queue[len(n.queue)-1].pkt)
 	}
 	if n.probes < r.p.UcastProbes {
 		req.DstMAC, req.Unicast = n.mac, true
@@ -244,19 +253,20 @@ func (r *refTable) probe(n *refNeigh, out *refOut) {
 	n.probes++
 }
 
-func (r *refTable) enqueue(n *refNeigh, pkt []byte) {
+func (r *refTable) enqueue(n *refNeigh, pkt []byte, mark uint8, out *refOut) {
 	need := 14 + len(pkt) + 64
 	for len(n.queue) > 0 && n.queueBytes+need > r.p.UnresQlenBytes {
-		n.queueBytes -= 14 + len(n.queue[0]) + 64
+		n.queueBytes -= 14 + len(n.queue[0].pkt) + 64
+		out.dropped = append(out.dropped, Frame{IfIndex: n.ifindex, IP: n.ip, Mark: n.queue[0].mark})
 		n.queue = n.queue[1:]
 		r.c.queueDrops++
 	}
-	n.queue = append(n.queue, append([]byte(nil), pkt...))
+	n.queue = append(n.queue, refQueued{append([]byte(nil), pkt...), mark})
 	n.queueBytes += need
 	r.c.queued++
 }
 
-func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, now int64, out *refOut) (Verdict, []byte) {
+func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, mark uint8, now int64, out *refOut) (Verdict, []byte) {
 	r.drain(now)
 	if ifindex == 0 || ip>>24 == 0 || ip>>28 == 0xe || ip == 0xffffffff {
 		r.c.refusedInvalid++
@@ -276,7 +286,7 @@ func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []
 		r.staleToDelay(n, now, out)
 		return Send, r.header(n)
 	case NUDIncomplete:
-		r.enqueue(n, pkt)
+		r.enqueue(n, pkt, mark, out)
 		return Queued, nil
 	}
 	// NONE or FAILED: start resolving.
@@ -284,7 +294,7 @@ func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []
 	r.set(n, NUDIncomplete, n.mac, out)
 	n.updated = now
 	r.arm(n, now+max(r.retrans, 1e7))
-	r.enqueue(n, pkt)
+	r.enqueue(n, pkt, mark, out)
 	r.probe(n, out)
 	return Queued, nil
 }
@@ -292,8 +302,8 @@ func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []
 func (r *refTable) invalidate(n *refNeigh, now int64, out *refOut) {
 	r.c.resolveFailed++
 	n.updated = now
-	for _, p := range n.queue {
-		out.unreachable = append(out.unreachable, Frame{IfIndex: n.ifindex, IP: n.ip, Data: p})
+	for _, q := range n.queue {
+		out.unreachable = append(out.unreachable, Frame{IfIndex: n.ifindex, IP: n.ip, Data: q.pkt, Mark: q.mark})
 	}
 	n.queue, n.queueBytes = nil, 0
 }
@@ -356,8 +366,8 @@ func (r *refTable) update(n *refNeigh, lladdr *wire.MAC, s State, override, admi
 			if n.state == NUDStale {
 				r.staleToDelay(n, now, out)
 			}
-			for _, p := range n.queue {
-				out.transmit = append(out.transmit, Frame{IfIndex: n.ifindex, IP: n.ip, Data: append(r.header(n), p...)})
+			for _, q := range n.queue {
+				out.transmit = append(out.transmit, Frame{IfIndex: n.ifindex, IP: n.ip, Data: append(r.header(n), q.pkt...), Mark: q.mark})
 			}
 			n.queue, n.queueBytes = nil, 0
 		}

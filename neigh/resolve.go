@@ -53,8 +53,9 @@ type Resolution struct {
 
 // Resolve handles a packet for next hop (ifindex, ip) that Output could not
 // send. pkt is the IPv4 packet without L2 header; ifMAC is the egress
-// interface's MAC (the source of the entry's adjacency).
-func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, now int64, out *Actions) Resolution {
+// interface's MAC (the source of the entry's adjacency). A queued packet
+// comes back in out with mark, whatever its fate (see Actions).
+func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
 	t := w.t
 	t.lockAt(now)
 	defer t.mu.Unlock()
@@ -68,7 +69,7 @@ func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []by
 			return Resolution{Verdict: Refused}
 		}
 	}
-	return t.eventSendLocked(n, pkt, now, out)
+	return t.eventSendLocked(n, pkt, mark, now, out)
 }
 
 // resolvable: addresses that can be resolved (not 0.0.0.0/8,
@@ -78,7 +79,7 @@ func resolvable(ip wire.Addr4) bool {
 }
 
 // eventSendLocked is __neigh_event_send with the packet.
-func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) Resolution {
+func (t *Table) eventSendLocked(n *Entry, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
 	n.used = now
 	s := n.state()
 	if s&(nudConnected|NUDDelay|NUDProbe) == 0 {
@@ -94,7 +95,7 @@ func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) R
 			t.setStateLocked(n, NUDIncomplete, out)
 			n.updated = now
 			t.addTimerLocked(n, now+max(t.p.retrans, timerMin))
-			t.enqueueLocked(n, pkt)
+			t.enqueueLocked(n, pkt, mark, out)
 			t.probeLocked(n, out) // immediate: the queue's tail is this packet
 			return Resolution{Verdict: Queued}
 		case s == NUDStale:
@@ -102,7 +103,7 @@ func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) R
 		}
 	}
 	if n.state() == NUDIncomplete {
-		t.enqueueLocked(n, pkt)
+		t.enqueueLocked(n, pkt, mark, out)
 		return Resolution{Verdict: Queued}
 	}
 	r := Resolution{Verdict: Send}
@@ -110,15 +111,19 @@ func (t *Table) eventSendLocked(n *Entry, pkt []byte, now int64, out *Actions) R
 	return r
 }
 
-// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes.
-func (t *Table) enqueueLocked(n *Entry, pkt []byte) {
+// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes,
+// dropping the oldest packets to make room.
+func (t *Table) enqueueLocked(n *Entry, pkt []byte, mark uint8, out *Actions) {
 	need := wire.EthernetHeaderLen + len(pkt)
 	var reuse []byte
 	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {
-		b := n.queue.pop()
+		p, _ := n.queue.pop()
 		t.c.queueDrops++
-		if cap(b) >= need {
-			reuse = b
+		if out != nil {
+			out.dropped(n, p)
+		}
+		if cap(p.buf) >= need {
+			reuse = p.buf
 		}
 	}
 	var b []byte
@@ -128,14 +133,6 @@ func (t *Table) enqueueLocked(n *Entry, pkt []byte) {
 		b = make([]byte, need)
 	}
 	copy(b[wire.EthernetHeaderLen:], pkt)
-	n.queue.push(b)
+	n.queue.push(queuedPacket{buf: b, mark: mark})
 	t.c.queued++
-}
-
-// queuedPacket strips the header room from a queue buffer.
-func queuedPacket(b []byte) []byte {
-	if len(b) < wire.EthernetHeaderLen {
-		return nil
-	}
-	return b[wire.EthernetHeaderLen:]
 }

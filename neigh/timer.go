@@ -163,7 +163,7 @@ func (t *Table) timerLocked(n *Entry, now int64, out *Actions) {
 // broadcast otherwise.
 func (t *Table) probeLocked(n *Entry, out *Actions) {
 	r := ARPRequest{IfIndex: n.IfIndex(), Target: n.IP(), SrcMAC: n.ifMAC, DstMAC: wire.BroadcastMAC,
-		SrcHint: packetSource(queuedPacket(n.queue.newest()))}
+		SrcHint: packetSource(n.queue.newest())}
 	if n.probes < t.p.UcastProbes {
 		r.DstMAC, r.Unicast = n.mac(), true
 		t.c.arpTxRequestsUcast++
@@ -179,12 +179,12 @@ func (t *Table) probeLocked(n *Entry, out *Actions) {
 func (t *Table) invalidateLocked(n *Entry, now int64, out *Actions) {
 	t.c.resolveFailed++
 	n.updated = now
-	for b := n.queue.pop(); b != nil; b = n.queue.pop() {
+	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
 		if out == nil {
 			t.c.discarded++
 			continue
 		}
-		out.Unreachable = append(out.Unreachable, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: queuedPacket(b)})
+		out.Unreachable = append(out.Unreachable, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: p.packet(), Mark: p.mark})
 	}
 }
 

@@ -79,7 +79,7 @@ func (h *harness) expect(ip wire.Addr4, s State) {
 
 func (h *harness) resolve(ip wire.Addr4, pkt []byte) Verdict {
 	h.t.Helper()
-	return h.w.Resolve(tIf, ip, tIfMAC, pkt, h.now, &h.out).Verdict
+	return h.w.Resolve(tIf, ip, tIfMAC, pkt, 0, h.now, &h.out).Verdict
 }
 
 func (h *harness) arp(op uint16, ethDst, sha wire.MAC, sip wire.Addr4, tha wire.MAC, tip wire.Addr4) (int, ARPDrop) {
@@ -571,7 +571,7 @@ func TestNeighFlushDev(t *testing.T) {
 	h := newHarness(t, DefaultParams())
 	h.tab.Add(Spec{IfIndex: tIf, IP: tPeer2, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out)
 	h.resolve(tPeer, ipPacket(1, tPeer, 100))
-	h.w.Resolve(tIf+1, tPeer, tIfMAC, ipPacket(1, tPeer, 100), h.now, &h.out)
+	h.w.Resolve(tIf+1, tPeer, tIfMAC, ipPacket(1, tPeer, 100), 0, h.now, &h.out)
 	if n := h.tab.FlushDev(tIf, true, h.now, &h.out); n != 1 {
 		t.Fatalf("flushed %d", n)
 	}

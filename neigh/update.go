@@ -126,12 +126,12 @@ func (t *Table) sendQueueLocked(n *Entry, now int64, out *Actions) {
 		t.staleToDelayLocked(n, now, out)
 	}
 	w := n.word.Load()
-	for b := n.queue.pop(); b != nil; b = n.queue.pop() {
+	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
 		if out == nil {
 			t.c.discarded++
 			continue
 		}
-		writeHeader(b, w, n.hdrTail)
-		out.Transmit = append(out.Transmit, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: b})
+		writeHeader(p.buf, w, n.hdrTail)
+		out.Transmit = append(out.Transmit, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Data: p.buf, Mark: p.mark})
 	}
 }
