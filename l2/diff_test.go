@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,7 @@ type diffWorld struct {
 	groups []wire.MAC
 	vids   []uint16
 	step   int
+	trace  []string // the last steps, logged when the test fails
 }
 
 func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
@@ -118,6 +120,11 @@ func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 	n := 2 + rng.IntN(13) // 2..14 ports: both list and array member sets
 	brMAC := wire.MustParseMAC("02:bb:00:00:00:01")
 	w := &diffWorld{t: t, rng: rng, ref: newRefBridge(brMAC, filtering)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d, the last steps:\n%s", seed, strings.Join(w.trace, "\n"))
+		}
+	})
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
 	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(filtering), MAC: &brMAC}}}
@@ -284,7 +291,7 @@ func (w *diffWorld) run(steps int) {
 			op := w.randomOp()
 			if err := w.tb.d.Apply(op); err == nil {
 				w.ref.applyOp(op)
-				dbg(w.step, op.String())
+				w.log(op.String())
 			}
 			continue
 		case x < 10:
@@ -319,7 +326,7 @@ func (w *diffWorld) run(steps int) {
 			w.tb.clock.Advance(time.Duration(r.IntN(40)) * time.Second)
 			w.tb.b.Age()
 			w.ref.age(w.tb.clock.Now())
-			dbg(w.step, "age")
+			w.log("age")
 			w.compareFDB()
 			continue
 		}
@@ -328,7 +335,7 @@ func (w *diffWorld) run(steps int) {
 		nb := 1 + r.IntN(12)
 		for i := 0; i < nb; i++ {
 			in, f := w.randomFrame()
-			dbg(w.step, fmt.Sprintf("rx %s %x", in, f[:min(len(f), 18)]))
+			w.log(fmt.Sprintf("rx %s %x", in, f[:min(len(f), 18)]))
 			got := w.tb.b.Receive(w.tb.tx, w.tb.ports[in], f)
 			want := w.ref.receive(w.ref.port(in), f, now)
 			if got != want {
@@ -376,10 +383,10 @@ func TestDifferentialAgainstReference(t *testing.T) {
 	}
 }
 
-var dbgHook func(int, string)
-
-func dbg(step int, s string) {
-	if dbgHook != nil {
-		dbgHook(step, s)
+// log records a step for the failure report (the last 40).
+func (w *diffWorld) log(s string) {
+	if len(w.trace) == 40 {
+		w.trace = w.trace[1:]
 	}
+	w.trace = append(w.trace, fmt.Sprintf("step %d: %s", w.step, s))
 }

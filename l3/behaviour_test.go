@@ -125,3 +125,33 @@ func icmpErrorFrame(r *rig) []byte {
 	gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, ic, inner, gopacket.Payload(make([]byte, 8)))
 	return buf.Bytes()
 }
+
+// TestOwnSourcesAreMartians: a packet whose source is one of the router's
+// addresses, or a broadcast address of one of its subnets, is dropped and
+// counted as a martian source, as Linux's fib_validate_source does, whether
+// it is addressed through the router or to it.
+func TestOwnSourcesAreMartians(t *testing.T) {
+	r := newRig(t)
+	for _, c := range []struct{ src, dst string }{
+		{"10.0.10.1", "10.0.20.5"},   // the router's address on the ingress subnet
+		{"203.0.113.2", "10.0.20.5"}, // its address on another interface
+		{"10.0.10.255", "10.0.20.5"}, // the ingress subnet's broadcast
+		{"10.0.20.255", "8.8.8.8"},   // another subnet's broadcast
+		{"10.0.10.255", "10.0.10.1"}, // to the router itself
+	} {
+		before := r.e.Stats().Drops["martian_source"]
+		f := r.fromH10(c.dst, layers.IPProtocolUDP, func(p *pkt) { p.src = c.src })
+		out := r.run("eth1", f)
+		delete(out, "eth2") // the bridge floods unknown unicast in VLAN 10
+		if len(out) != 0 {
+			t.Errorf("%s -> %s: forwarded or answered: %v", c.src, c.dst, summary(out))
+		}
+		if r.e.Stats().Drops["martian_source"] != before+1 {
+			t.Errorf("%s -> %s: not counted as martian source: %v", c.src, c.dst, r.e.Stats().Drops)
+		}
+	}
+	// A neighbour's address is fine.
+	if out := r.run("eth1", r.fromH10("10.0.20.5", layers.IPProtocolUDP, nil)); len(out["eth2"]) != 1 {
+		t.Fatalf("plain traffic: %v", summary(out))
+	}
+}

@@ -28,11 +28,11 @@ const (
 	DropProhibit    // prohibit route (ICMP administratively prohibited)
 	DropFragNeeded  // too big with DF set (ICMP fragmentation needed)
 	DropNeighFailed // the next hop did not answer ARP (ICMP host unreachable)
-	DropNeighQueue  // waiting for ARP: queue full or the entry could not be created
+	DropNeighQueue  // the neighbour table refused it (full, address not resolvable) or dropped it from its queue (limit, entry removed)
 	DropLocalProto  // to the router, a protocol it does not serve (ICMP unreachable sent)
 	DropLocalICMP   // to the router, an ICMP message it does not answer
 	DropBroadcast   // broadcast or multicast the router does not serve (never forwarded)
-	DropEgressDown  // the route's interface is down
+	DropEgressDown  // the route's interface is down (or went down while the packet waited for ARP)
 	DropNoEgress    // the route's interface is unknown to the engine
 	DropARP         // malformed or ignored ARP
 	DropFragment    // fragment to the router (no reassembly)

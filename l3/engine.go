@@ -43,7 +43,7 @@ type Engine struct {
 func NewEngine(opts EngineOptions) *Engine {
 	dom := l2.NewDomain(l2.DomainOptions{Clock: opts.Clock})
 	e := &Engine{dom: dom, opts: opts}
-	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, Compiled: opts.Compiled, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
+	e.r = newRouter(dom, routerOptions{Trie: opts.Trie, Compiled: opts.Compiled, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
 	return e
 }
 

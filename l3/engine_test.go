@@ -36,17 +36,21 @@ link set eth0 mtu 1400
 `
 
 type rig struct {
-	t  *testing.T
+	t  testing.TB
 	e  *l3.Engine
 	c  *control.Controller
 	w  *l3.Worker
 	hw map[string]wire.MAC // host MACs
 }
 
-func newRig(t *testing.T) *rig {
-	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+func newRig(t testing.TB) *rig {
+	return setupRig(t, l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()}), testConfig)
+}
+
+// setupRig applies conf to e and adds the hosts and their neighbours.
+func setupRig(t testing.TB, e *l3.Engine, conf string) *rig {
 	c := control.New(e)
-	cmds, errs := config.Parse("test.conf", strings.NewReader(testConfig))
+	cmds, errs := config.Parse("test.conf", strings.NewReader(conf))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -79,7 +83,7 @@ type pkt struct {
 	icmpType       uint8
 }
 
-func (p pkt) bytes(t *testing.T) []byte {
+func (p pkt) bytes(t testing.TB) []byte {
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(p.srcMAC[:]), DstMAC: net.HardwareAddr(p.dstMAC[:]), EthernetType: layers.EthernetTypeIPv4}
 	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: p.ttl, Protocol: p.proto, Id: 1,
 		SrcIP: net.ParseIP(p.src).To4(), DstIP: net.ParseIP(p.dst).To4()}
@@ -246,25 +250,37 @@ func TestForwardAllocs(t *testing.T) {
 	buf2 := make([]byte, len(up))
 	p1, p0 := r.e.Domain().Port("eth1"), r.e.Domain().Port("eth0")
 	batch, batch2 := [][]byte{buf}, [][]byte{buf2}
-	sink := func(*l2.Port, [][]byte) {}
+	out := 0
+	sink := func(p *l2.Port, frames [][]byte) {
+		if p.Name == "eth2" {
+			out += len(frames)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		p    *l2.Port
 		b    [][]byte
 		src  []byte
 	}{{"svi to svi", p1, batch, frame}, {"routed port to svi", p0, batch2, up}} {
+		before, out0 := r.e.Stats().Forwarded, out
+		runs := 0
 		n := testing.AllocsPerRun(1000, func() {
 			copy(c.b[0], c.src)
 			r.w.Receive(c.p, c.b)
 			r.w.Flush(sink)
+			runs++
 		})
 		if n != 0 {
 			t.Errorf("%s: %.1f allocations per packet", c.name, n)
 		}
+		// The packets went where they should: forwarded, all of them.
+		if fwd := r.e.Stats().Forwarded - before; fwd != uint64(runs) || out-out0 != runs {
+			t.Errorf("%s: %d runs, %d forwarded, %d frames out of eth2", c.name, runs, fwd, out-out0)
+		}
 	}
 }
 
-func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC wire.MAC, vid uint16, sip, tip string, tha wire.MAC) []byte {
+func arpFrame(t testing.TB, op uint16, srcMAC, dstMAC wire.MAC, vid uint16, sip, tip string, tha wire.MAC) []byte {
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(srcMAC[:]), DstMAC: net.HardwareAddr(dstMAC[:]), EthernetType: layers.EthernetTypeARP}
 	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
 		Operation: op, SourceHwAddress: net.HardwareAddr(srcMAC[:]), SourceProtAddress: net.ParseIP(sip).To4(),

@@ -54,10 +54,9 @@ func TestFragment(t *testing.T) {
 	if e != wire.IPv4OK {
 		t.Fatal(e)
 	}
-	var frags [][]byte
-	n := Fragment(h, 300, &sliceSink{out: &frags})
-	if n != len(frags) || n < 4 {
-		t.Fatalf("%d fragments", n)
+	frags := fragments(t, h, 300)
+	if len(frags) < 4 {
+		t.Fatalf("%d fragments", len(frags))
 	}
 	var got []byte
 	for i, f := range frags {
@@ -90,15 +89,25 @@ func TestFragment(t *testing.T) {
 	if !bytes.Equal(got, h[h.IHL():]) {
 		t.Fatal("reassembled data differs")
 	}
-	if Fragment(h, 30, &sliceSink{out: &frags}) != 0 {
+	if _, ok := newFragmenter(h, 30); ok {
 		t.Fatal("fragmented below the minimum")
 	}
 }
 
-type sliceSink struct{ out *[][]byte }
-
-func (s *sliceSink) Alloc(n int) []byte { return make([]byte, n) }
-func (s *sliceSink) Emit(f []byte)      { *s.out = append(*s.out, f) }
+// fragments cuts pkt for mtu into fresh buffers.
+func fragments(t *testing.T, pkt wire.IPv4, mtu int) [][]byte {
+	fr, ok := newFragmenter(pkt, mtu)
+	if !ok {
+		t.Fatalf("MTU %d refused", mtu)
+	}
+	var out [][]byte
+	for fr.more() {
+		b := make([]byte, fr.size())
+		fr.next(b)
+		out = append(out, b)
+	}
+	return out
+}
 
 func mutate16(b []byte, i int, v uint16) []byte {
 	c := append([]byte(nil), b...)

@@ -36,8 +36,8 @@ func (k IfaceKind) String() string {
 	return [...]string{"port", "vlan", "bridge"}[k]
 }
 
-// DefaultMTU is the MTU of a new interface.
-const DefaultMTU = 1500
+// defaultMTU is the MTU of a new interface.
+const defaultMTU = 1500
 
 // Iface is one router interface. Fields other than up are immutable once
 // published; a change publishes a new Iface.

@@ -23,8 +23,8 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-// RouterOptions configure a Router.
-type RouterOptions struct {
+// routerOptions configure a Router.
+type routerOptions struct {
 	Trie      fib.TrieKind
 	Compiled  bool
 	RateLimit RateLimitConfig
@@ -45,8 +45,8 @@ type Router struct {
 	names   map[string]uint32 // guarded by namesMu; never shrinks (like ifindex)
 }
 
-// NewRouter returns a router over a bridge domain.
-func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
+// newRouter returns a router over a bridge domain.
+func newRouter(dom *l2.Domain, opts routerOptions) *Router {
 	var seed [8]byte
 	rand.Read(seed[:])
 	r := &Router{
@@ -105,7 +105,7 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 	old := r.ifaces.Load()
 	next := &ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}}
 	mk := func(name string, kind IfaceKind, mac wire.MAC) *Iface {
-		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: DefaultMTU}
+		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: defaultMTU}
 		if o := old.byName[name]; o != nil {
 			i.up = o.up
 		} else {
