@@ -124,19 +124,20 @@ func (b *Bridge) rebuildMcLocked(v *vlan) {
 
 // groupForward sends a frame for a wanted group to its member ports and, if
 // the host joined the group, to the host.
-func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGroup, fv *frameView, res *Verdict) {
+func (b *Bridge) groupForward(tx *Tx, ig *ingress, g *mcGroup, res *Verdict) {
+	ig.scope = floodScope{} // the group's ports, whatever their flood flags
 	for _, pv := range g.members {
-		res.Copies += tx.floodOne(pv, in, inCtl, 0, false, fv)
+		res.Copies += tx.floodOne(pv, ig)
 	}
 	if g.host {
-		if s := v.self.Load(); s&pvMember != 0 {
+		if s := ig.v.self.Load(); s&pvMember != 0 {
 			tx.delta.hostDelivered++
 			res.Host, res.Untagged = true, hostUntagged(s, res.VID)
 			return
 		}
 	}
 	if res.Copies == 0 {
-		*res = tx.drop(in, DropNoFloodTarget)
+		*res = tx.drop(ig.in, DropNoFloodTarget)
 	}
 }
 

@@ -34,11 +34,13 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 	if v == nil {
 		return 0
 	}
-	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
-	if frame[0]&1 == 0 {
+	ig := ingress{v: v, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}}
+	eth := wire.Ethernet(frame)
+	if !eth.DstIsMulticast() {
 		dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid))
 		if !ok {
-			return tx.floodMembers(v, nil, 0, FlagFlood, false, &fv)
+			ig.scope = floodScope{need: FlagFlood}
+			return tx.floodMembers(&ig)
 		}
 		if flags&fdbLocal != 0 || dpv == nil {
 			return 0
@@ -47,22 +49,24 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 		if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || dpv.port.bridge.Load() != b {
 			return 0
 		}
-		tx.emit(dpv, &fv)
+		tx.emit(dpv, &ig.fv)
 		return 1
 	}
-	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
-		return tx.floodMembers(v, nil, 0, FlagBcastFlood, false, &fv)
+	if eth.DstIsBroadcast() {
+		ig.scope = floodScope{need: FlagBcastFlood}
+		return tx.floodMembers(&ig)
 	}
 	if mc := v.mc.Load(); mc != nil {
 		if g := mc.group(frame); g != nil {
 			n := 0
 			for _, pv := range g.members {
-				n += tx.floodOne(pv, nil, 0, 0, false, &fv)
+				n += tx.floodOne(pv, &ig)
 			}
 			return n
 		}
 	}
-	return tx.floodMembers(v, nil, 0, FlagMcastFlood, false, &fv)
+	ig.scope = floodScope{need: FlagMcastFlood}
+	return tx.floodMembers(&ig)
 }
 
 // SendTagged queues frame, which carries an 802.1Q tag, for d with d's

@@ -43,18 +43,23 @@ func (e Ethernet) Type() uint16 { return binary.BigEndian.Uint16(e[12:14]) }
 func (e Ethernet) DstIsMulticast() bool { return e[0]&1 != 0 }
 
 // DstIsBroadcast reports ff:ff:ff:ff:ff:ff, without building a MAC.
-func (e Ethernet) DstIsBroadcast() bool { return e[0]&e[1]&e[2]&e[3]&e[4]&e[5] == 0xff }
+func (e Ethernet) DstIsBroadcast() bool {
+	_ = e[5] // one bounds check
+	return e[0]&e[1]&e[2]&e[3]&e[4]&e[5] == 0xff
+}
 
 // DstIsLinkLocalControl reports 01:80:c2:00:00:01 to 01:80:c2:00:00:0f, the
 // IEEE 802.1D reserved group addresses that bridges never forward (pause,
 // LACP, 802.1X, LLDP, ...); 01:80:c2:00:00:00 (STP) is not among them.
 func (e Ethernet) DstIsLinkLocalControl() bool {
+	_ = e[5] // one bounds check
 	return e[0] == 0x01 && e[1] == 0x80 && e[2] == 0xc2 && e[3] == 0 && e[4] == 0 && e[5]&0xf0 == 0 && e[5] != 0
 }
 
 // SrcIsValid reports a source that may appear on a wire: not multicast, not
 // zero (the kernel's is_valid_ether_addr).
 func (e Ethernet) SrcIsValid() bool {
+	_ = e[11] // one bounds check
 	return e[6]&1 == 0 && e[6]|e[7]|e[8]|e[9]|e[10]|e[11] != 0
 }
 
