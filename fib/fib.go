@@ -1,18 +1,17 @@
-// Package fib is netfwd's forwarding information base: routes per table as
-// configured (local 255, main 254 and numbered tables, for dumps), and ONE
-// merged longest-prefix-match trie over local and main whose value at each
-// prefix is the effective result, so that a lookup is one trie walk returning
-// one pointer (*nexthop.Nexthop), with exactly the rule-order semantics of
-// separate local and main tables (ip rule 0: local, 32766: main), overlaps
-// included.
+// Package fib is netfwd's forwarding information base: the routes of every
+// table as configured (local 255, main 254 and numbered tables), the
+// addresses and the routes Linux derives from them, nexthops, and ONE merged
+// longest-prefix-match trie over local and main whose value at each prefix is
+// the effective result: a lookup is one trie walk (or, with Options.Compiled,
+// one or two memory reads) returning one *nexthop.Nexthop, with exactly the
+// rule-order semantics of Linux's separate local and main tables (ip rule 0:
+// local, 32766: main), overlaps included.
 //
-// Flow: writers open a transaction (Begin), apply route, address, nexthop and
-// link operations, and Commit (publish atomically) or Abort (nothing
-// happened). Readers call Lookup on the current state without locks.
-//
-// Locking: mu is the writer lock, held from Begin to Commit/Abort; it guards
-// the nexthop registry and the followers. cur is the published state, read
-// with an atomic load by any goroutine.
+// Writers open a transaction (Begin), apply route, address, nexthop and link
+// operations, and Commit (publish atomically) or Abort (nothing happened);
+// one writer at a time. Readers (Lookup, LookupBatch4, LookupRoute, the
+// dumps) take no locks and see one published version. docs/fib.md has the
+// semantics and the deliberate differences from Linux.
 package fib
 
 import (
@@ -44,10 +43,9 @@ type Options struct {
 type FIB struct {
 	cur atomic.Pointer[state]
 
-	mu   sync.Mutex         // writer lock
-	nhs  *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
-	kind TrieKind           // immutable
-	obs  []func(commitInfo) // guarded by mu
+	mu  sync.Mutex         // writer lock
+	nhs *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
+	obs []func(commitInfo) // guarded by mu
 
 	compiled *compiledState // non-nil in compiled mode (immutable pointer)
 }
@@ -77,7 +75,7 @@ type mergedChange struct {
 
 // New returns an empty FIB.
 func New(opts Options) *FIB {
-	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex), kind: opts.Trie}
+	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex)}
 	s := &state{tables: map[uint32]*routeTrie{}, own: newOwnAddrs(nil)}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)
@@ -112,12 +110,6 @@ func (f *FIB) Version() uint64 {
 	}
 	return f.cur.Load().version
 }
-
-// TrieKind returns the bart kind of the merged trie.
-func (f *FIB) TrieKind() TrieKind { return f.kind }
-
-// NexthopByIndex maps a nexthop index back to the object. Lock-free.
-func (f *FIB) NexthopByIndex(i uint32) *nexthop.Nexthop { return f.nhs.ByIndex(i) }
 
 // observe registers fn to be called (with the writer lock held) after every
 // commit. The first call it gets describes a rebuild of the current state.

@@ -94,9 +94,6 @@ func (tx *Txn) finish() {
 	tx.done = true
 }
 
-// Nexthops gives the transaction's view of the nexthop registry.
-func (tx *Txn) Nexthops() *nexthop.Registry { return tx.f.nhs }
-
 // table returns the route trie of table id in the new state (nil if absent).
 func (tx *Txn) table(id uint32) *routeTrie { return tx.next.tables[id] }
 

@@ -21,11 +21,11 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-// DefaultAgeingTime is Linux's ageing_time default (300 s).
-const DefaultAgeingTime = 300 * time.Second
+// defaultAgeingTime is Linux's ageing_time default (300 s).
+const defaultAgeingTime = 300 * time.Second
 
-// DefaultFloodDeferThreshold: floods to more members than this are deferred.
-const DefaultFloodDeferThreshold = 32
+// defaultFloodDeferThreshold: floods to more members than this are deferred.
+const defaultFloodDeferThreshold = 32
 
 // bridgeCfg is the immutable snapshot of options the datapath reads.
 type bridgeCfg struct {
@@ -139,8 +139,8 @@ func (b *Bridge) LookupFDB(mac wire.MAC, vid uint16) (d FwdDst, local, ok bool) 
 // newBridgeLocked creates a bridge; guarded by Domain.mu.
 func (d *Domain) newBridgeLocked(name string, a BridgeAttrs) *Bridge {
 	b := &Bridge{Name: name, d: d, mdb: map[uint64]*mdbGroup{}, hostGroups: map[uint64]bool{}}
-	cfg := &bridgeCfg{ageing: int64(DefaultAgeingTime), defaultPVID: 1,
-		deferThreshold: DefaultFloodDeferThreshold, mcastPrefilter: true}
+	cfg := &bridgeCfg{ageing: int64(defaultAgeingTime), defaultPVID: 1,
+		deferThreshold: defaultFloodDeferThreshold, mcastPrefilter: true}
 	applyAttrs(cfg, a)
 	b.cfg.Store(cfg)
 	b.MAC = randomMAC()
@@ -245,7 +245,7 @@ func (b *Bridge) addPortLocked(p *Port) {
 	} else if cur != nil {
 		cur.releasePortLocked(p)
 	}
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	p.maxLearned.Store(0)
 	p.raw.vlan.Store(&b.vlan0)
 	b.members = append(b.members, p)
@@ -288,7 +288,7 @@ func (b *Bridge) releasePortLocked(p *Port) {
 	}
 	p.bridge.Store(nil)
 	p.pvid.Store(nil)
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	b.rebuildMcLocked(&b.vlan0)
 	b.recalcSuppressLocked()
 	b.d.gen++

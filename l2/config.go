@@ -43,8 +43,8 @@ type Change struct {
 	done bool
 }
 
-// ErrChangeDone is returned when a Change is committed twice or after Abort.
-var ErrChangeDone = errors.New("l2: change already committed or aborted")
+// errChangeDone is returned when a Change is committed twice or after Abort.
+var errChangeDone = errors.New("l2: change already committed or aborted")
 
 // Prepare validates ops against the current state. If any op fails it
 // returns a nil Change and one OpError per failing op.
@@ -78,7 +78,7 @@ func joinOpErrors(errs []OpError) error {
 // between made this one invalid; then nothing is applied.
 func (c *Change) Commit() error {
 	if c.done {
-		return ErrChangeDone
+		return errChangeDone
 	}
 	c.done = true
 	d := c.d

@@ -74,7 +74,7 @@ func TestPrepareAllOrNothing(t *testing.T) {
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Commit(); !errors.Is(err, ErrChangeDone) {
+	if err := c.Commit(); !errors.Is(err, errChangeDone) {
 		t.Fatalf("second commit: %v", err)
 	}
 	p := d.Port("eth1")

@@ -32,13 +32,13 @@ type Domain struct {
 
 // DomainOptions configure a domain.
 type DomainOptions struct {
-	Clock Clock // default: NewMonotonicClock()
+	Clock Clock // default: the runtime's monotonic clock
 }
 
 // NewDomain returns an empty domain.
 func NewDomain(opts DomainOptions) *Domain {
 	if opts.Clock == nil {
-		opts.Clock = NewMonotonicClock()
+		opts.Clock = newMonotonicClock()
 	}
 	d := &Domain{clock: opts.Clock, byName: map[string]*Port{}, bridges: map[string]*Bridge{}}
 	empty := []*Port{}

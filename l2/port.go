@@ -57,8 +57,8 @@ const (
 	FlagIsolated                           // isolated: never forward to another isolated port (default off)
 )
 
-// DefaultPortFlags are Linux's defaults for a new bridge port.
-const DefaultPortFlags = FlagLearning | FlagFlood | FlagMcastFlood | FlagBcastFlood
+// defaultPortFlags are Linux's defaults for a new bridge port.
+const defaultPortFlags = FlagLearning | FlagFlood | FlagMcastFlood | FlagBcastFlood
 
 var flagNames = []struct {
 	f    PortFlag
@@ -126,7 +126,7 @@ func newPort(id PortID, name string, mac wire.MAC) *Port {
 	p := &Port{ID: id, Name: name, MAC: mac}
 	p.raw = PortVLAN{port: p}
 	p.raw.flags.Store(pvMember | pvRaw)
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	return p
 }
 

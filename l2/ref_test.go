@@ -70,8 +70,8 @@ type refBridge struct {
 }
 
 func newRefBridge(m wire.MAC, filtering bool) *refBridge {
-	r := &refBridge{mac: m, filtering: filtering, ageing: int64(DefaultAgeingTime),
-		deferThreshold: DefaultFloodDeferThreshold, deferLen: 256, prefilter: true,
+	r := &refBridge{mac: m, filtering: filtering, ageing: int64(defaultAgeingTime),
+		deferThreshold: defaultFloodDeferThreshold, deferLen: 256, prefilter: true,
 		fdb: map[uint64]*refEntry{}, self: map[uint16]refVLAN{1: {pvid: true, untagged: true}},
 		mdb: map[uint64][]*refPort{}, hostGroups: map[uint64]bool{}, out: map[string][][]byte{},
 		drops: map[DropReason]int{}}
@@ -94,7 +94,7 @@ func (r *refBridge) port(name string) *refPort {
 }
 
 func (r *refBridge) addPort(name string, m wire.MAC) {
-	p := &refPort{name: name, mac: m, member: true, state: StateForwarding, flags: DefaultPortFlags,
+	p := &refPort{name: name, mac: m, member: true, state: StateForwarding, flags: defaultPortFlags,
 		vlans: map[uint16]refVLAN{1: {pvid: true, untagged: true}}, pvid: 1}
 	r.ports = append(r.ports, p)
 	if !m.IsZero() {

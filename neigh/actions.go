@@ -147,7 +147,7 @@ func (a *Actions) request(r ARPRequest) {
 }
 
 // dropped reports a packet that left n's queue unsent and unanswered.
-func (a *Actions) dropped(n *Entry, p queuedPacket) {
+func (a *Actions) dropped(n *entry, p queuedPacket) {
 	a.Dropped = append(a.Dropped, Frame{IfIndex: n.IfIndex(), IP: n.IP(), Mark: p.mark})
 }
 

@@ -115,7 +115,7 @@ func (t *Table) Delete(ifindex uint32, ip wire.Addr4, now int64, out *Actions) e
 func (t *Table) FlushDev(ifindex uint32, keepPermanent bool, now int64, out *Actions) int {
 	t.lockAt(now)
 	defer t.mu.Unlock()
-	var victims []*Entry
+	var victims []*entry
 	for n := range t.index.All() {
 		if n.IfIndex() == ifindex && !(keepPermanent && n.state() == NUDPermanent) {
 			victims = append(victims, n)

@@ -7,7 +7,7 @@ package neigh
 // a map design) and a map behind a sync.RWMutex (what a locked table costs); Resolve queueing
 // behind an unresolved neighbour; the answer to an ARP request.
 //
-//   go test ./l3 -run XXX -bench 'Entry|ARP' -benchmem
+//   go test ./l3 -run XXX -bench 'entry|ARP' -benchmem
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ type benchTable struct {
 	tab    *Table
 	w      *Worker
 	probes []wire.Addr4 // shuffled addresses, len a power of two
-	m      map[uint64]*Entry
+	m      map[uint64]*entry
 }
 
 var benchTables = map[int]*benchTable{}
@@ -37,14 +37,14 @@ func getBenchTable(b *testing.B, entries int) *benchTable {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bt := &benchTable{tab: tab, w: tab.NewWorker(), m: make(map[uint64]*Entry, entries)}
+	bt := &benchTable{tab: tab, w: tab.NewWorker(), m: make(map[uint64]*entry, entries)}
 	for i := 0; i < entries; i++ {
 		ip := 0x0a000000 + wire.Addr4(i) + 1
 		if err := tab.Add(Spec{IfIndex: 1, IP: ip, LLAddr: wire.MAC{2, 0, byte(i >> 16), byte(i >> 8), byte(i), 1},
 			HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, 1, nil); err != nil {
 			b.Fatal(err)
 		}
-		bt.m[entryKey(1, ip)] = tab.Lookup(1, ip)
+		bt.m[entryKey(1, ip)] = tab.lookup(1, ip)
 	}
 	n := 1
 	for n < entries {

@@ -42,7 +42,7 @@ type Info struct {
 // Addr is the entry's address as a netip.Addr.
 func (i Info) Addr() netip.Addr { return i.IP.Netip() }
 
-func (t *Table) infoLocked(n *Entry, now int64) Info {
+func (t *Table) infoLocked(n *entry, now int64) Info {
 	s := n.state()
 	return Info{
 		IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: n.mac(), HasLLAddr: s.Valid(), State: s,

@@ -33,7 +33,7 @@ func FuzzARPInput(f *testing.F) {
 		if n == 0 {
 			return
 		}
-		a, rd := ParseARPFrame(h.reply[:n])
+		a, rd := parseARPFrame(h.reply[:n])
 		if rd != ARPOK || a.Op() != wire.ARPReply || a.SenderMAC() != tIfMAC || a.SenderIP() != tLocal ||
 			wire.MAC(h.reply[6:12]) != tIfMAC || wire.MAC(h.reply[0:6]) != a.TargetMAC() {
 			t.Fatalf("bad reply %x", h.reply[:n])

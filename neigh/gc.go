@@ -1,6 +1,6 @@
 package neigh
 
-// Entry creation and removal, the gc list and the forced gc that keeps the
+// entry creation and removal, the gc list and the forced gc that keeps the
 // table at or under gc_thresh3 (neigh_alloc, neigh_forced_gc,
 // neigh_remove_one, neigh_update_gc_list).
 //
@@ -31,7 +31,7 @@ var ErrTableFull = errors.New("no buffer space available")
 
 // createLocked makes and indexes an entry in state NONE, or returns nil when
 // the table is full. exempt entries (permanent) skip the limits.
-func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt bool, now int64, out *Actions) *Entry {
+func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt bool, now int64, out *Actions) *entry {
 	if !exempt {
 		entries := t.gcEntries
 		p := t.p
@@ -42,7 +42,7 @@ func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exem
 			}
 		}
 	}
-	n := &Entry{
+	n := &entry{
 		key:       entryKey(ifindex, ip),
 		hdrTail:   headerTail(ifMAC),
 		ifMAC:     ifMAC,
@@ -64,7 +64,7 @@ func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exem
 }
 
 // gcAddLocked appends n to the gc list.
-func (t *Table) gcAddLocked(n *Entry) {
+func (t *Table) gcAddLocked(n *entry) {
 	n.onGC = true
 	n.gcPrev, n.gcNext = t.gcTail, nil
 	if t.gcTail != nil {
@@ -82,7 +82,7 @@ func (t *Table) gcAddLocked(n *Entry) {
 	}
 }
 
-func (t *Table) gcUnlinkLocked(n *Entry) {
+func (t *Table) gcUnlinkLocked(n *entry) {
 	if !n.onGC {
 		return
 	}
@@ -102,7 +102,7 @@ func (t *Table) gcUnlinkLocked(n *Entry) {
 
 // updateGCListLocked is neigh_update_gc_list: permanent entries leave the
 // gc list, others join it at the tail.
-func (t *Table) updateGCListLocked(n *Entry) {
+func (t *Table) updateGCListLocked(n *entry) {
 	exempt := n.state() == NUDPermanent
 	switch {
 	case exempt && n.onGC:
@@ -150,7 +150,7 @@ func (t *Table) forcedGCLocked(now int64, out *Actions) int {
 // removeLocked takes n out of the table (neigh_remove_one / neigh_flush_dev
 // and the final neigh_destroy): timer, gc list, index, queue. Readers still
 // holding n see NUDNone from now on.
-func (t *Table) removeLocked(n *Entry, reason RemoveReason, out *Actions) {
+func (t *Table) removeLocked(n *entry, reason RemoveReason, out *Actions) {
 	t.delTimerLocked(n)
 	t.gcUnlinkLocked(n)
 	if _, rebuilt := t.index.Delete(n.key); rebuilt {

@@ -3,7 +3,7 @@ package neigh
 // Received ARP: learning and replies, as Linux's arp_process with its
 // defaults (arp_accept 0, arp_ignore 0, no proxy ARP, drop_gratuitous_arp 0).
 //
-// Flow, for a frame that parses (ParseARPFrame):
+// Flow, for a frame that parses (parseARPFrame):
 //   1. Ethernet destination must be us, broadcast or multicast (arp_rcv
 //      ignores PACKET_OTHERHOST); targets that are multicast or loopback and
 //      senders that are multicast, broadcast, zero-net, loopback or one of
@@ -59,14 +59,11 @@ func (d ARPDrop) String() string {
 	return "unknown"
 }
 
-// ARPDropNames lists the drop reasons' names (without "ok"), in order.
-func ARPDropNames() []string { return append([]string(nil), arpDropNames[1:]...) }
-
-// ParseARPFrame validates an Ethernet frame (no VLAN tag: the bridge strips
+// parseARPFrame validates an Ethernet frame (no VLAN tag: the bridge strips
 // it) that should carry ARP as arp_rcv and arp_process do (hardware type
 // Ethernet or IEEE 802, protocol IPv4, address lengths 6 and 4, opcode
 // request or reply) and returns the ARP view.
-func ParseARPFrame(frame []byte) (wire.ARP, ARPDrop) {
+func parseARPFrame(frame []byte) (wire.ARP, ARPDrop) {
 	if len(frame) < wire.ARPFrameLen {
 		return nil, ARPTruncated
 	}
@@ -108,7 +105,7 @@ type ARPInput struct {
 // ARPOK unless the frame was dropped (counted by reason).
 func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, out *Actions) (replyLen int, drop ARPDrop) {
 	defer w.Publish()
-	a, drop := ParseARPFrame(frame)
+	a, drop := parseARPFrame(frame)
 	if drop != ARPOK {
 		w.c[wcARPDropBase+int(drop)]++
 		return 0, drop

@@ -45,7 +45,7 @@ func (w *Worker) Output(ifindex uint32, ip wire.Addr4, hdr []byte) bool {
 
 // pushTouched puts n on the touched stack; n.touched is already 1, so each
 // entry is on the stack at most once.
-func (t *Table) pushTouched(n *Entry) {
+func (t *Table) pushTouched(n *entry) {
 	for {
 		head := t.touchedHead.Load()
 		n.nextTouched.Store(head)
@@ -73,7 +73,7 @@ func (t *Table) drainTouchedLocked(now int64) {
 
 // staleToDelayLocked is the STALE branch of __neigh_event_send: a packet is
 // sent with a STALE entry, which starts the delay before probing.
-func (t *Table) staleToDelayLocked(n *Entry, now int64, out *Actions) {
+func (t *Table) staleToDelayLocked(n *entry, now int64, out *Actions) {
 	n.used = now
 	t.delTimerLocked(n)
 	t.setStateLocked(n, NUDDelay, out)

@@ -79,7 +79,7 @@ func resolvable(ip wire.Addr4) bool {
 }
 
 // eventSendLocked is __neigh_event_send with the packet.
-func (t *Table) eventSendLocked(n *Entry, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
+func (t *Table) eventSendLocked(n *entry, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
 	n.used = now
 	s := n.state()
 	if s&(nudConnected|NUDDelay|NUDProbe) == 0 {
@@ -113,7 +113,7 @@ func (t *Table) eventSendLocked(n *Entry, pkt []byte, mark uint8, now int64, out
 
 // enqueueLocked copies pkt onto n's queue within unres_qlen_bytes,
 // dropping the oldest packets to make room.
-func (t *Table) enqueueLocked(n *Entry, pkt []byte, mark uint8, out *Actions) {
+func (t *Table) enqueueLocked(n *entry, pkt []byte, mark uint8, out *Actions) {
 	need := wire.EthernetHeaderLen + len(pkt)
 	var reuse []byte
 	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {

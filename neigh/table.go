@@ -205,16 +205,16 @@ func wordMAC(w uint64) (m wire.MAC) {
 	return m
 }
 
-// Entry is one neighbour entry. Its lock-free accessors (State, LLAddr,
-// WriteHeader, Adjacency) may be called from any goroutine; a removed entry
+// entry is one neighbour entry. Its lock-free accessors (State, LLAddr,
+// WriteHeader) may be called from any goroutine; a removed entry
 // reports NUDNone and is never usable again (look the key up again).
-type Entry struct {
+type entry struct {
 	// Datapath-visible.
 	key         uint64                // immutable
 	word        atomic.Uint64         // lladdr<<16 | dead<<8 | state; stored by the writer only
 	hdrTail     uint64                // immutable: header bytes 6..13 (source MAC, EtherType) little-endian
 	touched     atomic.Uint32         // 1 while on the table's touched stack
-	nextTouched atomic.Pointer[Entry] // touched stack link
+	nextTouched atomic.Pointer[entry] // touched stack link
 
 	// Writer-side, guarded by Table.mu.
 	ifMAC     wire.MAC
@@ -226,20 +226,20 @@ type Entry struct {
 	timerSeq  uint64 // tie-break for timers due at the same time
 	heapIdx   int    // index in the timer heap, -1 when no timer is armed
 	queue     packetQueue
-	gcPrev    *Entry
-	gcNext    *Entry
+	gcPrev    *entry
+	gcNext    *entry
 	onGC      bool // on the gc list: every non-permanent entry is
 	dead      bool // removed from the table
 }
 
 // IfIndex is the entry's interface.
-func (n *Entry) IfIndex() uint32 { return uint32(n.key >> 32) }
+func (n *entry) IfIndex() uint32 { return uint32(n.key >> 32) }
 
 // IP is the entry's IPv4 address (host order).
-func (n *Entry) IP() wire.Addr4 { return wire.Addr4(n.key) }
+func (n *entry) IP() wire.Addr4 { return wire.Addr4(n.key) }
 
 // State is the entry's current state (one atomic load).
-func (n *Entry) State() State {
+func (n *entry) State() State {
 	w := n.word.Load()
 	if w&wordDead != 0 {
 		return NUDNone
@@ -248,7 +248,7 @@ func (n *Entry) State() State {
 }
 
 // LLAddr is the entry's link-layer address and whether it is valid.
-func (n *Entry) LLAddr() (wire.MAC, bool) {
+func (n *entry) LLAddr() (wire.MAC, bool) {
 	w := n.word.Load()
 	return wordMAC(w), w&wordDead == 0 && State(w)&nudValid != 0
 }
@@ -256,20 +256,13 @@ func (n *Entry) LLAddr() (wire.MAC, bool) {
 // WriteHeader writes the adjacency (destination MAC, source MAC, EtherType
 // IPv4) into b[0:14] and reports true when the entry is usable; it writes
 // nothing otherwise. It costs one atomic load and two 8-byte stores.
-func (n *Entry) WriteHeader(b []byte) bool {
+func (n *entry) WriteHeader(b []byte) bool {
 	w := n.word.Load()
 	if State(w)&nudValid == 0 || w&wordDead != 0 {
 		return false
 	}
 	writeHeader(b, w, n.hdrTail)
 	return true
-}
-
-// Adjacency returns the 14-byte Ethernet header the forwarding path copies,
-// and whether the entry is usable.
-func (n *Entry) Adjacency() (h [14]byte, ok bool) {
-	ok = n.WriteHeader(h[:])
-	return h, ok
 }
 
 // writeHeader stores the header as two overlapping 8-byte words: bytes 0..7
@@ -288,15 +281,15 @@ func headerTail(ifMAC wire.MAC) uint64 {
 }
 
 // state is the writer's view (dead entries report NUDNone).
-func (n *Entry) state() State { return n.State() }
+func (n *entry) state() State { return n.State() }
 
-func (n *Entry) mac() wire.MAC { return wordMAC(n.word.Load()) }
+func (n *entry) mac() wire.MAC { return wordMAC(n.word.Load()) }
 
 // Table is the ARP table of one router.
 type Table struct {
 	// Datapath-visible.
-	index       hashindex.Index[Entry]
-	touchedHead atomic.Pointer[Entry]
+	index       hashindex.Index[entry]
+	touchedHead atomic.Pointer[entry]
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
@@ -308,8 +301,8 @@ type Table struct {
 	nextGC        int64 // next periodic gc
 	entries       int   // all entries
 	gcEntries     int   // entries on the gc list (non-permanent)
-	gcHead        *Entry
-	gcTail        *Entry
+	gcHead        *entry
+	gcTail        *entry
 	// forcedGCIdleUntil: a forced gc now would find nothing to remove (every
 	// entry on the gc list was updated within 5 s and none is FAILED or
 	// NOARP). Exact, so skipping the scan changes nothing but its cost.
@@ -382,9 +375,9 @@ func (t *Table) Len() int {
 	return t.entries
 }
 
-// Lookup returns the entry for (ifindex, ip), or nil. Lock-free; the entry
+// lookup returns the entry for (ifindex, ip), or nil. Lock-free; the entry
 // may be removed at any time after (its State then reports NUDNone).
-func (t *Table) Lookup(ifindex uint32, ip wire.Addr4) *Entry {
+func (t *Table) lookup(ifindex uint32, ip wire.Addr4) *entry {
 	return t.index.Get(entryKey(ifindex, ip))
 }
 
@@ -415,7 +408,7 @@ func stateSlot(s State) int {
 // storeLocked publishes a new state and lladdr with one atomic store (so the
 // datapath never sees a new state with an old address), keeps the per-state
 // counts, records the owner's events and keeps the forced-gc shortcut exact.
-func (t *Table) storeLocked(n *Entry, s State, mac wire.MAC, out *Actions) {
+func (t *Table) storeLocked(n *entry, s State, mac wire.MAC, out *Actions) {
 	old := n.word.Load()
 	oldState, oldMAC := State(old), wordMAC(old)
 	if oldState == s && oldMAC == mac {
@@ -439,6 +432,6 @@ func (t *Table) storeLocked(n *Entry, s State, mac wire.MAC, out *Actions) {
 	}
 }
 
-func (t *Table) setStateLocked(n *Entry, s State, out *Actions) {
+func (t *Table) setStateLocked(n *entry, s State, out *Actions) {
 	t.storeLocked(n, s, n.mac(), out)
 }

@@ -1,6 +1,6 @@
 package neigh
 
-// Entry timers and the periodic gc, driven by Tick from one housekeeping
+// entry timers and the periodic gc, driven by Tick from one housekeeping
 // goroutine (no timer or goroutine per entry).
 //
 // Flow: entries in INCOMPLETE, REACHABLE, DELAY and PROBE have a deadline in
@@ -21,7 +21,7 @@ import (
 )
 
 // timerHeap orders entries by (timerAt, timerSeq).
-type timerHeap []*Entry
+type timerHeap []*entry
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
@@ -36,7 +36,7 @@ func (h timerHeap) Swap(i, j int) {
 	h[j].heapIdx = j
 }
 func (h *timerHeap) Push(x any) {
-	n := x.(*Entry)
+	n := x.(*entry)
 	n.heapIdx = len(*h)
 	*h = append(*h, n)
 }
@@ -50,7 +50,7 @@ func (h *timerHeap) Pop() any {
 }
 
 // addTimerLocked is neigh_add_timer: arm n's timer at when.
-func (t *Table) addTimerLocked(n *Entry, when int64) {
+func (t *Table) addTimerLocked(n *entry, when int64) {
 	if n.used < n.confirmed {
 		n.used = n.confirmed
 	}
@@ -64,7 +64,7 @@ func (t *Table) addTimerLocked(n *Entry, when int64) {
 }
 
 // delTimerLocked is neigh_del_timer.
-func (t *Table) delTimerLocked(n *Entry) {
+func (t *Table) delTimerLocked(n *entry) {
 	if n.heapIdx >= 0 {
 		heap.Remove(&t.timers, n.heapIdx)
 	}
@@ -91,7 +91,7 @@ func (t *Table) Tick(now int64, out *Actions) {
 	// Re-armed timers are at least 10 ms ahead, so this loop runs each
 	// expired entry once.
 	for len(t.timers) > 0 && t.timers[0].timerAt <= now {
-		n := heap.Pop(&t.timers).(*Entry)
+		n := heap.Pop(&t.timers).(*entry)
 		t.timerLocked(n, now, out)
 	}
 	if now >= t.nextGC {
@@ -107,7 +107,7 @@ func (t *Table) maxProbesLocked(s State) int {
 }
 
 // timerLocked is neigh_timer_handler for an entry whose timer expired.
-func (t *Table) timerLocked(n *Entry, now int64, out *Actions) {
+func (t *Table) timerLocked(n *entry, now int64, out *Actions) {
 	s := n.state()
 	if s&nudInTimer == 0 {
 		return
@@ -161,7 +161,7 @@ func (t *Table) timerLocked(n *Entry, now int64, out *Actions) {
 // probeLocked is neigh_probe + arp_solicit: ask for an ARP request, unicast
 // to the known address for the first ucast_solicit probes in PROBE,
 // broadcast otherwise.
-func (t *Table) probeLocked(n *Entry, out *Actions) {
+func (t *Table) probeLocked(n *entry, out *Actions) {
 	r := ARPRequest{IfIndex: n.IfIndex(), Target: n.IP(), SrcMAC: n.ifMAC, DstMAC: wire.BroadcastMAC,
 		SrcHint: packetSource(n.queue.newest())}
 	if n.probes < t.p.UcastProbes {
@@ -176,7 +176,7 @@ func (t *Table) probeLocked(n *Entry, out *Actions) {
 
 // invalidateLocked is neigh_invalidate: the entry just went FAILED; its
 // queued packets are reported unreachable.
-func (t *Table) invalidateLocked(n *Entry, now int64, out *Actions) {
+func (t *Table) invalidateLocked(n *entry, now int64, out *Actions) {
 	t.c.resolveFailed++
 	n.updated = now
 	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {

@@ -38,7 +38,7 @@ var (
 )
 
 // updateLocked is __neigh_update. lladdr nil means "no address supplied".
-func (t *Table) updateLocked(n *Entry, lladdr *wire.MAC, newState State, flags int, now int64, out *Actions) error {
+func (t *Table) updateLocked(n *entry, lladdr *wire.MAC, newState State, flags int, now int64, out *Actions) error {
 	old := n.state()
 	if flags&updateAdmin == 0 && old&(NUDNoARP|NUDPermanent) != 0 {
 		return errNeighNotAdmin
@@ -108,7 +108,7 @@ func (t *Table) updateLocked(n *Entry, lladdr *wire.MAC, newState State, flags i
 
 // gcListAfterLocked follows neigh_update's gc-list bookkeeping when an entry
 // enters or leaves PERMANENT.
-func (t *Table) gcListAfterLocked(n *Entry, old State) {
+func (t *Table) gcListAfterLocked(n *entry, old State) {
 	if (old^n.state())&NUDPermanent != 0 {
 		t.updateGCListLocked(n)
 	}
@@ -118,7 +118,7 @@ func (t *Table) gcListAfterLocked(n *Entry, old State) {
 // valid, so its queued packets go out with the new header. Sending through
 // an entry that is not connected (STALE) is a use, which starts DELAY, as
 // the kernel's neigh_resolve_output does for the first of them.
-func (t *Table) sendQueueLocked(n *Entry, now int64, out *Actions) {
+func (t *Table) sendQueueLocked(n *entry, now int64, out *Actions) {
 	if n.queue.n == 0 {
 		return
 	}

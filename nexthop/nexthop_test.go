@@ -125,7 +125,7 @@ func TestIndexGracePeriod(t *testing.T) {
 	if b.Index == idx || r.ByIndex(idx) != a {
 		t.Fatalf("index %d reused immediately (new %d)", idx, b.Index)
 	}
-	now = now.Add(IndexGrace)
+	now = now.Add(indexGrace)
 	c, _ := r.Implicit(Spec{Dev: "eth2"})
 	if c.Index != idx || r.ByIndex(idx) != c {
 		t.Fatalf("index %d not reused after the grace period (got %d)", idx, c.Index)

@@ -23,9 +23,9 @@ import (
 	"time"
 )
 
-// IndexGrace is how long a released index stays unused. Datapath readers hold
+// indexGrace is how long a released index stays unused. Datapath readers hold
 // an index for the time of one batch (microseconds); a second is generous.
-const IndexGrace = time.Second
+const indexGrace = time.Second
 
 // Spec describes a single (non-group) nexthop.
 type Spec struct {
@@ -81,7 +81,7 @@ func NewRegistryWithDevIndex(now func() time.Time, devIndex func(string) uint32)
 		devDown:  map[string]bool{},
 		refDelta: map[*Nexthop]int32{},
 	}
-	r.index.init(IndexGrace, now)
+	r.index.init(indexGrace, now)
 	r.devIndex = devIndex
 	return r
 }
