@@ -98,24 +98,6 @@ func (t *ifaceTable) routedPort(id l2.PortID) *Iface {
 	return nil
 }
 
-// clone copies the table for the next version (the Ifaces are shared).
-func (t *ifaceTable) clone() *ifaceTable {
-	n := &ifaceTable{
-		byIndex:  append([]*Iface(nil), t.byIndex...),
-		byPort:   append([]*Iface(nil), t.byPort...),
-		byBridge: make(map[*l2.Bridge]*bridgeIfaces, len(t.byBridge)),
-		byName:   make(map[string]*Iface, len(t.byName)),
-	}
-	for b, bi := range t.byBridge {
-		c := *bi
-		n.byBridge[b] = &c
-	}
-	for k, v := range t.byName {
-		n.byName[k] = v
-	}
-	return n
-}
-
 // put stores (or replaces) an interface in every index.
 func (t *ifaceTable) put(i *Iface) {
 	if old := t.byName[i.Name]; old != nil {

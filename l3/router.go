@@ -13,7 +13,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -161,14 +160,12 @@ func (r *Router) Iface(name string) *Iface { return r.ifaces.Load().byName[name]
 
 // Ifaces lists the interfaces by index.
 func (r *Router) Ifaces() []*Iface {
-	t := r.ifaces.Load()
 	var out []*Iface
-	for _, i := range t.byIndex {
+	for _, i := range r.ifaces.Load().byIndex { // indexed by Index
 		if i != nil {
 			out = append(out, i)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
 	return out
 }
 

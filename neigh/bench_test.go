@@ -69,7 +69,7 @@ func BenchmarkNeighOutput(b *testing.B) {
 			b.Run(name+"/impl=neigh", func(b *testing.B) {
 				hdr := make([]byte, 14)
 				ok := true
-				for i := 0; i < b.N; i++ {
+				for i := 0; b.Loop(); i++ {
 					ip := bt.probes[i&mask]
 					if hot {
 						ip = bt.probes[0]
@@ -83,7 +83,7 @@ func BenchmarkNeighOutput(b *testing.B) {
 			b.Run(name+"/impl=map", func(b *testing.B) {
 				hdr := make([]byte, 14)
 				ok := true
-				for i := 0; i < b.N; i++ {
+				for i := 0; b.Loop(); i++ {
 					ip := bt.probes[i&mask]
 					if hot {
 						ip = bt.probes[0]
@@ -97,7 +97,7 @@ func BenchmarkNeighOutput(b *testing.B) {
 				var mu sync.RWMutex
 				hdr := make([]byte, 14)
 				ok := true
-				for i := 0; i < b.N; i++ {
+				for i := 0; b.Loop(); i++ {
 					ip := bt.probes[i&mask]
 					if hot {
 						ip = bt.probes[0]
@@ -124,8 +124,7 @@ func BenchmarkNeighResolveQueued(b *testing.B) {
 		w.Resolve(1, tPeer, tIfMAC, pkt, 0, 1, &out)
 	}
 	out.Reset()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; b.Loop(); i++ {
 		if w.Resolve(1, tPeer, tIfMAC, pkt, 0, 1, &out).Verdict != Queued {
 			b.Fatal("not queued")
 		}
@@ -140,8 +139,7 @@ func BenchmarkNeighResolveNew(b *testing.B) {
 	var out Actions
 	pkt := ipPacket(1, tPeer, 64)
 	now := int64(1)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; b.Loop(); i++ {
 		now += 10_000
 		w.Resolve(1, 0x0b000000+wire.Addr4(i&0xffffff), tIfMAC, pkt, 0, now, &out)
 		out.Reset()
@@ -161,8 +159,7 @@ func BenchmarkARPReply(b *testing.B) {
 	reply := make([]byte, 64)
 	var out Actions
 	w.InputARP(in, frame, 1, reply, &out)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; b.Loop(); i++ {
 		if n, _ := w.InputARP(in, frame, 1, reply, &out); n == 0 {
 			b.Fatal("no reply")
 		}
@@ -172,7 +169,7 @@ func BenchmarkARPReply(b *testing.B) {
 // Building a reply alone (the baseline for BenchmarkARPReply).
 func BenchmarkARPBuildReply(b *testing.B) {
 	reply := make([]byte, 64)
-	for i := 0; i < b.N; i++ {
+	for i := 0; b.Loop(); i++ {
 		wire.BuildARPReply(reply, tIfMAC, tLocal, tMAC1, tPeer)
 	}
 }

@@ -15,11 +15,12 @@ package neigh
 // Locking: Dump takes Table.mu; the formatters work on the copy.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,11 +73,8 @@ func (t *Table) Dump(now int64) []Info {
 	for n := range t.index.All() {
 		out = append(out, t.infoLocked(n, now))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].IfIndex != out[j].IfIndex {
-			return out[i].IfIndex < out[j].IfIndex
-		}
-		return out[i].IP < out[j].IP
+	slices.SortFunc(out, func(a, b Info) int {
+		return cmp.Or(cmp.Compare(a.IfIndex, b.IfIndex), cmp.Compare(a.IP, b.IP))
 	})
 	return out
 }

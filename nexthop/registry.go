@@ -17,8 +17,9 @@ package nexthop
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -98,12 +99,7 @@ func (r *Registry) ByID(id uint32) *Nexthop { return r.byID[id] }
 
 // IDs returns the user nexthop ids, sorted.
 func (r *Registry) IDs() []uint32 {
-	ids := make([]uint32, 0, len(r.byID))
-	for id := range r.byID {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
+	return slices.Sorted(maps.Keys(r.byID))
 }
 
 // DevUp reports whether a device is up (devices are up unless set down).

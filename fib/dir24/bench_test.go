@@ -84,15 +84,15 @@ func BenchmarkLookup(b *testing.B) {
 			var x uint32
 			switch probe {
 			case "hot":
-				for range b.N {
+				for b.Loop() {
 					x += e.c.Lookup(e.hot)
 				}
 			case "random":
-				for i := range b.N {
+				for i := 0; b.Loop(); i++ {
 					x += e.c.Lookup(e.probes[i&mask])
 				}
 			case "random-dep":
-				for i := range b.N {
+				for i := 0; b.Loop(); i++ {
 					x = e.c.Lookup(e.probes[i&mask] ^ wire.Addr4(x&1))
 				}
 			}
@@ -101,7 +101,7 @@ func BenchmarkLookup(b *testing.B) {
 		if probe == "random-dep" {
 			b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
 				var x uint32
-				for i := range b.N {
+				for i := 0; b.Loop(); i++ {
 					x, _ = e.fast.Lookup(addrOf(e.probes[i&mask] ^ wire.Addr4(x&1)))
 				}
 				report(b, x)
@@ -137,7 +137,7 @@ func BenchmarkLookup(b *testing.B) {
 		}
 		b.Run("probe="+probe+"/impl=bart-fast-raw", func(b *testing.B) {
 			var x uint32
-			for i := range b.N {
+			for i := 0; b.Loop(); i++ {
 				a := hotAddr
 				if probe == "random" {
 					a = e.addrs[i&mask]
@@ -149,7 +149,7 @@ func BenchmarkLookup(b *testing.B) {
 		})
 		b.Run("probe="+probe+"/impl=bart-table-raw", func(b *testing.B) {
 			var x uint32
-			for i := range b.N {
+			for i := 0; b.Loop(); i++ {
 				a := hotAddr
 				if probe == "random" {
 					a = e.addrs[i&mask]
@@ -182,8 +182,7 @@ func BenchmarkUpdate(b *testing.B) {
 		b.Run(fmt.Sprintf("len=%d", bits), func(b *testing.B) {
 			absent, present := updateTargets(e, bits)
 			var add, del, repl []time.Duration
-			b.ResetTimer()
-			for i := range b.N {
+			for i := 0; b.Loop(); i++ {
 				if len(absent) > 0 {
 					p := absent[i%len(absent)]
 					pp, pv, ok := e.fast.LookupPrefixLPM(p)
@@ -246,7 +245,7 @@ func BenchmarkBuild(b *testing.B) {
 	routes := fullTable(b)
 	b.Run("impl=compiled", func(b *testing.B) {
 		var c *Table
-		for range b.N {
+		for b.Loop() {
 			var err error
 			if c, err = Build(seq(routes)); err != nil {
 				b.Fatal(err)
@@ -257,7 +256,7 @@ func BenchmarkBuild(b *testing.B) {
 		b.ReportMetric(float64(s.Groups), "groups")
 	})
 	b.Run("impl=bart-fast", func(b *testing.B) {
-		for range b.N {
+		for b.Loop() {
 			f := new(bart.Fast[uint32])
 			for _, r := range routes {
 				f.Insert(r.p, r.v)
@@ -279,7 +278,7 @@ func BenchmarkMemory(b *testing.B) {
 	for _, impl := range []string{"compiled", "bart-fast", "bart-table"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			var held uint64
-			for range b.N {
+			for b.Loop() {
 				before := heap()
 				var keep any
 				switch impl {

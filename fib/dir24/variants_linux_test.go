@@ -325,7 +325,7 @@ func BenchmarkVariants(b *testing.B) {
 		for k, v := range vs {
 			b.Run("probe="+probe+"/impl="+names[k], func(b *testing.B) {
 				var x uint32
-				for i := range b.N {
+				for i := 0; b.Loop(); i++ {
 					x += v.lookup(probes[i&mask])
 				}
 				report(b, x)
@@ -346,7 +346,7 @@ func BenchmarkVariants(b *testing.B) {
 			})
 			b.Run("probe="+probe+"-dep/impl="+names[k], func(b *testing.B) {
 				var x uint32
-				for i := range b.N {
+				for i := 0; b.Loop(); i++ {
 					x = v.lookup(probes[i&mask] ^ wire.Addr4(x&1))
 				}
 				report(b, x)
