@@ -94,12 +94,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 		}
 		var sets, dels []time.Duration
 		for i := range reps {
-			var p netip.Prefix
-			if bits == 24 {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
-			} else {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
-			}
+			p := updatePrefix(bits, i)
 			parent, pnh, has := mergedParent(p)
 			t0 := time.Now()
 			if err := c.Set(p, 1); err != nil {
@@ -129,12 +124,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 		}
 		var adds, dels []time.Duration
 		for i := range reps {
-			var p netip.Prefix
-			if bits == 24 {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
-			} else {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
-			}
+			p := updatePrefix(bits, i)
 			spec := fib.RouteSpec{Prefix: p, Gateway: s.Gw, Dev: "eth0", Metric: 7, MetricSet: true}
 			t0 := time.Now()
 			tx := f.Begin(1)
@@ -156,6 +146,15 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 		recs = append(recs, latencyRecords(o, "fib-update", bits, routes, map[string][]time.Duration{"add": adds, "del": dels})...)
 	}
 	return recs, f, nil
+}
+
+// updatePrefix is the i-th prefix of length bits (24 or 8) that the update
+// cases add and delete: /24s in 100.64.0.0/10, /8s below 224/8.
+func updatePrefix(bits, i int) netip.Prefix {
+	if bits == 24 {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
+	}
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
 }
 
 // mergedIndices is the merged trie as the compiled structure stores it:

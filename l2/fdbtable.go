@@ -34,6 +34,7 @@ package l2
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"iter"
 	"sync/atomic"
 )
 
@@ -298,34 +299,40 @@ func (m *fdbTable) resizeLocked(n int) {
 	for nb*fdbSlotsPerBucket*5 < n*8 {
 		nb *= 2
 	}
-	old := m.cur.Load()
 	t := newFDBTableVersion(nb)
-	for bi := range old.buckets {
-		ob := &old.buckets[bi]
-		for j := range ob.slots {
-			os := &ob.slots[j]
-			bk := os.key.Load()
-			if bk == slotEmpty || bk == slotTombstone {
-				continue
-			}
-			i := t.home(slotKey(bk))
-		probe:
-			for {
-				b := &t.buckets[i]
-				for s := range b.slots {
-					if b.slots[s].key.Load() == slotEmpty {
-						b.slots[s].dst.Store(os.dst.Load())
-						b.slots[s].updated.Store(os.updated.Load())
-						b.slots[s].key.Store(bk)
-						break probe
-					}
+	for os := range m.cur.Load().live() {
+		bk := os.key.Load()
+		i := t.home(slotKey(bk))
+	probe:
+		for {
+			b := &t.buckets[i]
+			for s := range b.slots {
+				if b.slots[s].key.Load() == slotEmpty {
+					b.slots[s].dst.Store(os.dst.Load())
+					b.slots[s].updated.Store(os.updated.Load())
+					b.slots[s].key.Store(bk)
+					break probe
 				}
-				i = (i + 1) & t.mask
 			}
+			i = (i + 1) & t.mask
 		}
 	}
 	m.tombs = 0
 	m.cur.Store(t)
+}
+
+// live iterates the version's used slots (not empty, not tombstones).
+func (t *fdbTableVersion) live() iter.Seq[*fdbSlot] {
+	return func(yield func(*fdbSlot) bool) {
+		for bi := range t.buckets {
+			b := &t.buckets[bi]
+			for j := range b.slots {
+				if k := b.slots[j].key.Load(); k != slotEmpty && k != slotTombstone && !yield(&b.slots[j]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // fdbView is a copy of one entry.
@@ -338,17 +345,9 @@ type fdbView struct {
 // each calls fn with a copy of every entry of the current version
 // (lock-free; entries changed meanwhile may or may not be seen).
 func (m *fdbTable) each(fn func(e fdbView)) {
-	t := m.cur.Load()
-	for bi := range t.buckets {
-		b := &t.buckets[bi]
-		for j := range b.slots {
-			s := &b.slots[j]
-			bk := s.key.Load()
-			if bk == slotEmpty || bk == slotTombstone {
-				continue
-			}
-			fn(fdbView{key: slotKey(bk), flags: bk & fdbFlags, dst: s.dst.Load(), updated: s.updated.Load()})
-		}
+	for s := range m.cur.Load().live() {
+		bk := s.key.Load()
+		fn(fdbView{key: slotKey(bk), flags: bk & fdbFlags, dst: s.dst.Load(), updated: s.updated.Load()})
 	}
 }
 

@@ -155,6 +155,24 @@ func (r *Registry) record(f func()) {
 	}
 }
 
+// setUndoable sets m[k] = v when set, else deletes k, and records how to
+// undo it.
+func setUndoable[K comparable, V any](r *Registry, m map[K]V, k K, v V, set bool) {
+	old, had := m[k]
+	if set {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
+	r.record(func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
 // Hold adds a reference (a route or group now uses nh).
 func (r *Registry) Hold(nh *Nexthop) {
 	nh.refs++
