@@ -1,10 +1,10 @@
 package bench
 
-// Suite `fdb` (seed 003): FDB lookup and learning cost as the table grows
+// Suite `fdb`: FDB lookup and learning cost as the table grows
 // from 1K to 1M entries. Impls: `hash256`, the fixed 256-bucket chained
-// hash of the seed's "before" (Linux's bridge before rhashtable), and `fdb`,
-// the bridge's salted, resizable, lock-free-read table (l2.FDB), driven
-// through the same datapath entry points the bridge uses.
+// hash Linux's bridge used before rhashtable, and `fdb`,
+// the bridge's salted, resizable, lock-free-read table (l2's FDB), driven
+// through the same datapath entry points the bridge uses (internal/fdbbench).
 //
 // lookup: destination lookups of known stations; the probes cycle through
 // 4096 stations drawn at random from all entries (the active set; a
@@ -17,11 +17,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/internal/fdbbench"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func init() {
-	Register(Suite{Name: "fdb", Doc: "FDB lookup/learn at 1K-1M entries: hash256 vs salted resizable table (seed 003)", Run: runFDB})
+	Register(Suite{Name: "fdb", Doc: "FDB lookup/learn at 1K-1M entries: hash256 vs salted resizable table", Run: runFDB})
 }
 
 // FDBEntries are the table sizes of the suite.
@@ -78,12 +79,12 @@ func (h *hash256) delete(key uint64) {
 	}
 }
 
-func stationMAC(rng *rand.Rand) l2.MAC {
+func stationMAC(rng *rand.Rand) wire.MAC {
 	x := rng.Uint64()
-	return l2.MAC{byte(x)&0xfe | 0x02, byte(x >> 8), byte(x >> 16), byte(x >> 24), byte(x >> 32), byte(x >> 40)}
+	return wire.MAC{byte(x)&0xfe | 0x02, byte(x >> 8), byte(x >> 16), byte(x >> 24), byte(x >> 32), byte(x >> 40)}
 }
 
-func key(m l2.MAC, vid uint16) uint64 {
+func key(m wire.MAC, vid uint16) uint64 {
 	return uint64(m[0])<<56 | uint64(m[1])<<48 | uint64(m[2])<<40 | uint64(m[3])<<32 | uint64(m[4])<<24 | uint64(m[5])<<16 | uint64(vid)
 }
 
@@ -91,12 +92,11 @@ func key(m l2.MAC, vid uint16) uint64 {
 type FDBBench struct {
 	Hash256 bool
 	h       *hash256
-	fdb     *l2.FDB
-	learn   *l2.FDBLearner
-	macs    []l2.MAC // in insertion order (ring: oldest first)
+	fdb     fdbbench.Table
+	macs    []wire.MAC // in insertion order (ring: oldest first)
 	oldest  int
-	active  []l2.MAC // lookup probes
-	uniform []l2.MAC
+	active  []wire.MAC // lookup probes
+	uniform []wire.MAC
 	rng     *rand.Rand
 	sink    int
 }
@@ -108,10 +108,9 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 	if hash256Impl {
 		f.h = &hash256{salt: rng.Uint32()}
 	} else {
-		f.learn = l2.NewFDBLearner(l2.DomainOptions{}, 0)
-		f.fdb = f.learn.FDB()
+		f.fdb = fdbbench.New(0)
 	}
-	seen := map[l2.MAC]bool{}
+	seen := map[wire.MAC]bool{}
 	for len(f.macs) < n {
 		m := stationMAC(rng)
 		if seen[m] {
@@ -137,27 +136,27 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 	return f
 }
 
-func (f *FDBBench) add(m l2.MAC) {
+func (f *FDBBench) add(m wire.MAC) {
 	if f.h != nil {
 		f.h.insert(key(m, 1), 1) // learning: look up, then insert if new
 		return
 	}
-	f.learn.Learn(m, 1)
+	f.fdb.Learn(m, 1)
 }
 
-func (f *FDBBench) del(m l2.MAC) {
+func (f *FDBBench) del(m wire.MAC) {
 	if f.h != nil {
 		f.h.delete(key(m, 1))
 		return
 	}
-	f.learn.Forget(m, 1)
+	f.fdb.Forget(m, 1)
 }
 
-func (f *FDBBench) lookup(m l2.MAC) bool {
+func (f *FDBBench) lookup(m wire.MAC) bool {
 	if f.h != nil {
 		return f.h.lookup(key(m, 1)) != nil
 	}
-	return f.learn.Lookup(m, 1)
+	return f.fdb.Lookup(m, 1)
 }
 
 // Lookup does n lookups from the probe set (active stations, or uniform
@@ -183,7 +182,7 @@ func (f *FDBBench) Lookup(n int, uniform bool) {
 func (f *FDBBench) avgProbes() float64 {
 	n := 0
 	for _, m := range f.active {
-		n += f.learn.Probes(m, 1)
+		n += f.fdb.Probes(m, 1)
 	}
 	return float64(n) / float64(len(f.active))
 }

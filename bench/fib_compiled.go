@@ -6,23 +6,27 @@ package bench
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"time"
 
+	"github.com/gaissmai/bart"
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/fib/dir24"
+	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 const compiledBatch = 256
 
-// hostOrder converts IPv4 probes to the datapath's form: host-order uint32s
-// as parsed from the IPv4 header.
-func hostOrder(probes []netip.Addr) []uint32 {
-	dsts := make([]uint32, len(probes))
+// hostOrder converts IPv4 probes to the datapath's form (wire.Addr4, as
+// parsed from the IPv4 header).
+func hostOrder(probes []netip.Addr) []wire.Addr4 {
+	dsts := make([]wire.Addr4, len(probes))
 	for i, a := range probes {
-		dsts[i] = l3.Addr4(a)
+		dsts[i] = wire.Addr4From(a)
 	}
 	return dsts
 }
@@ -63,14 +67,14 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 	var build time.Duration
 	for range 3 {
 		t0 := time.Now()
-		if _, err := fib.BuildCompiled(f.MergedIndices()); err != nil {
+		if _, err := dir24.Build(mergedIndices(f)); err != nil {
 			return nil, nil, err
 		}
 		if d := time.Since(t0); build == 0 || d < build {
 			build = d
 		}
 	}
-	st, _ := f.CompiledStats()
+	st := fibbench.Compiled(f).Load().Stats()
 	recs = append(recs, Record{Suite: "fib", Impl: "compiled-build", Params: map[string]any{"routes": routes},
 		NsOp: float64(build.Nanoseconds()) / float64(routes), Mops: float64(routes) / build.Seconds() / 1e6,
 		Extra: map[string]any{"seconds": build.Seconds(), "memory_mib": float64(st.Bytes()) / (1 << 20), "bytes_per_route": float64(st.Bytes()) / float64(routes)}})
@@ -78,10 +82,11 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 
 	// The compiled structure alone: Set and Delete of a /24 and a /8 on a
 	// structure built from the full table (what a route change costs it).
-	c, err := fib.BuildCompiled(f.MergedIndices())
+	c, err := dir24.Build(mergedIndices(f))
 	if err != nil {
 		return nil, nil, err
 	}
+	mergedParent := mergedParents(f)
 	for _, bits := range []int{24, 8} {
 		reps := 20000
 		if bits == 8 {
@@ -89,13 +94,8 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 		}
 		var sets, dels []time.Duration
 		for i := range reps {
-			var p netip.Prefix
-			if bits == 24 {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
-			} else {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
-			}
-			parent, pnh, has := mergedParent(f, p)
+			p := updatePrefix(bits, i)
+			parent, pnh, has := mergedParent(p)
 			t0 := time.Now()
 			if err := c.Set(p, 1); err != nil {
 				return nil, nil, err
@@ -124,12 +124,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 		}
 		var adds, dels []time.Duration
 		for i := range reps {
-			var p netip.Prefix
-			if bits == 24 {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
-			} else {
-				p = netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
-			}
+			p := updatePrefix(bits, i)
 			spec := fib.RouteSpec{Prefix: p, Gateway: s.Gw, Dev: "eth0", Metric: 7, MetricSet: true}
 			t0 := time.Now()
 			tx := f.Begin(1)
@@ -153,15 +148,47 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 	return recs, f, nil
 }
 
-// mergedParent finds the longest merged-trie prefix strictly containing p
-// and its nexthop index.
-func mergedParent(f *fib.FIB, p netip.Prefix) (netip.Prefix, uint32, bool) {
-	q, nh, ok := f.MergedParent(p)
-	v := uint32(0)
-	if nh != nil {
-		v = nh.Index
+// updatePrefix is the i-th prefix of length bits (24 or 8) that the update
+// cases add and delete: /24s in 100.64.0.0/10, /8s below 224/8.
+func updatePrefix(bits, i int) netip.Prefix {
+	if bits == 24 {
+		return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(64 + i>>8&63), byte(i), 0}), 24)
 	}
-	return q, v, ok
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(224 - 1 - i%16), 0, 0, 0}), 8)
+}
+
+// mergedIndices is the merged trie as the compiled structure stores it:
+// each prefix with its nexthop's index.
+func mergedIndices(f *fib.FIB) iter.Seq2[netip.Prefix, uint32] {
+	return func(yield func(netip.Prefix, uint32) bool) {
+		for p, nh := range fibbench.Merged(f) {
+			v := uint32(0)
+			if nh != nil {
+				v = nh.Index
+			}
+			if !yield(p, v) {
+				return
+			}
+		}
+	}
+}
+
+// mergedParents answers, for a prefix, the longest merged-trie prefix
+// strictly containing it and that prefix's nexthop index: what the FIB
+// writer passes to the compiled structure's Delete.
+func mergedParents(f *fib.FIB) func(p netip.Prefix) (netip.Prefix, uint32, bool) {
+	var t bart.Table[uint32]
+	for p, v := range mergedIndices(f) {
+		t.Insert(p, v)
+	}
+	return func(p netip.Prefix) (netip.Prefix, uint32, bool) {
+		for q, v := range t.Supernets(p) {
+			if q.Bits() < p.Bits() {
+				return q, v, true
+			}
+		}
+		return netip.Prefix{}, 0, false
+	}
 }
 
 // latencyRecords turns update latency samples into records: ns_op is the

@@ -109,11 +109,7 @@ func TestCompiledMatchesTrieFullTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(stage string) {
-		dsts := make([]uint32, len(s.Random))
-		for i, a := range s.Random {
-			b := a.As4()
-			dsts[i] = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-		}
+		dsts := hostOrder(s.Random)
 		out := make([]*nexthop.Nexthop, len(dsts))
 		comp.LookupBatch4(dsts, out, make([]uint32, len(dsts)))
 		bad := 0

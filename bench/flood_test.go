@@ -29,8 +29,8 @@ func BenchmarkFlood(b *testing.B) {
 // suite checks it too before timing).
 func TestFloodCasesFlood(t *testing.T) {
 	for _, c := range FloodCases() {
-		if c.Naive || (c.VIDs == 1024 && testing.Short()) {
-			continue // the naive impl shares the topology
+		if c.VIDs == 1024 && testing.Short() {
+			continue
 		}
 		s, err := NewFloodSetup(c)
 		if err != nil {

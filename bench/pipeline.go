@@ -22,6 +22,7 @@ import (
 	"github.com/netfwd/netfwd/internal/fulltable"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func init() {
@@ -53,7 +54,7 @@ func newCase(conf string, compiled bool) (*l3.Engine, *apply.Controller, error) 
 
 // ethIPv4UDP builds a 64-byte Ethernet frame (60 + FCS) with an IPv4/UDP
 // packet, optionally VLAN-tagged.
-func ethIPv4UDP(dst, src l2.MAC, vid uint16, ipSrc, ipDst netip.Addr) []byte {
+func ethIPv4UDP(dst, src wire.MAC, vid uint16, ipSrc, ipDst netip.Addr) []byte {
 	f := make([]byte, 0, 64)
 	f = append(f, dst[:]...)
 	f = append(f, src[:]...)
@@ -69,7 +70,7 @@ func ethIPv4UDP(dst, src l2.MAC, vid uint16, ipSrc, ipDst netip.Addr) []byte {
 	copy(ip[16:], b[:])
 	ip[20], ip[21], ip[22], ip[23] = 0x10, 0x00, 0x00, 0x35 // ports 4096 -> 53
 	ip[24], ip[25] = 0, byte(len(ip)-20)
-	c := l3.Checksum(ip[:20], 0)
+	c := wire.Checksum(ip[:20])
 	ip[10], ip[11] = byte(c>>8), byte(c)
 	return append(f, ip...)
 }
@@ -93,9 +94,9 @@ func NewRoutedCase(routes []netip.Prefix, dsts []netip.Addr, compiled bool) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	e.Router().SetNeighbor("eth0", netip.MustParseAddr("192.0.2.254"), l2.MustParseMAC("02:00:00:00:00:fe"))
+	e.Router().SetNeighbor("eth0", netip.MustParseAddr("192.0.2.254"), wire.MustParseMAC("02:00:00:00:00:fe"))
 	in := e.Domain().Port("eth1")
-	src := l2.MustParseMAC("02:00:00:00:01:01")
+	src := wire.MustParseMAC("02:00:00:00:01:01")
 	c := &PipelineCase{E: e, W: e.NewWorker(), In: in}
 	for _, d := range dsts {
 		c.Frames = append(c.Frames, ethIPv4UDP(e.Router().Iface("eth1").MAC, src, 0, netip.MustParseAddr("198.51.100.7"), d))
@@ -118,7 +119,7 @@ bridge fdb add 02:00:00:00:00:0b dev p1 vlan 10 static
 		return nil, err
 	}
 	c := &PipelineCase{E: e, W: e.NewWorker(), In: e.Domain().Port("p0")}
-	c.Frames = [][]byte{ethIPv4UDP(l2.MustParseMAC("02:00:00:00:00:0b"), l2.MustParseMAC("02:00:00:00:00:0a"), 0,
+	c.Frames = [][]byte{ethIPv4UDP(wire.MustParseMAC("02:00:00:00:00:0b"), wire.MustParseMAC("02:00:00:00:00:0a"), 0,
 		netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"))}
 	return c, nil
 }
@@ -136,7 +137,7 @@ func NewBridgedFloodCase() (*PipelineCase, error) {
 		return nil, err
 	}
 	c := &PipelineCase{E: e, W: e.NewWorker(), In: e.Domain().Port("p0")}
-	c.Frames = [][]byte{ethIPv4UDP(l2.Broadcast, l2.MustParseMAC("02:00:00:00:00:0a"), 10,
+	c.Frames = [][]byte{ethIPv4UDP(wire.BroadcastMAC, wire.MustParseMAC("02:00:00:00:00:0a"), 10,
 		netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.255"))}
 	return c, nil
 }

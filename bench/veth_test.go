@@ -10,7 +10,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/testenv"
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // buildNetfwd builds cmd/netfwd for the suite's child processes and points
@@ -108,11 +108,11 @@ func TestReflectorRewrite(t *testing.T) {
 		ip[0] = 0x45
 		ip[8] = byte(2 + rng.IntN(254)) // TTL > 1
 		binary.BigEndian.PutUint16(ip[10:], 0)
-		binary.BigEndian.PutUint16(ip[10:], l3.Checksum(ip, 0))
+		binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip))
 		ttl := ip[8]
 		rewrite(f, dst, src)
-		if ip[8] != ttl-1 || l3.Checksum(ip, 0) != 0 {
-			t.Fatalf("case %d: ttl %d -> %d, checksum sum %#x", i, ttl, ip[8], l3.Checksum(ip, 0))
+		if ip[8] != ttl-1 || wire.Checksum(ip) != 0 {
+			t.Fatalf("case %d: ttl %d -> %d, checksum sum %#x", i, ttl, ip[8], wire.Checksum(ip))
 		}
 		if string(f[0:6]) != string(dst) || string(f[6:12]) != string(src) {
 			t.Fatalf("MACs %x", f[:12])

@@ -13,7 +13,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/netfwd/netfwd/internal/race"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 var devs = []string{"eth0", "eth1", "eth2", "eth3"}
@@ -267,12 +269,20 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 		if f.compiled != nil && nh != nil {
 			wantIdx = nh.Index
 		}
-		if i, i4 := f.LookupIndex(a), f.LookupIndex4(ipv4(a)); i != wantIdx || i4 != wantIdx {
-			t.Fatalf("step %d (%s): LookupIndex(%s) = %d, LookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
+		if i, i4 := f.lookupIndex(a), f.lookupIndex4(wire.Addr4From(a)); i != wantIdx || i4 != wantIdx {
+			t.Fatalf("step %d (%s): lookupIndex(%s) = %d, lookupIndex4 = %d, want %d", step, what, a, i, i4, wantIdx)
 		}
 		res, ok := f.LookupRoute(a)
 		if ok != (want != nil) || ok && routeString(res.Route) != want.String() {
 			t.Fatalf("step %d (%s): LookupRoute(%s) = %v, model %v", step, what, a, res.Route, want)
+		}
+		// Own sources: a local or broadcast /32 route of the local table.
+		if v := wire.Addr4From(a); !v.IsZeroNet() {
+			lr := m.lookupTable(TableLocal, a, mfilter{ignoreDead: true})
+			wantOwn := lr != nil && lr.prefix.Bits() == 32 && (lr.typ == Local || lr.typ == Broadcast)
+			if got := f.IsLocalOrBroadcast(v); got != wantOwn {
+				t.Fatalf("step %d (%s): IsLocalOrBroadcast(%s) = %v, model %v (route %v)", step, what, a, got, wantOwn, lr)
+			}
 		}
 	}
 	if err := f.checkInvariants(); err != nil {
@@ -283,7 +293,7 @@ func compare(t *testing.T, f *FIB, g *gen, step int, what string) {
 func TestDifferentialRandom(t *testing.T) {
 	seeds := 40
 	steps := 300
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds, steps = 6, 150
 	}
 	for seed := range seeds {
@@ -313,7 +323,7 @@ func TestDifferentialRandom(t *testing.T) {
 // model must be exactly as before.
 func TestDifferentialTransactions(t *testing.T) {
 	seeds := 12
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds = 3
 	}
 	for seed := range seeds {

@@ -7,10 +7,7 @@ package fib
 // Locking: lock-free (one published state).
 
 import (
-	"net/netip"
 	"slices"
-
-	"github.com/netfwd/netfwd/nexthop"
 )
 
 // TableAll asks Routes for every table.
@@ -71,21 +68,4 @@ func (f *FIB) RouteCounts() map[uint32]map[Type]int {
 		out[id] = m
 	}
 	return out
-}
-
-// MergedSize returns the number of prefixes in the merged trie.
-func (f *FIB) MergedSize() int { return f.cur.Load().merged.size() }
-
-// Merged iterates the merged trie of the published state: every prefix with
-// its effective nexthop (nil: no route), sorted. Benchmarks build bare tries
-// with exactly this content as the floor to compare against.
-func (f *FIB) Merged() func(yield func(netip.Prefix, *nexthop.Nexthop) bool) {
-	return f.cur.Load().merged.all()
-}
-
-// MergedParent returns the longest prefix of the published merged trie that
-// strictly contains p, with its value (for tools that maintain structures
-// derived from the merged trie).
-func (f *FIB) MergedParent(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) {
-	return mergedParent(f.cur.Load().merged, p)
 }

@@ -1,27 +1,28 @@
-// Package fib is netfwd's forwarding information base: routes per table as
-// configured (local 255, main 254 and numbered tables, for dumps), and ONE
-// merged longest-prefix-match trie over local and main whose value at each
-// prefix is the effective result, so that a lookup is one trie walk returning
-// one pointer (*nexthop.Nexthop), with exactly the rule-order semantics of
-// separate local and main tables (ip rule 0: local, 32766: main), overlaps
-// included.
+// Package fib is netfwd's forwarding information base: the routes of every
+// table as configured (local 255, main 254 and numbered tables), the
+// addresses and the routes Linux derives from them, nexthops, and ONE merged
+// longest-prefix-match trie over local and main whose value at each prefix is
+// the effective result: a lookup is one trie walk (or, with Options.Compiled,
+// one or two memory reads) returning one *nexthop.Nexthop, with exactly the
+// rule-order semantics of Linux's separate local and main tables (ip rule 0:
+// local, 32766: main), overlaps included.
 //
-// Flow: writers open a transaction (Begin), apply route, address, nexthop and
-// link operations, and Commit (publish atomically) or Abort (nothing
-// happened). Readers call Lookup on the current state without locks.
-//
-// Locking: mu is the writer lock, held from Begin to Commit/Abort; it guards
-// the nexthop registry and the followers. cur is the published state, read
-// with an atomic load by any goroutine.
+// Writers open a transaction (Begin), apply route, address, nexthop and link
+// operations, and Commit (publish atomically) or Abort (nothing happened);
+// one writer at a time. Readers (Lookup, LookupBatch4, LookupRoute, the
+// dumps) take no locks and see one published version. docs/fib.md has the
+// semantics and the deliberate differences from Linux.
 package fib
 
 import (
+	"iter"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Options configure a FIB.
@@ -33,8 +34,8 @@ type Options struct {
 	// DevIndex maps device names to the owner's interface indices, stored
 	// in nexthops (nil: indices stay 0).
 	DevIndex func(string) uint32
-	// Compiled makes lookups go through a compiled DIR-24-8 structure kept
-	// in step with the merged trie (64 MiB; see compiled_follow.go).
+	// Compiled makes lookups go through a DIR-24-8 table (package dir24)
+	// kept in step with the merged trie: faster, 64 MiB more memory.
 	Compiled bool
 }
 
@@ -42,41 +43,40 @@ type Options struct {
 type FIB struct {
 	cur atomic.Pointer[state]
 
-	mu   sync.Mutex        // writer lock
-	nhs  *nexthop.Registry // guarded by mu (ByIndex is lock-free)
-	kind TrieKind          // immutable
-	obs  []func(Commit)    // guarded by mu
+	mu  sync.Mutex         // writer lock
+	nhs *nexthop.Registry  // guarded by mu (ByIndex is lock-free)
+	obs []func(commitInfo) // guarded by mu
 
 	compiled *compiledState // non-nil in compiled mode (immutable pointer)
 }
 
-// Commit describes a published transaction to observers (derived lookup
-// structures such as the compiled FIB follow the merged trie with it).
-type Commit struct {
-	Version uint64
-	// Changes are the merged trie's changes in order; nil when Rebuild is set.
-	Changes []MergedChange
-	// Rebuild says the change set was too large to replay: rebuild from All.
-	Rebuild bool
-	// All iterates the merged trie of the new version (sorted).
-	All func(yield func(netip.Prefix, *nexthop.Nexthop) bool)
-	// Parent returns the longest prefix of the new version strictly
+// commitInfo describes a published transaction to observers (the compiled
+// table follows the merged trie with it).
+type commitInfo struct {
+	version uint64
+	// changes are the merged trie's changes in order; nil when rebuild is set.
+	changes []mergedChange
+	// rebuild says the change set was too large to replay: rebuild from all.
+	rebuild bool
+	// all iterates the merged trie of the new version (sorted).
+	all iter.Seq2[netip.Prefix, *nexthop.Nexthop]
+	// parent returns the longest prefix of the new version strictly
 	// containing p, with its value.
-	Parent func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool)
+	parent func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool)
 }
 
-// MergedChange is one change of the merged trie: the value at Prefix is now
-// NH (nil means "no route" but the prefix stays), or the prefix is gone.
-type MergedChange struct {
-	Prefix  netip.Prefix
-	NH      *nexthop.Nexthop
-	Deleted bool
+// mergedChange is one change of the merged trie: the value at prefix is now
+// nh (nil means "no route" but the prefix stays), or the prefix is gone.
+type mergedChange struct {
+	prefix  netip.Prefix
+	nh      *nexthop.Nexthop
+	deleted bool
 }
 
 // New returns an empty FIB.
 func New(opts Options) *FIB {
-	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex), kind: opts.Trie}
-	s := &state{tables: map[uint32]*routeTrie{}}
+	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex)}
+	s := &state{tables: map[uint32]*routeTrie{}, own: newOwnAddrs(nil)}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)
 	if opts.Compiled {
@@ -111,27 +111,21 @@ func (f *FIB) Version() uint64 {
 	return f.cur.Load().version
 }
 
-// TrieKind returns the bart kind of the merged trie.
-func (f *FIB) TrieKind() TrieKind { return f.kind }
-
-// NexthopByIndex maps a nexthop index back to the object. Lock-free.
-func (f *FIB) NexthopByIndex(i uint32) *nexthop.Nexthop { return f.nhs.ByIndex(i) }
-
-// Observe registers fn to be called (with the writer lock held) after every
+// observe registers fn to be called (with the writer lock held) after every
 // commit. The first call it gets describes a rebuild of the current state.
-func (f *FIB) Observe(fn func(Commit)) {
+func (f *FIB) observe(fn func(commitInfo)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.obs = append(f.obs, fn)
 	fn(rebuildCommit(f.cur.Load()))
 }
 
-func rebuildCommit(s *state) Commit {
-	return Commit{
-		Version: s.version,
-		Rebuild: true,
-		All:     s.merged.all(),
-		Parent:  func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(s.merged, p) },
+func rebuildCommit(s *state) commitInfo {
+	return commitInfo{
+		version: s.version,
+		rebuild: true,
+		all:     s.merged.all(),
+		parent:  func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(s.merged, p) },
 	}
 }
 
@@ -145,11 +139,11 @@ func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool
 	return netip.Prefix{}, nil, false
 }
 
-// LookupBatch4 looks up a vector of IPv4 destinations (host byte order) on
-// one published state: out[i] is Lookup's answer for dsts[i]. One atomic
+// LookupBatch4 looks up a vector of IPv4 destinations on one published
+// state: out[i] is Lookup's answer for dsts[i]. One atomic
 // load per batch; the loop keeps independent lookups in flight.
 // idx is scratch of len(dsts) for compiled mode (nil in trie mode is fine).
-func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+func (f *FIB) LookupBatch4(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	if f.compiled != nil {
 		f.lookupBatchCompiled(dsts, out[:len(dsts)], idx[:len(dsts)])
 		return
@@ -159,12 +153,12 @@ func (f *FIB) LookupBatch4(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) 
 	if s.fast != nil {
 		t := s.fast
 		for i, d := range dsts {
-			out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+			out[i], _ = t.Lookup(d.Netip())
 		}
 		return
 	}
 	t := s.table
 	for i, d := range dsts {
-		out[i], _ = t.Lookup(netip.AddrFrom4([4]byte{byte(d >> 24), byte(d >> 16), byte(d >> 8), byte(d)}))
+		out[i], _ = t.Lookup(d.Netip())
 	}
 }

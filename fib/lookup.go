@@ -13,6 +13,7 @@ import (
 	"net/netip"
 
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 type lookupFilter struct {
@@ -91,7 +92,11 @@ func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) {
 	}
 	res := Result{Route: r, NH: r.NH}
 	if r.NH != nil {
-		res.NH = r.NH.Resolve(nexthop.FlowHash(nexthop.FlowKey{Dst: ipv4(dst)}))
+		var key nexthop.FlowKey
+		if dst.Is4() {
+			key.Dst = wire.Addr4From(dst)
+		}
+		res.NH = r.NH.Resolve(nexthop.FlowHash(key))
 	}
 	res.Prefsrc = r.Src
 	if !res.Prefsrc.IsValid() && r.Type == Local {
@@ -103,13 +108,4 @@ func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) {
 		res.Prefsrc = selectSource(s.addrs, res.NH.Dev, res.NH.Gateway)
 	}
 	return res, true
-}
-
-// ipv4 returns a as a host-order uint32 (0 for non-IPv4).
-func ipv4(a netip.Addr) uint32 {
-	if !a.Is4() {
-		return 0
-	}
-	b := a.As4()
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }

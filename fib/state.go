@@ -51,6 +51,7 @@ type state struct {
 	table  *bart.Table[*nexthop.Nexthop]
 	tables map[uint32]*routeTrie
 	addrs  []Address
+	own    *ownAddrs // the local table's local and broadcast addresses
 }
 
 func (s *state) lookup(a netip.Addr) *nexthop.Nexthop {

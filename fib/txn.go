@@ -32,7 +32,7 @@ type Txn struct {
 	ownedTables  map[uint32]bool // bulk: tries already cloned
 	mergedOwned  bool            // bulk: merged trie already cloned
 
-	changes  []MergedChange // the merged trie's changes, for observers
+	changes  []mergedChange // the merged trie's changes, for observers
 	overflow bool           // too many changes: observers rebuild instead
 	done     bool
 }
@@ -58,17 +58,20 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 // Commit publishes the transaction's changes.
 func (tx *Txn) Commit() {
 	tx.finish()
+	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
+		tx.next.own = newOwnAddrs(tx.next.tables[TableLocal])
+	}
 	f := tx.f
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
 	if len(f.obs) > 0 {
-		c := Commit{Version: tx.next.version, Changes: tx.changes}
+		c := commitInfo{version: tx.next.version, changes: tx.changes}
 		if tx.overflow {
 			c = rebuildCommit(tx.next)
 		} else {
 			m := tx.next.merged
-			c.All = m.all()
-			c.Parent = func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(m, p) }
+			c.all = m.all()
+			c.parent = func(p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool) { return mergedParent(m, p) }
 		}
 		for _, fn := range f.obs {
 			fn(c)
@@ -90,9 +93,6 @@ func (tx *Txn) finish() {
 	}
 	tx.done = true
 }
-
-// Nexthops gives the transaction's view of the nexthop registry.
-func (tx *Txn) Nexthops() *nexthop.Registry { return tx.f.nhs }
 
 // table returns the route trie of table id in the new state (nil if absent).
 func (tx *Txn) table(id uint32) *routeTrie { return tx.next.tables[id] }
@@ -151,16 +151,16 @@ func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
 func (tx *Txn) mergedSet(p netip.Prefix, nh *nexthop.Nexthop) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.set(p, nh, !tx.bulk))
-	tx.logChange(MergedChange{Prefix: p, NH: nh})
+	tx.logChange(mergedChange{prefix: p, nh: nh})
 }
 
 func (tx *Txn) mergedDelete(p netip.Prefix) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.del(p, !tx.bulk))
-	tx.logChange(MergedChange{Prefix: p, Deleted: true})
+	tx.logChange(mergedChange{prefix: p, deleted: true})
 }
 
-func (tx *Txn) logChange(c MergedChange) {
+func (tx *Txn) logChange(c mergedChange) {
 	if tx.overflow {
 		return
 	}

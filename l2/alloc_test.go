@@ -1,6 +1,10 @@
 package l2
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // Zero allocations per frame on the hot paths: known unicast (with and
 // without retagging), flood (list and array member sets, mixed tagging),
@@ -10,7 +14,7 @@ func TestZeroAllocs(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		ports = append(ports, "p"+string(rune('a'+i)))
 	}
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, ports...)
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, ports...)
 	tb.apply(VLANAdd{Dev: "pa", VID: 10, PVID: true, Untagged: true})
 	for _, p := range ports[1:] {
 		tb.apply(VLANAdd{Dev: p, VID: 10})
@@ -19,20 +23,20 @@ func TestZeroAllocs(t *testing.T) {
 		VLANAdd{Dev: "pd", VID: 20})
 	a, b := mac(1), mac(2)
 	// Learn a on pa and b on pb.
-	tb.send("pa", untagged(Broadcast, a))
-	tb.send("pb", tagged(Broadcast, b, 10))
+	tb.send("pa", untagged(wire.BroadcastMAC, a))
+	tb.send("pb", tagged(wire.BroadcastMAC, b, 10))
 	cases := map[string]struct {
 		in string
 		f  []byte
 	}{
 		"unicast-untag":  {"pb", tagged(a, b, 10)},
 		"unicast-tag":    {"pa", untagged(b, a)},
-		"flood-list":     {"pb", tagged(Broadcast, b, 20)},
-		"flood-array":    {"pa", untagged(Broadcast, a)},
+		"flood-list":     {"pb", tagged(wire.BroadcastMAC, b, 20)},
+		"flood-array":    {"pa", untagged(wire.BroadcastMAC, a)},
 		"flood-unknown":  {"pb", tagged(mac(99), b, 10)},
 		"drop-vlan":      {"pb", tagged(a, b, 30)},
 		"drop-malformed": {"pb", []byte{1, 2, 3}},
-		"mcast-filtered": {"pb", tagged(MustParseMAC("01:00:5e:01:02:03"), b, 20)},
+		"mcast-filtered": {"pb", tagged(wire.MustParseMAC("01:00:5e:01:02:03"), b, 20)},
 	}
 	// mcast_flood off on VLAN 20's members so the filter drops early.
 	tb.apply(LinkSet{Dev: "pb", Clear: FlagMcastFlood}, LinkSet{Dev: "pc", Clear: FlagMcastFlood},
@@ -55,9 +59,9 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 	// Deferred floods (threshold below the member count).
-	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: Ptr(4)}})
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: new(4)}})
 	in := tb.ports["pa"]
-	f := untagged(Broadcast, a)
+	f := untagged(wire.BroadcastMAC, a)
 	tb.b.Receive(tb.tx, in, f)
 	tb.tx.Flush(nil)
 	if n := testing.AllocsPerRun(200, func() {

@@ -16,12 +16,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/netfwd/netfwd/internal/hashindex"
+	"github.com/netfwd/netfwd/wire"
 )
 
-// DefaultAgeingTime is Linux's ageing_time default (300 s).
-const DefaultAgeingTime = 300 * time.Second
+// defaultAgeingTime is Linux's ageing_time default (300 s).
+const defaultAgeingTime = 300 * time.Second
 
-// DefaultFloodDeferThreshold: floods to more members than this are deferred.
+// DefaultFloodDeferThreshold is the default of a bridge's flood_defer: floods
+// to more members than this are deferred.
 const DefaultFloodDeferThreshold = 32
 
 // bridgeCfg is the immutable snapshot of options the datapath reads.
@@ -32,7 +36,6 @@ type bridgeCfg struct {
 	defaultPVID    uint16
 	deferThreshold int // members; <0: never defer
 	mcastPrefilter bool
-	naiveFlood     bool
 }
 
 // BridgeAttrs are the options of `link add NAME type bridge ...` and
@@ -43,7 +46,7 @@ type BridgeAttrs struct {
 	AgeingTime    *time.Duration // ageing_time (iproute2 gives centiseconds) (default 300 s)
 	FDBMaxLearned *uint32        // fdb_max_learned (default 0: unlimited, within a hard cap)
 	DefaultPVID   *uint16        // vlan_default_pvid (default 1; 0: none)
-	MAC           *MAC           // address (only at creation; default random, locally administered)
+	MAC           *wire.MAC      // address (only at creation; default random, locally administered)
 	// FloodDeferThreshold: floods to more members than this go to the
 	// worker's bounded deferral queue (default 32; negative: never).
 	FloodDeferThreshold *int
@@ -52,13 +55,10 @@ type BridgeAttrs struct {
 	McastPrefilter *bool
 }
 
-// Ptr returns a pointer to v (for building attrs and ops).
-func Ptr[T any](v T) *T { return &v }
-
 // Bridge is a VLAN-aware bridge.
 type Bridge struct {
 	Name string
-	MAC  MAC
+	MAC  wire.MAC
 	d    *Domain
 	cfg  atomic.Pointer[bridgeCfg]
 
@@ -70,12 +70,10 @@ type Bridge struct {
 
 	anySuppress atomic.Bool // some member has neigh_suppress
 	nmu         sync.Mutex  // neighbour table writer lock
-	neigh       hashMap[neighEntry, *neighEntry]
+	neigh       hashindex.Index[neighEntry]
 
 	mdb        map[uint64]*mdbGroup // key fdbKey(group, vid); guarded by Domain.mu
 	hostGroups map[uint64]bool      // groups the host joined; guarded by Domain.mu
-
-	naive atomic.Pointer[naiveState] // benchmark baseline (naive.go)
 }
 
 // FDB returns the bridge's forwarding database.
@@ -125,7 +123,7 @@ func (b *Bridge) HostMember(vid uint16) (member, untagged bool) {
 // true when mac is the bridge's (or a port's) own address: such frames go to
 // the host, and d is not meaningful. ok is false when the address is unknown
 // (the caller floods, e.g. with FloodVLAN).
-func (b *Bridge) LookupFDB(mac MAC, vid uint16) (d FwdDst, local, ok bool) {
+func (b *Bridge) LookupFDB(mac wire.MAC, vid uint16) (d FwdDst, local, ok bool) {
 	if !b.cfg.Load().vlanFiltering {
 		vid = 0
 	}
@@ -142,7 +140,7 @@ func (b *Bridge) LookupFDB(mac MAC, vid uint16) (d FwdDst, local, ok bool) {
 // newBridgeLocked creates a bridge; guarded by Domain.mu.
 func (d *Domain) newBridgeLocked(name string, a BridgeAttrs) *Bridge {
 	b := &Bridge{Name: name, d: d, mdb: map[uint64]*mdbGroup{}, hostGroups: map[uint64]bool{}}
-	cfg := &bridgeCfg{ageing: int64(DefaultAgeingTime), defaultPVID: 1,
+	cfg := &bridgeCfg{ageing: int64(defaultAgeingTime), defaultPVID: 1,
 		deferThreshold: DefaultFloodDeferThreshold, mcastPrefilter: true}
 	applyAttrs(cfg, a)
 	b.cfg.Store(cfg)
@@ -152,7 +150,7 @@ func (d *Domain) newBridgeLocked(name string, a BridgeAttrs) *Bridge {
 	}
 	b.fdb.init()
 	b.fdb.maxLearned.Store(cfg.maxLearned)
-	b.neigh.init()
+	b.neigh.Init()
 	b.vlan0 = vlan{br: b}
 	b.vlan0.self.Store(pvMember | pvUntagged | pvRaw)
 	now := d.clock.Now()
@@ -248,7 +246,7 @@ func (b *Bridge) addPortLocked(p *Port) {
 	} else if cur != nil {
 		cur.releasePortLocked(p)
 	}
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	p.maxLearned.Store(0)
 	p.raw.vlan.Store(&b.vlan0)
 	b.members = append(b.members, p)
@@ -291,7 +289,7 @@ func (b *Bridge) releasePortLocked(p *Port) {
 	}
 	p.bridge.Store(nil)
 	p.pvid.Store(nil)
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	b.rebuildMcLocked(&b.vlan0)
 	b.recalcSuppressLocked()
 	b.d.gen++
@@ -402,7 +400,7 @@ func (b *Bridge) selfVLANDelLocked(vid uint16) {
 // dev BR vid V self`, tagged, not pvid) if it is not one already: l3 calls
 // it when it creates a VLAN interface on the bridge. Idempotent.
 func (b *Bridge) AddHostVLAN(vid uint16) error {
-	if vid == 0 || vid > maxVID {
+	if vid == 0 || vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	b.d.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestLearnForwardFlood(t *testing.T) {
@@ -40,7 +42,7 @@ func TestLearnForwardFlood(t *testing.T) {
 }
 
 func TestVLANIngressEgressTagging(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "access", "trunk", "other")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "access", "trunk", "other")
 	tb.apply(
 		VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true},
 		VLANDel{Dev: "access", VID: 1},
@@ -70,7 +72,7 @@ func TestVLANIngressEgressTagging(t *testing.T) {
 		t.Fatalf("non-member vlan: %v", v.Drop)
 	}
 	// Priority-tagged frame on access: pvid 10, PCP kept on tagged egress.
-	pf := buildFrame(frameSpec{dst: Broadcast, src: a, tag: 0, pcp: 5, payload: []byte("x")})
+	pf := buildFrame(frameSpec{dst: wire.BroadcastMAC, src: a, tag: 0, pcp: 5, payload: []byte("x")})
 	_, out = tb.send("access", pf)
 	if len(out["trunk"]) != 1 || out["trunk"][0][14] != 5<<5 || out["trunk"][0][15] != 10 {
 		t.Fatalf("priority tag: %x", out["trunk"])
@@ -83,7 +85,7 @@ func TestVLANIngressEgressTagging(t *testing.T) {
 }
 
 func TestHostDelivery(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "p1", "p2")
 	tb.apply(VLANAdd{Dev: "p1", VID: 10}, VLANAdd{Dev: "p2", VID: 10})
 	brMAC := tb.b.MAC
 	// Bridge not a member of 10 yet: frames to its MAC in 10 are not for it.
@@ -104,7 +106,7 @@ func TestHostDelivery(t *testing.T) {
 		t.Fatalf("host pvid: %+v", v)
 	}
 	// Broadcast in 10: flooded and delivered.
-	v, out = tb.send("p1", tagged(Broadcast, mac(1), 10))
+	v, out = tb.send("p1", tagged(wire.BroadcastMAC, mac(1), 10))
 	if !v.Host || outPorts(out) != "[p2]" {
 		t.Fatalf("bcast: %+v %s", v, outPorts(out))
 	}
@@ -122,21 +124,21 @@ func TestHostDelivery(t *testing.T) {
 
 func TestPortStateAndFlags(t *testing.T) {
 	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2", "p3")
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateBlocking)})
-	if v, _ := tb.send("p2", untagged(Broadcast, mac(2))); v.Drop != DropPortState {
+	tb.apply(LinkSet{Dev: "p2", State: new(StateBlocking)})
+	if v, _ := tb.send("p2", untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropPortState {
 		t.Fatalf("blocking ingress: %v", v.Drop)
 	}
-	if _, out := tb.send("p1", untagged(Broadcast, mac(1))); outPorts(out) != "[p3]" {
+	if _, out := tb.send("p1", untagged(wire.BroadcastMAC, mac(1))); outPorts(out) != "[p3]" {
 		t.Fatalf("blocking egress: %s", outPorts(out))
 	}
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateLearning)})
-	if v, _ := tb.send("p2", untagged(Broadcast, mac(2))); v.Drop != DropLearningState {
+	tb.apply(LinkSet{Dev: "p2", State: new(StateLearning)})
+	if v, _ := tb.send("p2", untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropLearningState {
 		t.Fatalf("learning: %v", v.Drop)
 	}
 	if _, _, ok := tb.b.LookupFDB(mac(2), 0); !ok {
 		t.Fatal("learning state did not learn")
 	}
-	tb.apply(LinkSet{Dev: "p2", State: Ptr(StateForwarding)},
+	tb.apply(LinkSet{Dev: "p2", State: new(StateForwarding)},
 		LinkSet{Dev: "p3", Clear: FlagFlood | FlagBcastFlood},
 		LinkSet{Dev: "p1", Clear: FlagLearning})
 	if _, out := tb.send("p1", untagged(mac(77), mac(5))); outPorts(out) != "[p2]" {
@@ -148,7 +150,7 @@ func TestPortStateAndFlags(t *testing.T) {
 	// Isolation: isolated ports don't talk to each other.
 	tb.apply(LinkSet{Dev: "p1", Set: FlagIsolated}, LinkSet{Dev: "p2", Set: FlagIsolated},
 		LinkSet{Dev: "p3", Set: FlagFlood | FlagBcastFlood})
-	if _, out := tb.send("p1", untagged(Broadcast, mac(1))); outPorts(out) != "[p3]" {
+	if _, out := tb.send("p1", untagged(wire.BroadcastMAC, mac(1))); outPorts(out) != "[p3]" {
 		t.Fatalf("isolated: %s", outPorts(out))
 	}
 	if v, _ := tb.send("p1", untagged(mac(2), mac(1))); v.Drop != DropEgressFiltered {
@@ -157,7 +159,7 @@ func TestPortStateAndFlags(t *testing.T) {
 }
 
 func TestMalformedAndInvalid(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "p1", "p2")
 	cases := []struct {
 		f    []byte
 		want DropReason
@@ -165,9 +167,9 @@ func TestMalformedAndInvalid(t *testing.T) {
 		{[]byte{1, 2, 3}, DropMalformed},
 		{untagged(mac(2), mac(1))[:13], DropMalformed},
 		{tagged(mac(2), mac(1), 1)[:16], DropMalformed},
-		{untagged(mac(2), MAC{1, 0, 0, 0, 0, 1}), DropInvalidSource},
-		{untagged(mac(2), MAC{}), DropInvalidSource},
-		{untagged(MustParseMAC("01:80:c2:00:00:02"), mac(1)), DropLinkLocal},
+		{untagged(mac(2), wire.MAC{1, 0, 0, 0, 0, 1}), DropInvalidSource},
+		{untagged(mac(2), wire.MAC{}), DropInvalidSource},
+		{untagged(wire.MustParseMAC("01:80:c2:00:00:02"), mac(1)), DropLinkLocal},
 		{tagged(mac(2), mac(1), 4095), DropVLANIngress},
 	}
 	for i, c := range cases {
@@ -176,7 +178,7 @@ func TestMalformedAndInvalid(t *testing.T) {
 		}
 	}
 	// STP BPDUs (01:80:c2:00:00:00) are forwarded: no STP runs here.
-	if _, out := tb.send("p1", untagged(MustParseMAC("01:80:c2:00:00:00"), mac(1))); outPorts(out) != "[p2]" {
+	if _, out := tb.send("p1", untagged(wire.MustParseMAC("01:80:c2:00:00:00"), mac(1))); outPorts(out) != "[p2]" {
 		t.Fatalf("bpdu: %s", outPorts(out))
 	}
 	if tb.d.Stats().Ports["p1"].RxDrops != uint64(len(cases)) {
@@ -185,10 +187,10 @@ func TestMalformedAndInvalid(t *testing.T) {
 }
 
 func TestAgeing(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{AgeingTime: Ptr(30 * time.Second)}, "p1", "p2")
-	tb.send("p1", untagged(Broadcast, mac(1)))
+	tb := newTestBridge(t, BridgeAttrs{AgeingTime: new(30 * time.Second)}, "p1", "p2")
+	tb.send("p1", untagged(wire.BroadcastMAC, mac(1)))
 	tb.clock.Advance(20 * time.Second)
-	tb.send("p2", untagged(Broadcast, mac(2)))
+	tb.send("p2", untagged(wire.BroadcastMAC, mac(2)))
 	tb.clock.Advance(15 * time.Second)
 	n, next := tb.b.Age()
 	if n != 1 {
@@ -214,8 +216,8 @@ func TestAgeing(t *testing.T) {
 		t.Fatalf("aged counter %d", tb.d.Stats().FDBAged)
 	}
 	// ageing_time 0: no learning (Linux).
-	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: Ptr(time.Duration(0))}})
-	tb.send("p1", untagged(Broadcast, mac(20)))
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: new(time.Duration(0))}})
+	tb.send("p1", untagged(wire.BroadcastMAC, mac(20)))
 	if _, _, ok := tb.b.LookupFDB(mac(20), 0); ok {
 		t.Fatal("learned with ageing_time 0")
 	}
@@ -224,11 +226,11 @@ func TestAgeing(t *testing.T) {
 // The listings behind `bridge vlan show` and `bridge fdb show` (rendered
 // by internal/show, whose tests check the text byte for byte).
 func TestShowListings(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1", "eth2")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1", "eth2")
 	tb.apply(VLANAdd{Dev: "eth1", VID: 10, PVID: true, Untagged: true},
 		VLANAdd{Dev: "eth2", VID: 10, VIDEnd: 12},
 		FDBAdd{MAC: mac(5), Dev: "eth2", VID: 11, HasVID: true, Kind: FDBStatic, Sticky: true})
-	tb.send("eth1", untagged(Broadcast, mac(1)))
+	tb.send("eth1", untagged(wire.BroadcastMAC, mac(1)))
 	got := fmt.Sprint(tb.b.VLANMemberships())
 	want := "[{eth1 [{1 false true} {10 true true}]} {eth2 [{1 true true} {10 false false} {11 false false} {12 false false}]} {br0 [{1 true true}]}]"
 	if got != want {
@@ -257,7 +259,7 @@ func TestTxQueueBoundAndErrors(t *testing.T) {
 	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2")
 	tx := tb.d.NewTx(TxOptions{QueueLen: 3})
 	for i := 0; i < 5; i++ {
-		tb.b.Receive(tx, tb.ports["p1"], untagged(Broadcast, mac(1)))
+		tb.b.Receive(tx, tb.ports["p1"], untagged(wire.BroadcastMAC, mac(1)))
 	}
 	n := 0
 	tx.Flush(func(p *Port, frames [][]byte) {
@@ -284,7 +286,7 @@ func TestNonFilteringHostSeesTag(t *testing.T) {
 		t.Fatalf("untagged to bridge: %+v", v)
 	}
 	// Forwarded frames keep their tag untouched.
-	f := tagged(Broadcast, mac(1), 30)
+	f := tagged(wire.BroadcastMAC, mac(1), 30)
 	_, out = tb.send("p1", f)
 	if !bytes.Equal(out["p2"][0], f) {
 		t.Fatal("tag changed without vlan_filtering")

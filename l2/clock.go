@@ -15,15 +15,15 @@ type Clock interface {
 	Now() int64
 }
 
-// MonotonicClock reads the runtime's monotonic clock, relative to its
+// monotonicClock reads the runtime's monotonic clock, relative to its
 // creation (so values start near 0 and fit comfortably in int64).
-type MonotonicClock struct{ start time.Time }
+type monotonicClock struct{ start time.Time }
 
-// NewMonotonicClock returns a clock starting now.
-func NewMonotonicClock() *MonotonicClock { return &MonotonicClock{start: time.Now()} }
+// newMonotonicClock returns a clock starting now.
+func newMonotonicClock() *monotonicClock { return &monotonicClock{start: time.Now()} }
 
 // Now implements Clock. It never returns 0 (0 means "not read yet" in Tx).
-func (c *MonotonicClock) Now() int64 { return int64(time.Since(c.start)) + 1 }
+func (c *monotonicClock) Now() int64 { return int64(time.Since(c.start)) + 1 }
 
 // ManualClock is advanced explicitly (tests, replay of recorded time).
 // Safe for concurrent use.

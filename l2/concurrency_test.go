@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // TestConcurrentWorkersAndConfig runs several datapath workers (own Tx each)
@@ -15,7 +17,7 @@ import (
 // protocol; it also checks that counters add up across workers.
 func TestConcurrentWorkersAndConfig(t *testing.T) {
 	names := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"}
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true), FloodDeferThreshold: Ptr(5)}, names...)
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true), FloodDeferThreshold: new(5)}, names...)
 	for _, n := range names {
 		tb.apply(VLANAdd{Dev: n, VID: 10, VIDEnd: 14})
 	}
@@ -32,7 +34,7 @@ func TestConcurrentWorkersAndConfig(t *testing.T) {
 				in := tb.ports[names[rng.IntN(len(names))]]
 				src, dst := mac(1+rng.IntN(300)), mac(1+rng.IntN(300))
 				if rng.IntN(5) == 0 {
-					dst = Broadcast
+					dst = wire.BroadcastMAC
 				}
 				tb.b.Receive(tx, in, tagged(dst, src, 10+rng.IntN(6)))
 				sent.Add(1)
@@ -57,7 +59,7 @@ func TestConcurrentWorkersAndConfig(t *testing.T) {
 		case 2:
 			op = LinkSet{Dev: p, Set: FlagIsolated}
 		case 3:
-			op = LinkSet{Dev: p, Clear: FlagIsolated, State: Ptr(StateForwarding)}
+			op = LinkSet{Dev: p, Clear: FlagIsolated, State: new(StateForwarding)}
 		default:
 			op = FDBAdd{MAC: mac(1 + rng.IntN(300)), Dev: p, VID: vid, HasVID: true, Kind: FDBStatic, Replace: true}
 		}
@@ -89,7 +91,7 @@ func TestMACFloodStaysAtLimit(t *testing.T) {
 		t.Skip("1M frames")
 	}
 	const limit = 4096
-	tb := newTestBridge(t, BridgeAttrs{FDBMaxLearned: Ptr(uint32(limit))}, "p1", "p2")
+	tb := newTestBridge(t, BridgeAttrs{FDBMaxLearned: new(uint32(limit))}, "p1", "p2")
 	in := tb.ports["p1"]
 	frame := untagged(mac(1), mac(2))
 	rng := rand.New(rand.NewPCG(1, 1))

@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // OpError is the error of one op of a list.
@@ -42,8 +44,8 @@ type Change struct {
 	done bool
 }
 
-// ErrChangeDone is returned when a Change is committed twice or after Abort.
-var ErrChangeDone = errors.New("l2: change already committed or aborted")
+// errChangeDone is returned when a Change is committed twice or after Abort.
+var errChangeDone = errors.New("l2: change already committed or aborted")
 
 // Prepare validates ops against the current state. If any op fails it
 // returns a nil Change and one OpError per failing op.
@@ -77,7 +79,7 @@ func joinOpErrors(errs []OpError) error {
 // between made this one invalid; then nothing is applied.
 func (c *Change) Commit() error {
 	if c.done {
-		return ErrChangeDone
+		return errChangeDone
 	}
 	c.done = true
 	d := c.d
@@ -168,8 +170,8 @@ type brModel struct {
 	exists      bool
 	filtering   bool
 	defaultPVID uint16
-	mac         MAC     // zero for a bridge of the batch with a random address
-	self        vlanSet // the bridge's own VLANs
+	mac         wire.MAC // zero for a bridge of the batch with a random address
+	self        vlanSet  // the bridge's own VLANs
 }
 
 type portModel struct {
@@ -290,7 +292,7 @@ func (v *view) forgetFDB(br string, match func(key uint64, e fdbModel) bool) {
 }
 
 // putLocal records a local (permanent) entry of the bridge device.
-func (v *view) putLocal(br string, mac MAC, vid uint16) {
+func (v *view) putLocal(br string, mac wire.MAC, vid uint16) {
 	if !mac.IsZero() {
 		v.fdb[fdbModelKey{br, fdbKey(mac, vid)}] = fdbModel{present: true, static: true, dev: br}
 	}
@@ -436,8 +438,8 @@ func checkAttrs(a BridgeAttrs) error {
 	if a.AgeingTime != nil && (*a.AgeingTime < 0 || *a.AgeingTime > 1000000*time.Second) {
 		return fmt.Errorf("ageing_time %v out of range (0-1000000 s)", *a.AgeingTime)
 	}
-	if a.DefaultPVID != nil && *a.DefaultPVID > maxVID {
-		return fmt.Errorf("vlan_default_pvid %d out of range (0-%d)", *a.DefaultPVID, maxVID)
+	if a.DefaultPVID != nil && *a.DefaultPVID > wire.MaxVID {
+		return fmt.Errorf("vlan_default_pvid %d out of range (0-%d)", *a.DefaultPVID, wire.MaxVID)
 	}
 	if a.MAC != nil && !a.MAC.IsValidUnicast() {
 		return fmt.Errorf("invalid bridge address %s", *a.MAC)
@@ -449,10 +451,10 @@ func checkRange(lo, hi uint16) (uint16, uint16, error) {
 	if hi == 0 {
 		hi = lo
 	}
-	if lo == 0 || lo > maxVID {
+	if lo == 0 || lo > wire.MaxVID {
 		return 0, 0, errVID(lo)
 	}
-	if hi > maxVID {
+	if hi > wire.MaxVID {
 		return 0, 0, errVID(hi)
 	}
 	if hi < lo {
@@ -487,11 +489,11 @@ func (v *view) check(op Op) error {
 
 // checkFDB resolves an fdb add/del target to (bridge, keys) and calls each
 // for every key the op touches.
-func (v *view) checkFDB(mac MAC, dev string, vid uint16, hasVID, local bool, each func(br string, key uint64, devName string) error) error {
+func (v *view) checkFDB(mac wire.MAC, dev string, vid uint16, hasVID, local bool, each func(br string, key uint64, devName string) error) error {
 	if !mac.IsValidUnicast() {
 		return fmt.Errorf("invalid unicast address %s", mac)
 	}
-	if hasVID && (vid == 0 || vid > maxVID) {
+	if hasVID && (vid == 0 || vid > wire.MaxVID) {
 		return errVID(vid)
 	}
 	if bm := v.bridge(dev); bm.exists {
@@ -522,7 +524,7 @@ func (v *view) checkFDB(mac MAC, dev string, vid uint16, hasVID, local bool, eac
 		return err
 	}
 	if bm.filtering {
-		for vid := uint16(1); vid <= maxVID; vid++ {
+		for vid := uint16(1); vid <= wire.MaxVID; vid++ {
 			if pm.vlans.has(vid) {
 				if err := each(pm.master, fdbKey(mac, vid), dev); err != nil {
 					return err
@@ -539,7 +541,7 @@ func (d *Domain) applyLocked(op Op) { op.(configOp).apply(d) }
 
 // eachFDBTargetLocked mirrors checkFDB on the live state; fn runs with the
 // FDB writer lock held.
-func (d *Domain) eachFDBTargetLocked(dev string, mac MAC, vid uint16, hasVID bool, fn func(b *Bridge, key uint64, pv *PortVLAN)) {
+func (d *Domain) eachFDBTargetLocked(dev string, mac wire.MAC, vid uint16, hasVID bool, fn func(b *Bridge, key uint64, pv *PortVLAN)) {
 	if b := d.bridges[dev]; b != nil {
 		if !hasVID {
 			vid = 0

@@ -13,6 +13,7 @@ package l2
 import (
 	"errors"
 	"fmt"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // configOp is implemented by every Op.
@@ -164,7 +165,7 @@ func (o SetMaster) check(v *view) error {
 }
 
 func (o SetMaster) apply(d *Domain) {
-	p := d.ensurePortLocked(o.Port, MAC{})
+	p := d.ensurePortLocked(o.Port, wire.MAC{})
 	if o.Master == "" {
 		if b := p.bridge.Load(); b != nil {
 			b.releasePortLocked(p)
@@ -357,7 +358,7 @@ func (o MDBDel) apply(d *Domain) {
 }
 
 // checkMDB checks an mdb add (add) or del against the view.
-func (v *view) checkMDB(br, port string, g MAC, vid uint16, add bool) error {
+func (v *view) checkMDB(br, port string, g wire.MAC, vid uint16, add bool) error {
 	if !v.bridge(br).exists {
 		return fmt.Errorf("cannot find bridge %q", br)
 	}
@@ -371,7 +372,7 @@ func (v *view) checkMDB(br, port string, g MAC, vid uint16, add bool) error {
 	if err := checkGroup(g); err != nil {
 		return err
 	}
-	if vid != 0 && (vid > maxVID || !pm.vlans.has(vid)) {
+	if vid != 0 && (vid > wire.MaxVID || !pm.vlans.has(vid)) {
 		return fmt.Errorf("VLAN %d is not configured on %s", vid, port)
 	}
 	k := mdbModelKey{br, port, fdbKey(g, vid)}

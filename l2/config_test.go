@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // A whole file is checked first: any error means nothing changes, and every
@@ -14,7 +16,7 @@ import (
 func TestPrepareAllOrNothing(t *testing.T) {
 	d := NewDomain(DomainOptions{Clock: NewManualClock()})
 	ops := []Op{
-		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(true)}},
+		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(true)}},
 		SetMaster{Port: "eth1", Master: "br0"},
 		VLANAdd{Dev: "eth1", VID: 10, PVID: true, Untagged: true},
 		VLANAdd{Dev: "eth2", VID: 10},                                            // 3: eth2 is not a bridge port
@@ -23,7 +25,7 @@ func TestPrepareAllOrNothing(t *testing.T) {
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 30, HasVID: true, Kind: FDBStatic}, // 6: VLAN 30 not on eth1
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic},
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic}, // 8: exists (earlier op)
-		LinkSet{Dev: "eth1", State: Ptr(PortState(9))},                           // 9: bad state
+		LinkSet{Dev: "eth1", State: new(PortState(9))},                           // 9: bad state
 		SetMaster{Port: "eth3", Master: "br9"},                                   // 10: no such bridge
 		FDBDel{MAC: mac(2), Dev: "eth1", VID: 10, HasVID: true},                  // 11: not found
 		BridgeAdd{Name: "eth1"},                                                  // 12: exists
@@ -72,7 +74,7 @@ func TestPrepareAllOrNothing(t *testing.T) {
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Commit(); !errors.Is(err, ErrChangeDone) {
+	if err := c.Commit(); !errors.Is(err, errChangeDone) {
 		t.Fatalf("second commit: %v", err)
 	}
 	p := d.Port("eth1")
@@ -110,7 +112,7 @@ func TestCommitRevalidates(t *testing.T) {
 }
 
 func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1")
 	tb.apply(VLANAdd{Dev: "eth1", VID: 10, VIDEnd: 11},
 		FDBAdd{MAC: mac(7), Dev: "eth1", Kind: FDBStatic})
 	for _, vid := range []uint16{0, 1, 10, 11} {
@@ -136,7 +138,7 @@ func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
 		t.Fatal("permanent entry is not local")
 	}
 	// fdb add over a learned entry replaces it; over a configured one fails.
-	tb.send("eth1", tagged(Broadcast, mac(9), 10))
+	tb.send("eth1", tagged(wire.BroadcastMAC, mac(9), 10))
 	tb.apply(FDBAdd{MAC: mac(9), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic})
 	if err := tb.d.Apply(FDBAdd{MAC: mac(9), Dev: "eth1", VID: 10, HasVID: true, Kind: FDBStatic}); err == nil {
 		t.Fatal("duplicate fdb add accepted")
@@ -149,7 +151,7 @@ func TestFDBAddWithoutVLANAddsAllVLANs(t *testing.T) {
 }
 
 func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "eth1")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "eth1")
 	p := tb.ports["eth1"]
 	// Re-adding a VLAN replaces its flags (Linux): pvid and untagged go away.
 	tb.apply(VLANAdd{Dev: "eth1", VID: 1})
@@ -158,7 +160,7 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 	}
 	// vlan_default_pvid change moves untouched defaults only.
 	tb.apply(SetMaster{Port: "eth2", Master: "br0"},
-		BridgeSet{Name: "br0", Attrs: BridgeAttrs{DefaultPVID: Ptr(uint16(5))}})
+		BridgeSet{Name: "br0", Attrs: BridgeAttrs{DefaultPVID: new(uint16(5))}})
 	p2 := tb.d.Port("eth2")
 	tb.ports["eth2"] = p2
 	if p2.PVID() != 5 || p2.VLAN(1) != nil || p.VLAN(1) == nil || p.VLAN(5) != nil {
@@ -168,7 +170,7 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 		t.Fatalf("bridge pvid %d", tb.b.HostPVID())
 	}
 	// Removing a VLAN flushes the port's dynamic entries in it.
-	tb.send("eth2", untagged(Broadcast, mac(3)))
+	tb.send("eth2", untagged(wire.BroadcastMAC, mac(3)))
 	if _, _, ok := tb.b.LookupFDB(mac(3), 5); !ok {
 		t.Fatal("not learned")
 	}
@@ -184,14 +186,14 @@ func TestVLANFlagReplaceAndDefaultPVID(t *testing.T) {
 }
 
 func TestNeighbourSuppression(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "host", "vx", "lan")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "host", "vx", "lan")
 	for _, p := range []string{"host", "vx", "lan"} {
 		tb.apply(VLANAdd{Dev: p, VID: 10})
 	}
 	tb.apply(LinkSet{Dev: "vx", Set: FlagNeighSuppress})
 	remote, requester, router := mac(0x20), mac(0x10), mac(0x30)
 	// remote lives behind the suppress port.
-	tb.send("vx", tagged(Broadcast, remote, 10))
+	tb.send("vx", tagged(wire.BroadcastMAC, remote, 10))
 	ip := func(b byte) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, 0, b}) }
 	if err := tb.b.SetNeighbor(10, ip(2), remote); err != nil {
 		t.Fatal(err)
@@ -206,8 +208,8 @@ func TestNeighbourSuppression(t *testing.T) {
 		t.Fatalf("suppressed request went to %s", outPorts(out))
 	}
 	rep := out["host"][0]
-	if MAC(rep[0:6]) != requester || MAC(rep[6:12]) != remote || rep[12] != 0x81 || rep[15] != 10 ||
-		rep[25] != 2 || MAC(rep[26:32]) != remote || rep[35] != 2 || rep[45] != 9 {
+	if wire.MAC(rep[0:6]) != requester || wire.MAC(rep[6:12]) != remote || rep[12] != 0x81 || rep[15] != 10 ||
+		rep[25] != 2 || wire.MAC(rep[26:32]) != remote || rep[35] != 2 || rep[45] != 9 {
 		t.Fatalf("reply %x", rep)
 	}
 	// Request for the router's own address: no proxy reply, not to vx.
@@ -231,11 +233,11 @@ func TestNeighbourSuppression(t *testing.T) {
 }
 
 func TestMulticastFilter(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "a", "b", "c")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "a", "b", "c")
 	for _, p := range []string{"a", "b", "c"} {
 		tb.apply(VLANAdd{Dev: p, VID: 10}, LinkSet{Dev: p, Clear: FlagMcastFlood})
 	}
-	g1, g2, other := MustParseMAC("01:00:5e:00:00:01"), MustParseMAC("01:00:5e:00:00:02"), MustParseMAC("01:00:5e:55:44:33")
+	g1, g2, other := wire.MustParseMAC("01:00:5e:00:00:01"), wire.MustParseMAC("01:00:5e:00:00:02"), wire.MustParseMAC("01:00:5e:55:44:33")
 	tb.apply(MDBAdd{Bridge: "br0", Port: "b", Group: g1, VID: 10})
 	if v, _ := tb.send("a", tagged(other, mac(1), 10)); v.Drop != DropMcastFiltered {
 		t.Fatalf("unwanted group: %+v", v)
@@ -252,7 +254,7 @@ func TestMulticastFilter(t *testing.T) {
 		t.Fatalf("host group: %+v %s", v, outPorts(out))
 	}
 	// Broadcast always passes.
-	if _, out := tb.send("a", tagged(Broadcast, mac(1), 10)); outPorts(out) != "[b c]" {
+	if _, out := tb.send("a", tagged(wire.BroadcastMAC, mac(1), 10)); outPorts(out) != "[b c]" {
 		t.Fatalf("broadcast: %s", outPorts(out))
 	}
 	// One member with mcast_flood: unknown groups pass and flood to it.
@@ -267,9 +269,9 @@ func TestMulticastFilter(t *testing.T) {
 
 // A port moving to another bridge leaves nothing behind in the first one.
 func TestPortMovesBetweenBridges(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "a", "b", "m")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "a", "b", "m")
 	tb.apply(VLANAdd{Dev: "m", VID: 10}, VLANAdd{Dev: "a", VID: 10},
-		BridgeAdd{Name: "br1", Attrs: BridgeAttrs{VLANFiltering: Ptr(true)}},
+		BridgeAdd{Name: "br1", Attrs: BridgeAttrs{VLANFiltering: new(true)}},
 		SetMaster{Port: "x", Master: "br1"}, VLANAdd{Dev: "x", VID: 10},
 		SetMaster{Port: "m", Master: "br1"}, VLANAdd{Dev: "m", VID: 10})
 	br1 := tb.d.Bridge("br1")
@@ -278,10 +280,10 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 		t.Fatalf("m in %v, br0 members %d", m.Bridge().Name, len(tb.b.Members()))
 	}
 	// Broadcast in br0 VLAN 10 must not reach m; in br1 it must reach x.
-	if _, out := tb.send("a", tagged(Broadcast, mac(1), 10)); outPorts(out) != "[]" {
+	if _, out := tb.send("a", tagged(wire.BroadcastMAC, mac(1), 10)); outPorts(out) != "[]" {
 		t.Fatalf("br0 flood reached %s", outPorts(out))
 	}
-	v := br1.Receive(tb.tx, m, tagged(Broadcast, mac(2), 10))
+	v := br1.Receive(tb.tx, m, tagged(wire.BroadcastMAC, mac(2), 10))
 	out := tb.flush()
 	if v.Drop != 0 || outPorts(out) != "[x]" {
 		t.Fatalf("br1 flood: %+v %s", v, outPorts(out))
@@ -291,7 +293,7 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 	if m.Bridge() != nil || tb.d.Bridge("br1") != nil {
 		t.Fatal("bridge delete")
 	}
-	if v := br1.Receive(tb.tx, m, untagged(Broadcast, mac(2))); v.Drop != DropNotBridged {
+	if v := br1.Receive(tb.tx, m, untagged(wire.BroadcastMAC, mac(2))); v.Drop != DropNotBridged {
 		t.Fatalf("released port: %v", v.Drop)
 	}
 	tb.flush()
@@ -300,9 +302,9 @@ func TestPortMovesBetweenBridges(t *testing.T) {
 // The egress API l3 uses: Send tags from the port-VLAN, routed ports and
 // raw port-VLANs leave frames as they are, FloodVLAN floods host frames.
 func TestEgressAPI(t *testing.T) {
-	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: Ptr(true)}, "trunk", "access")
+	tb := newTestBridge(t, BridgeAttrs{VLANFiltering: new(true)}, "trunk", "access")
 	tb.apply(VLANAdd{Dev: "trunk", VID: 10}, VLANAdd{Dev: "access", VID: 10, PVID: true, Untagged: true})
-	r, err := tb.d.EnsurePort("eth0", MAC{})
+	r, err := tb.d.EnsurePort("eth0", wire.MAC{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +319,7 @@ func TestEgressAPI(t *testing.T) {
 	if vid, tagged := tb.ports["trunk"].VLAN(10).Dst().EgressTag(); vid != 10 || !tagged {
 		t.Fatal("EgressTag")
 	}
-	if n := tb.b.Output(tb.tx, 10, untagged(Broadcast, tb.b.MAC)); n != 2 {
+	if n := tb.b.Output(tb.tx, 10, untagged(wire.BroadcastMAC, tb.b.MAC)); n != 2 {
 		t.Fatalf("Output broadcast: %d copies", n)
 	}
 	out = tb.flush()
@@ -325,14 +327,14 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatalf("Output broadcast: %s", outPorts(out))
 	}
 	// Known unicast goes to its port only, and not if the port is blocking.
-	tb.send("trunk", tagged(Broadcast, mac(5), 10))
+	tb.send("trunk", tagged(wire.BroadcastMAC, mac(5), 10))
 	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 1 {
 		t.Fatalf("Output unicast: %d", n)
 	}
 	if out := tb.flush(); outPorts(out) != "[trunk]" {
 		t.Fatalf("Output unicast went to %s", outPorts(out))
 	}
-	tb.apply(LinkSet{Dev: "trunk", State: Ptr(StateBlocking)})
+	tb.apply(LinkSet{Dev: "trunk", State: new(StateBlocking)})
 	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 0 {
 		t.Fatal("Output to a blocking port")
 	}
@@ -357,7 +359,7 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatalf("SendTagged access %x", got)
 	}
 	// A local address for a VLAN interface with its own MAC.
-	rmac := MustParseMAC("02:00:00:00:aa:aa")
+	rmac := wire.MustParseMAC("02:00:00:00:aa:aa")
 	if err := tb.b.AddLocalAddress(rmac, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +370,7 @@ func TestEgressAPI(t *testing.T) {
 	if _, local, _ := tb.b.LookupFDB(rmac, 10); local {
 		t.Fatal("DelLocalAddress")
 	}
-	if _, err := tb.d.EnsurePort("br0", MAC{}); err == nil {
+	if _, err := tb.d.EnsurePort("br0", wire.MAC{}); err == nil {
 		t.Fatal("EnsurePort accepted a bridge name")
 	}
 }
@@ -376,11 +378,11 @@ func TestEgressAPI(t *testing.T) {
 // Ops render back to the iproute2 lines they came from (error messages).
 func TestOpStrings(t *testing.T) {
 	cases := map[Op]string{
-		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(true), AgeingTime: Ptr(300 * time.Second)}}: "link add br0 type bridge vlan_filtering 1 ageing_time 30000",
+		BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(true), AgeingTime: new(300 * time.Second)}}: "link add br0 type bridge vlan_filtering 1 ageing_time 30000",
 		SetMaster{Port: "eth1", Master: "br0"}:                                  "link set eth1 master br0",
 		VLANAdd{Dev: "eth1", VID: 10, VIDEnd: 20, Untagged: true}:               "bridge vlan add dev eth1 vid 10-20 untagged",
 		FDBAdd{MAC: mac(1), Dev: "eth1", VID: 5, HasVID: true, Kind: FDBStatic}: "bridge fdb add 02:00:00:00:00:01 dev eth1 vlan 5 static",
-		LinkSet{Dev: "eth1", Clear: FlagLearning, State: Ptr(StateBlocking)}:    "bridge link set dev eth1 learning off state 4",
+		LinkSet{Dev: "eth1", Clear: FlagLearning, State: new(StateBlocking)}:    "bridge link set dev eth1 learning off state 4",
 	}
 	for op, want := range cases {
 		if op.String() != want {
@@ -393,8 +395,8 @@ func TestOpStrings(t *testing.T) {
 // bridge, or the bridge was deleted) can be added again in that batch.
 func TestPrepareSeesFlushesOfTheBatch(t *testing.T) {
 	d := NewDomain(DomainOptions{})
-	mac := MustParseMAC("02:00:00:00:00:33")
-	grp := MustParseMAC("01:00:5e:00:00:05")
+	mac := wire.MustParseMAC("02:00:00:00:00:33")
+	grp := wire.MustParseMAC("01:00:5e:00:00:05")
 	if err := d.Apply(BridgeAdd{Name: "br0"}, SetMaster{Port: "p1", Master: "br0"},
 		FDBAdd{MAC: mac, Dev: "p1", Kind: FDBStatic}, MDBAdd{Bridge: "br0", Port: "p1", Group: grp}); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // The randomized test of validation against commit: any batch of ops that
@@ -23,10 +25,10 @@ var (
 	viewBridges = []string{"br0", "br1"}
 	viewPorts   = []string{"p0", "p1", "p2", "p3"}
 	viewVIDs    = []uint16{1, 2, 3, 10}
-	viewGroups  = []MAC{{0x01, 0, 0x5e, 0, 0, 1}, {0x01, 0, 0x5e, 0, 0, 2}}
+	viewGroups  = []wire.MAC{{0x01, 0, 0x5e, 0, 0, 1}, {0x01, 0, 0x5e, 0, 0, 2}}
 )
 
-func viewMAC(i int) MAC { return MAC{2, 0, 0, 0, 0xaa, byte(i)} }
+func viewMAC(i int) wire.MAC { return wire.MAC{2, 0, 0, 0, 0xaa, byte(i)} }
 
 func randomViewOp(r *rand.Rand) Op {
 	pick := func(xs []string) string { return xs[r.IntN(len(xs))] }
@@ -54,7 +56,7 @@ func randomViewOp(r *rand.Rand) Op {
 	case 0:
 		a := attrs()
 		if r.IntN(2) == 0 {
-			a.MAC = new(MAC{2, 0xbb, 0, 0, 0, byte(r.IntN(2))})
+			a.MAC = new(wire.MAC{2, 0xbb, 0, 0, 0, byte(r.IntN(2))})
 		}
 		return BridgeAdd{Name: pick(viewBridges), Attrs: a}
 	case 1:
@@ -128,9 +130,9 @@ func viewFDBKeys() []uint64 {
 		}
 	}
 	for i := range 2 { // the bridges' own addresses
-		keys = append(keys, fdbKey(MAC{2, 0xbb, 0, 0, 0, byte(i)}, 0))
+		keys = append(keys, fdbKey(wire.MAC{2, 0xbb, 0, 0, 0, byte(i)}, 0))
 		for _, v := range viewVIDs {
-			keys = append(keys, fdbKey(MAC{2, 0xbb, 0, 0, 0, byte(i)}, v))
+			keys = append(keys, fdbKey(wire.MAC{2, 0xbb, 0, 0, 0, byte(i)}, v))
 		}
 	}
 	return keys
@@ -140,7 +142,7 @@ func viewFDBKeys() []uint64 {
 // pvid, tagged.
 func vlanList(s *vlanSet) string {
 	var out []string
-	for v := range uint16(maxVID + 1) {
+	for v := range uint16(wire.MaxVID + 1) {
 		if s.has(v) {
 			w := strconv.Itoa(int(v))
 			if s.untagged.has(v) {
@@ -254,9 +256,9 @@ func learnSome(r *rand.Rand, d *Domain, tx *Tx) {
 		}
 		var frame []byte
 		if vid := viewVIDs[r.IntN(len(viewVIDs))]; r.IntN(2) == 0 {
-			frame = tagged(Broadcast, viewMAC(r.IntN(4)), int(vid))
+			frame = tagged(wire.BroadcastMAC, viewMAC(r.IntN(4)), int(vid))
 		} else {
-			frame = untagged(Broadcast, viewMAC(r.IntN(4)))
+			frame = untagged(wire.BroadcastMAC, viewMAC(r.IntN(4)))
 		}
 		p.Bridge().Receive(tx, p, frame)
 		tx.Flush(nil)

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/internal/race"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // applyRef mirrors a successfully applied op on the reference bridge.
@@ -103,26 +107,32 @@ type diffWorld struct {
 	tb     *testBridge
 	ref    *refBridge
 	names  []string
-	macs   []MAC // station pool
-	groups []MAC
+	macs   []wire.MAC // station pool
+	groups []wire.MAC
 	vids   []uint16
 	step   int
+	trace  []string // the last steps, logged when the test fails
 }
 
 func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	filtering := rng.IntN(4) != 0
 	n := 2 + rng.IntN(13) // 2..14 ports: both list and array member sets
-	brMAC := MustParseMAC("02:bb:00:00:00:01")
+	brMAC := wire.MustParseMAC("02:bb:00:00:00:01")
 	w := &diffWorld{t: t, rng: rng, ref: newRefBridge(brMAC, filtering)}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d, the last steps:\n%s", seed, strings.Join(w.trace, "\n"))
+		}
+	})
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
-	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(filtering), MAC: &brMAC}}}
+	ops := []Op{BridgeAdd{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(filtering), MAC: &brMAC}}}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("p%d", i)
-		var m MAC
+		var m wire.MAC
 		if rng.IntN(2) == 0 {
-			m = MAC{0x02, 0xaa, 0, 0, 0, byte(i)}
+			m = wire.MAC{0x02, 0xaa, 0, 0, 0, byte(i)}
 		}
 		ops = append(ops, PortAdd{Name: name, MAC: m}, SetMaster{Port: name, Master: "br0"})
 		w.names = append(w.names, name)
@@ -143,8 +153,8 @@ func newDiffWorld(t *testing.T, seed uint64) *diffWorld {
 		w.macs = append(w.macs, mac(i+1))
 	}
 	w.macs = append(w.macs, brMAC)
-	w.groups = []MAC{MustParseMAC("01:00:5e:00:00:01"), MustParseMAC("01:00:5e:00:00:fb"),
-		MustParseMAC("33:33:00:00:00:01"), MustParseMAC("01:00:5e:7f:00:02")}
+	w.groups = []wire.MAC{wire.MustParseMAC("01:00:5e:00:00:01"), wire.MustParseMAC("01:00:5e:00:00:fb"),
+		wire.MustParseMAC("33:33:00:00:00:01"), wire.MustParseMAC("01:00:5e:7f:00:02")}
 	w.vids = []uint16{1, 2, 3, 4, 5}
 	return w
 }
@@ -188,18 +198,18 @@ func (w *diffWorld) randomOp() Op {
 	case 10:
 		switch r.IntN(5) {
 		case 4:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: Ptr(r.IntN(2) == 0)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{VLANFiltering: new(r.IntN(2) == 0)}}
 		case 0:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: Ptr(uint32(r.IntN(8)))}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: new(uint32(r.IntN(8)))}}
 		case 1:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: Ptr(r.IntN(16) - 1)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{FloodDeferThreshold: new(r.IntN(16) - 1)}}
 		case 2:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{McastPrefilter: Ptr(r.IntN(2) == 0)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{McastPrefilter: new(r.IntN(2) == 0)}}
 		default:
-			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: Ptr(time.Duration(r.IntN(3)) * 20 * time.Second)}}
+			return BridgeSet{Name: "br0", Attrs: BridgeAttrs{AgeingTime: new(time.Duration(r.IntN(3)) * 20 * time.Second)}}
 		}
 	default:
-		return LinkSet{Dev: port, MaxLearned: Ptr(uint32(r.IntN(4)))}
+		return LinkSet{Dev: port, MaxLearned: new(uint32(r.IntN(4)))}
 	}
 }
 
@@ -210,16 +220,16 @@ func (w *diffWorld) randomFrame() (string, []byte) {
 	if r.IntN(40) == 0 {
 		src = w.groups[0] // invalid source
 	}
-	var dst MAC
+	var dst wire.MAC
 	switch r.IntN(10) {
 	case 0, 1:
-		dst = Broadcast
+		dst = wire.BroadcastMAC
 	case 2:
 		dst = w.groups[r.IntN(len(w.groups))]
 	case 3:
-		dst = MAC{0x01, 0x00, 0x5e, 0x10, byte(r.IntN(256)), byte(r.IntN(256))} // unwanted group
+		dst = wire.MAC{0x01, 0x00, 0x5e, 0x10, byte(r.IntN(256)), byte(r.IntN(256))} // unwanted group
 	case 4:
-		dst = MustParseMAC("01:80:c2:00:00:00")
+		dst = wire.MustParseMAC("01:80:c2:00:00:00")
 		if r.IntN(2) == 0 {
 			dst[5] = byte(1 + r.IntN(15))
 		}
@@ -281,7 +291,7 @@ func (w *diffWorld) run(steps int) {
 			op := w.randomOp()
 			if err := w.tb.d.Apply(op); err == nil {
 				w.ref.applyOp(op)
-				dbg(w.step, op.String())
+				w.log(op.String())
 			}
 			continue
 		case x < 10:
@@ -299,7 +309,7 @@ func (w *diffWorld) run(steps int) {
 			}
 			a := ip.As4()
 			w.ref.neigh[uint64(vid)<<32|uint64(uint32(a[0])<<24|uint32(a[1])<<16|uint32(a[2])<<8|uint32(a[3]))] = struct {
-				mac MAC
+				mac wire.MAC
 				own bool
 			}{m, own}
 			continue
@@ -316,7 +326,7 @@ func (w *diffWorld) run(steps int) {
 			w.tb.clock.Advance(time.Duration(r.IntN(40)) * time.Second)
 			w.tb.b.Age()
 			w.ref.age(w.tb.clock.Now())
-			dbg(w.step, "age")
+			w.log("age")
 			w.compareFDB()
 			continue
 		}
@@ -325,7 +335,7 @@ func (w *diffWorld) run(steps int) {
 		nb := 1 + r.IntN(12)
 		for i := 0; i < nb; i++ {
 			in, f := w.randomFrame()
-			dbg(w.step, fmt.Sprintf("rx %s %x", in, f[:min(len(f), 18)]))
+			w.log(fmt.Sprintf("rx %s %x", in, f[:min(len(f), 18)]))
 			got := w.tb.b.Receive(w.tb.tx, w.tb.ports[in], f)
 			want := w.ref.receive(w.ref.port(in), f, now)
 			if got != want {
@@ -363,7 +373,7 @@ func TestDifferentialAgainstReference(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
 		seeds = 40
-	} else if raceEnabled {
+	} else if race.Enabled {
 		seeds = 100
 	}
 	for s := 0; s < seeds; s++ {
@@ -373,10 +383,10 @@ func TestDifferentialAgainstReference(t *testing.T) {
 	}
 }
 
-var dbgHook func(int, string)
-
-func dbg(step int, s string) {
-	if dbgHook != nil {
-		dbgHook(step, s)
+// log records a step for the failure report (the last 40).
+func (w *diffWorld) log(s string) {
+	if len(w.trace) == 40 {
+		w.trace = w.trace[1:]
 	}
+	w.trace = append(w.trace, fmt.Sprintf("step %d: %s", w.step, s))
 }

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Domain holds ports and bridges.
@@ -30,13 +32,13 @@ type Domain struct {
 
 // DomainOptions configure a domain.
 type DomainOptions struct {
-	Clock Clock // default: NewMonotonicClock()
+	Clock Clock // default: the runtime's monotonic clock
 }
 
 // NewDomain returns an empty domain.
 func NewDomain(opts DomainOptions) *Domain {
 	if opts.Clock == nil {
-		opts.Clock = NewMonotonicClock()
+		opts.Clock = newMonotonicClock()
 	}
 	d := &Domain{clock: opts.Clock, byName: map[string]*Port{}, bridges: map[string]*Bridge{}}
 	empty := []*Port{}
@@ -88,7 +90,7 @@ func (d *Domain) Bridges() []*Bridge {
 // EnsurePort returns the port named name, creating it (routed, not in any
 // bridge) if needed. A non-zero mac sets the address of a new port. It is
 // an error if name is a bridge.
-func (d *Domain) EnsurePort(name string, mac MAC) (*Port, error) {
+func (d *Domain) EnsurePort(name string, mac wire.MAC) (*Port, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, isBr := d.bridges[name]; isBr {
@@ -97,7 +99,7 @@ func (d *Domain) EnsurePort(name string, mac MAC) (*Port, error) {
 	return d.ensurePortLocked(name, mac), nil
 }
 
-func (d *Domain) ensurePortLocked(name string, mac MAC) *Port {
+func (d *Domain) ensurePortLocked(name string, mac wire.MAC) *Port {
 	if p := d.byName[name]; p != nil {
 		return p
 	}
@@ -165,8 +167,8 @@ func (d *Domain) Age() (next int64) {
 	return next
 }
 
-func randomMAC() MAC {
-	var m MAC
+func randomMAC() wire.MAC {
+	var m wire.MAC
 	if _, err := rand.Read(m[:]); err != nil {
 		panic("l2: no randomness: " + err.Error())
 	}

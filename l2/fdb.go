@@ -24,6 +24,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // hardMaxLearned bounds learned entries even when fdb_max_learned is 0
@@ -227,7 +229,7 @@ func (f *FDB) flushLocked(match func(e fdbView) bool) int {
 
 // FDBEntry is a copy of one entry, for show and tests.
 type FDBEntry struct {
-	MAC     MAC
+	MAC     wire.MAC
 	VID     uint16
 	Port    *Port // nil: the bridge device itself
 	Local   bool  // frames to it are delivered to the host

@@ -1,7 +1,10 @@
 package l2
 
-// fdbTable: the FDB's hash table, with the entries stored in the table
-// itself (seed 003: salted, resizable, flat from 1K to 1M entries).
+// fdbTable: the FDB's hash table, salted and resizable, with the entries
+// stored in the table itself. It is not an internal/hashindex (key ->
+// pointer): a destination lookup or a source refresh, once per frame each,
+// would then touch the entry's line besides the table's, which costs the
+// lookup at 1M entries most of its speed (docs/l2.md).
 //
 // Layout: open addressing over 64-byte buckets (one cache line) holding a
 // sequence counter and 2 entries; an entry is its key (with the entry's
@@ -28,7 +31,12 @@ package l2
 // refreshes made there meanwhile are lost (the entry is refreshed again by
 // its next frame).
 
-import "sync/atomic"
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"iter"
+	"sync/atomic"
+)
 
 // Key flag bits (bits 12-15 of the key, above the 12-bit VID).
 const (
@@ -40,6 +48,8 @@ const (
 )
 
 const (
+	slotEmpty         = 0
+	slotTombstone     = ^uint64(0) // VID bits 0xffff: never a valid key
 	fdbSlotsPerBucket = 2
 	fdbMinBuckets     = 512 // 1K entries
 	fdbReadTries      = 8
@@ -61,6 +71,25 @@ type fdbTableVersion struct {
 	buckets    []fdbBucket
 	mask       uint64
 	seed, mult uint64
+}
+
+// newSecrets draws a table version's hash secrets.
+func newSecrets() (seed, mult uint64) {
+	var s [16]byte
+	if _, err := rand.Read(s[:]); err != nil {
+		panic("l2: no randomness for hash secrets: " + err.Error())
+	}
+	return binary.LittleEndian.Uint64(s[0:8]), binary.LittleEndian.Uint64(s[8:16]) | 1
+}
+
+// mixHome is the keyed mix: secret xor, secret odd multiplier, then a
+// splitmix finaliser so every key bit reaches the low (index) bits.
+func mixHome(k, seed, mult, mask uint64) uint64 {
+	x := (k ^ seed) * mult
+	x ^= x >> 29
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 32
+	return x & mask
 }
 
 func newFDBTableVersion(nBuckets int) *fdbTableVersion {
@@ -270,34 +299,40 @@ func (m *fdbTable) resizeLocked(n int) {
 	for nb*fdbSlotsPerBucket*5 < n*8 {
 		nb *= 2
 	}
-	old := m.cur.Load()
 	t := newFDBTableVersion(nb)
-	for bi := range old.buckets {
-		ob := &old.buckets[bi]
-		for j := range ob.slots {
-			os := &ob.slots[j]
-			bk := os.key.Load()
-			if bk == slotEmpty || bk == slotTombstone {
-				continue
-			}
-			i := t.home(slotKey(bk))
-		probe:
-			for {
-				b := &t.buckets[i]
-				for s := range b.slots {
-					if b.slots[s].key.Load() == slotEmpty {
-						b.slots[s].dst.Store(os.dst.Load())
-						b.slots[s].updated.Store(os.updated.Load())
-						b.slots[s].key.Store(bk)
-						break probe
-					}
+	for os := range m.cur.Load().live() {
+		bk := os.key.Load()
+		i := t.home(slotKey(bk))
+	probe:
+		for {
+			b := &t.buckets[i]
+			for s := range b.slots {
+				if b.slots[s].key.Load() == slotEmpty {
+					b.slots[s].dst.Store(os.dst.Load())
+					b.slots[s].updated.Store(os.updated.Load())
+					b.slots[s].key.Store(bk)
+					break probe
 				}
-				i = (i + 1) & t.mask
 			}
+			i = (i + 1) & t.mask
 		}
 	}
 	m.tombs = 0
 	m.cur.Store(t)
+}
+
+// live iterates the version's used slots (not empty, not tombstones).
+func (t *fdbTableVersion) live() iter.Seq[*fdbSlot] {
+	return func(yield func(*fdbSlot) bool) {
+		for bi := range t.buckets {
+			b := &t.buckets[bi]
+			for j := range b.slots {
+				if k := b.slots[j].key.Load(); k != slotEmpty && k != slotTombstone && !yield(&b.slots[j]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // fdbView is a copy of one entry.
@@ -310,17 +345,9 @@ type fdbView struct {
 // each calls fn with a copy of every entry of the current version
 // (lock-free; entries changed meanwhile may or may not be seen).
 func (m *fdbTable) each(fn func(e fdbView)) {
-	t := m.cur.Load()
-	for bi := range t.buckets {
-		b := &t.buckets[bi]
-		for j := range b.slots {
-			s := &b.slots[j]
-			bk := s.key.Load()
-			if bk == slotEmpty || bk == slotTombstone {
-				continue
-			}
-			fn(fdbView{key: slotKey(bk), flags: bk & fdbFlags, dst: s.dst.Load(), updated: s.updated.Load()})
-		}
+	for s := range m.cur.Load().live() {
+		bk := s.key.Load()
+		fn(fdbView{key: slotKey(bk), flags: bk & fdbFlags, dst: s.dst.Load(), updated: s.updated.Load()})
 	}
 }
 

@@ -1,6 +1,6 @@
 package l2
 
-// Flooding (Linux br_flood, with the seed 000 member sets).
+// Flooding (Linux br_flood) over the VLAN member sets of vlan.go.
 //
 // Flow: the VLAN's member set (array above 8 members, else the list) ->
 // for each member port-VLAN: skip the ingress port, ports not forwarding,
@@ -11,75 +11,86 @@ package l2
 //
 // Large floods (more members than the bridge's flood_defer threshold) are
 // not done inline: they go to the worker's bounded deferral queue and run
-// when the Tx is flushed, after the batch's small work (seed 002: small
-// fan-outs inline, large ones bounded). A full queue drops the flood and
+// when the Tx is flushed, after the batch's small work (small fan-outs
+// inline, large ones bounded). A full queue drops the flood and
 // counts it. Deferred floods reference the input buffer, which is valid
 // until the flush completes, so nothing is copied to defer.
 
+// ingress is the frame being flooded or forwarded, as the steps after
+// classification need it: the port it came in on (nil for frames the host
+// sends) and that port's control word at arrival (state and flags), its
+// VLAN, the frame with its tag (the copies are made from it), and which
+// members a flood of it reaches.
+type ingress struct {
+	in    *Port
+	ctl   uint32
+	v     *vlan
+	fv    frameView
+	scope floodScope
+}
+
+// floodScope says which members a flood reaches, and whether the host
+// takes a copy too.
+type floodScope struct {
+	need       PortFlag // the member flag this kind of flood requires (0: none, mdb members)
+	suppressed bool     // skip neigh_suppress members: the bridge answered the ARP request
+	host       bool     // deliver to the host as well (broadcast in a VLAN it is member of)
+}
+
 // deferredFlood is a flood waiting for the end of the batch.
 type deferredFlood struct {
-	b          *Bridge
-	in         *Port
-	inCtl      uint32
-	v          *vlan
-	need       PortFlag
-	suppressed bool
-	fv         frameView
-	origin     int32
+	b      *Bridge
+	ig     ingress
+	origin int32
 }
 
 // flood returns the number of copies queued, whether the flood was
 // deferred, and whether it was dropped because the deferral queue is full.
-func (b *Bridge) flood(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView, need PortFlag,
-	suppressed bool, cfg *bridgeCfg) (n int, deferred, full bool) {
-	if cfg.naiveFlood {
-		if ns := b.naive.Load(); ns != nil {
-			return ns.flood(tx, in, inCtl, v.vid, fv, need, suppressed), false, false
-		}
-	}
-	if cfg.deferThreshold >= 0 && int(v.count.Load()) > cfg.deferThreshold {
+func (b *Bridge) flood(tx *Tx, ig *ingress, cfg *bridgeCfg) (n int, deferred, full bool) {
+	if cfg.deferThreshold >= 0 && int(ig.v.count.Load()) > cfg.deferThreshold {
 		if len(tx.deferred) >= tx.opts.DeferLen {
 			return 0, false, true
 		}
-		tx.deferred = append(tx.deferred, deferredFlood{b: b, in: in, inCtl: inCtl, v: v,
-			need: need, suppressed: suppressed, fv: frameView{data: fv.data, raw: fv.raw,
-				tagged: fv.tagged, tci: fv.tci, asIsOK: fv.asIsOK}, origin: tx.origin})
+		d := deferredFlood{b: b, ig: *ig, origin: tx.origin}
+		d.ig.fv.untag, d.ig.fv.tag = nil, nil // copies are made when it runs
+		tx.deferred = append(tx.deferred, d)
 		tx.delta.floodDeferred++
 		return 0, true, false
 	}
 	tx.delta.floodInline++
-	return tx.floodMembers(v, in, inCtl, need, suppressed, fv), false, false
+	return tx.floodMembers(ig), false, false
 }
 
-// floodMembers emits to every eligible member of v: from the array when
-// there is one, else from the list.
-func (tx *Tx) floodMembers(v *vlan, in *Port, inCtl uint32, need PortFlag, suppressed bool, fv *frameView) int {
+// floodMembers emits to every eligible member of the frame's VLAN: from the
+// array when there is one, else from the list.
+func (tx *Tx) floodMembers(ig *ingress) int {
 	n := 0
-	if arr := v.array.Load(); arr != nil {
+	if arr := ig.v.array.Load(); arr != nil {
 		for _, pv := range *arr {
-			n += tx.floodOne(pv, in, inCtl, need, suppressed, fv)
+			n += tx.floodOne(pv, ig)
 		}
 		return n
 	}
-	for m := v.head.Load(); m != nil; m = m.next.Load() {
-		n += tx.floodOne(m.pv, in, inCtl, need, suppressed, fv)
+	for m := ig.v.head.Load(); m != nil; m = m.next.Load() {
+		n += tx.floodOne(m.pv, ig)
 	}
 	return n
 }
 
-// floodOne emits to one member if it is eligible (need 0: no flag
-// required, for mdb group members); it returns 1 if it did.
-func (tx *Tx) floodOne(pv *PortVLAN, in *Port, inCtl uint32, need PortFlag, suppressed bool, fv *frameView) int {
+// floodOne emits to one member if it is eligible (ig.scope); it returns 1
+// if it did.
+func (tx *Tx) floodOne(pv *PortVLAN, ig *ingress) int {
 	p := pv.port
-	if p == in {
+	if p == ig.in {
 		return 0
 	}
 	c := p.ctl.Load()
-	if !ctlForwarding(c) || (need != 0 && c&uint32(need) == 0) || (inCtl&c)&uint32(FlagIsolated) != 0 ||
-		(suppressed && c&uint32(FlagNeighSuppress) != 0) {
+	sc := &ig.scope
+	if !ctlForwarding(c) || (sc.need != 0 && c&uint32(sc.need) == 0) || (ig.ctl&c)&uint32(FlagIsolated) != 0 ||
+		(sc.suppressed && c&uint32(FlagNeighSuppress) != 0) {
 		return 0
 	}
-	tx.emit(pv, fv)
+	tx.emit(pv, &ig.fv)
 	return 1
 }
 
@@ -88,8 +99,7 @@ func (tx *Tx) runDeferred() {
 	for i := range tx.deferred {
 		d := &tx.deferred[i]
 		tx.origin = d.origin
-		n := tx.floodMembers(d.v, d.in, d.inCtl, d.need, d.suppressed, &d.fv)
-		if n == 0 {
+		if tx.floodMembers(&d.ig) == 0 {
 			tx.delta.drops[DropNoFloodTarget]++
 		}
 		*d = deferredFlood{}

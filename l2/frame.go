@@ -7,16 +7,10 @@ package l2
 // kernel's default); an 802.1ad S-tag (0x88a8) is payload. A tag with VID 0
 // is a priority tag: the frame belongs to the port's pvid and keeps its PCP.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-const (
-	ethHeaderLen  = 14
-	vlanTagLen    = 4
-	tpid8021Q     = 0x8100
-	etherTypeARP  = 0x0806
-	etherTypeIPv4 = 0x0800
-	vidMask       = 0x0fff
-	maxVID        = 4094
+	"github.com/netfwd/netfwd/wire"
 )
 
 // parsedFrame is the result of ingress parsing: where the tag and the L3
@@ -31,22 +25,22 @@ type parsedFrame struct {
 // parseFrame validates the Ethernet and 802.1Q headers. ok is false for
 // frames too short to carry them (runts, truncated tags).
 func parseFrame(b []byte) (p parsedFrame, ok bool) {
-	if len(b) < ethHeaderLen {
+	if len(b) < wire.EthernetHeaderLen {
 		return p, false
 	}
 	et := binary.BigEndian.Uint16(b[12:14])
-	if et != tpid8021Q {
+	if et != wire.EtherTypeVLAN {
 		p.etype = et
-		p.l3 = ethHeaderLen
+		p.l3 = wire.EthernetHeaderLen
 		return p, true
 	}
-	if len(b) < ethHeaderLen+vlanTagLen {
+	if len(b) < wire.EthernetHeaderLen+wire.VLANTagLen {
 		return p, false
 	}
 	p.tagged = true
 	p.tci = binary.BigEndian.Uint16(b[14:16])
 	p.etype = binary.BigEndian.Uint16(b[16:18])
-	p.l3 = ethHeaderLen + vlanTagLen
+	p.l3 = wire.EthernetHeaderLen + wire.VLANTagLen
 	return p, true
 }
 
@@ -60,7 +54,7 @@ func untagInto(dst, src []byte) {
 // (len(src)+4 bytes).
 func tagInto(dst, src []byte, tci uint16) {
 	copy(dst[0:12], src[0:12])
-	binary.BigEndian.PutUint16(dst[12:14], tpid8021Q)
+	binary.BigEndian.PutUint16(dst[12:14], wire.EtherTypeVLAN)
 	binary.BigEndian.PutUint16(dst[14:16], tci)
 	copy(dst[16:], src[12:])
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // frameSpec describes a test frame; built by hand (the layout is simple and
 // the tests must control every byte, including malformed ones).
 type frameSpec struct {
-	dst, src MAC
+	dst, src wire.MAC
 	tag      int // -1: untagged; 0..4095: 802.1Q tag with this VID (0: priority tag)
 	pcp      uint8
 	etype    uint16
@@ -23,7 +25,7 @@ func buildFrame(f frameSpec) []byte {
 	b = append(b, f.dst[:]...)
 	b = append(b, f.src[:]...)
 	if f.tag >= 0 {
-		b = binary.BigEndian.AppendUint16(b, tpid8021Q)
+		b = binary.BigEndian.AppendUint16(b, wire.EtherTypeVLAN)
 		b = binary.BigEndian.AppendUint16(b, uint16(f.pcp)<<13|uint16(f.tag))
 	}
 	et := f.etype
@@ -38,28 +40,28 @@ func buildFrame(f frameSpec) []byte {
 	return b
 }
 
-func untagged(dst, src MAC) []byte {
+func untagged(dst, src wire.MAC) []byte {
 	return buildFrame(frameSpec{dst: dst, src: src, tag: -1, payload: []byte("hello")})
 }
 
-func tagged(dst, src MAC, vid int) []byte {
+func tagged(dst, src wire.MAC, vid int) []byte {
 	return buildFrame(frameSpec{dst: dst, src: src, tag: vid, payload: []byte("hello")})
 }
 
 // arpRequest builds a broadcast ARP request (optionally tagged).
-func arpRequest(src MAC, sip, tip [4]byte, tag int) []byte {
+func arpRequest(src wire.MAC, sip, tip [4]byte, tag int) []byte {
 	p := make([]byte, 28)
 	binary.BigEndian.PutUint16(p[0:2], 1)
-	binary.BigEndian.PutUint16(p[2:4], etherTypeIPv4)
+	binary.BigEndian.PutUint16(p[2:4], wire.EtherTypeIPv4)
 	p[4], p[5] = 6, 4
 	binary.BigEndian.PutUint16(p[6:8], 1)
 	copy(p[8:14], src[:])
 	copy(p[14:18], sip[:])
 	copy(p[24:28], tip[:])
-	return buildFrame(frameSpec{dst: Broadcast, src: src, tag: tag, etype: etherTypeARP, payload: p})
+	return buildFrame(frameSpec{dst: wire.BroadcastMAC, src: src, tag: tag, etype: wire.EtherTypeARP, payload: p})
 }
 
-func mac(i int) MAC { return MAC{0x02, 0, 0, 0, byte(i >> 8), byte(i)} }
+func mac(i int) wire.MAC { return wire.MAC{0x02, 0, 0, 0, byte(i >> 8), byte(i)} }
 
 // testBridge is a domain with one bridge and named ports.
 type testBridge struct {
@@ -76,7 +78,7 @@ func newTestBridge(t testing.TB, attrs BridgeAttrs, ports ...string) *testBridge
 	clk := NewManualClock()
 	d := NewDomain(DomainOptions{Clock: clk})
 	if attrs.MAC == nil {
-		attrs.MAC = Ptr(MustParseMAC("02:bb:00:00:00:01"))
+		attrs.MAC = new(wire.MustParseMAC("02:bb:00:00:00:01"))
 	}
 	ops := []Op{BridgeAdd{Name: "br0", Attrs: attrs}}
 	for _, p := range ports {

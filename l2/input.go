@@ -16,6 +16,8 @@ package l2
 // Every frame that reaches no port and not the host is counted as a drop
 // with its reason. Lock-free: atomics and immutable snapshots only.
 
+import "github.com/netfwd/netfwd/wire"
+
 // Verdict is the outcome for one input frame.
 type Verdict struct {
 	Drop DropReason // non-zero: the frame went nowhere (counted)
@@ -69,7 +71,8 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 		*res = tx.drop(in, DropMalformed)
 		return
 	}
-	if frame[6]&1 != 0 || frame[6]|frame[7]|frame[8]|frame[9]|frame[10]|frame[11] == 0 {
+	eth := wire.Ethernet(frame)
+	if !eth.SrcIsValid() {
 		*res = tx.drop(in, DropInvalidSource)
 		return
 	}
@@ -81,12 +84,13 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	}
 	cfg := b.cfg.Load()
 
-	fv := frameView{data: frame, tagged: pf.tagged}
+	ig := ingress{in: in, ctl: ctl, fv: frameView{data: frame, tagged: pf.tagged}}
+	fv := &ig.fv
 	var pv *PortVLAN
 	var vid uint16
 	if cfg.vlanFiltering {
-		if pf.tagged && pf.tci&vidMask != 0 {
-			vid = pf.tci & vidMask
+		if pf.tagged && pf.tci&wire.VIDMask != 0 {
+			vid = pf.tci & wire.VIDMask
 			pv = in.vlans.get(vid)
 			if pv == nil || pv.flags.Load()&pvMember == 0 {
 				*res = tx.drop(in, DropVLANIngress)
@@ -101,7 +105,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 				return
 			}
 			vid = pv.VID
-			fv.tci = vid | pf.tci&^vidMask // a priority tag keeps its PCP/DEI
+			fv.tci = vid | pf.tci&^wire.VIDMask // a priority tag keeps its PCP/DEI
 		}
 	} else {
 		pv = &in.raw
@@ -119,55 +123,55 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	}
 
 	v := pv.vlan.Load()
+	ig.v = v
 	res.VID, res.L3, res.EtherType = vid, pf.l3, pf.etype
 	if fv.raw && pf.tagged {
 		// Without vlan_filtering the host sees the frame's own tag: Linux
 		// hands it to the VLAN device of that VID on top of the bridge.
-		res.VID = pf.tci & vidMask
+		res.VID = pf.tci & wire.VIDMask
 	}
-	if frame[0]&1 == 0 {
-		// Unicast.
+	if !eth.DstIsMulticast() {
 		if dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid)); ok {
 			if flags&fdbLocal != 0 || dpv == nil {
 				b.toHost(tx, in, v, res)
 				return
 			}
-			b.forward(tx, in, ctl, dpv, &fv, res)
+			b.forward(tx, &ig, dpv, res)
 			return
 		}
-		b.floodVerdict(tx, in, ctl, v, &fv, FlagFlood, false, cfg, res, false)
+		ig.scope = floodScope{need: FlagFlood}
+		b.floodVerdict(tx, &ig, cfg, res)
 		return
 	}
-	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
-		// Broadcast: always passes the multicast filter.
-		suppressed := false
-		if pf.etype == etherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
-			suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
+	if eth.DstIsBroadcast() { // always passes the multicast filter
+		ig.scope = floodScope{need: FlagBcastFlood, host: v.self.Load()&pvMember != 0}
+		if pf.etype == wire.EtherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
+			ig.scope.suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
 		}
-		host := v.self.Load()&pvMember != 0
-		b.floodVerdict(tx, in, ctl, v, &fv, FlagBcastFlood, suppressed, cfg, res, host)
+		b.floodVerdict(tx, &ig, cfg, res)
 		return
 	}
 	// Multicast.
-	if frame[0] == 0x01 && frame[1] == 0x80 && frame[2] == 0xc2 && frame[3] == 0 && frame[4] == 0 &&
-		frame[5]&0xf0 == 0 && frame[5] != 0 {
+	if eth.DstIsLinkLocalControl() {
 		*res = tx.drop(in, DropLinkLocal)
 		return
 	}
 	mc := v.mc.Load()
 	if mc == nil {
-		b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+		ig.scope = floodScope{need: FlagMcastFlood}
+		b.floodVerdict(tx, &ig, cfg, res)
 		return
 	}
 	if cfg.mcastPrefilter && !mc.passAll && !mc.maybe(frame) {
-		*res = tx.drop(in, DropMcastFiltered) // seed 002: before any fan-out work
+		*res = tx.drop(in, DropMcastFiltered) // before any fan-out work
 		return
 	}
 	if g := mc.group(frame); g != nil {
-		b.groupForward(tx, in, ctl, v, g, &fv, res)
+		b.groupForward(tx, &ig, g, res)
 		return
 	}
-	b.floodVerdict(tx, in, ctl, v, &fv, FlagMcastFlood, false, cfg, res, false)
+	ig.scope = floodScope{need: FlagMcastFlood}
+	b.floodVerdict(tx, &ig, cfg, res)
 }
 
 // toHost delivers a frame for a local address to the host, if the bridge
@@ -195,41 +199,40 @@ func hostUntagged(self uint32, vid uint16) bool {
 // forward sends a known unicast frame to its FDB destination (Linux
 // should_deliver: not back out the ingress port, egress port forwarding and
 // member of the VLAN, isolation).
-func (b *Bridge) forward(tx *Tx, in *Port, inCtl uint32, dpv *PortVLAN, fv *frameView, res *Verdict) {
+func (b *Bridge) forward(tx *Tx, ig *ingress, dpv *PortVLAN, res *Verdict) {
 	p := dpv.port
-	if p == in {
-		*res = tx.drop(in, DropSamePort)
+	if p == ig.in {
+		*res = tx.drop(ig.in, DropSamePort)
 		return
 	}
 	c := p.ctl.Load()
 	if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || p.bridge.Load() != b ||
-		(inCtl&c)&uint32(FlagIsolated) != 0 {
-		*res = tx.drop(in, DropEgressFiltered)
+		(ig.ctl&c)&uint32(FlagIsolated) != 0 {
+		*res = tx.drop(ig.in, DropEgressFiltered)
 		return
 	}
-	tx.emit(dpv, fv)
+	tx.emit(dpv, &ig.fv)
 	res.Copies = 1
 }
 
 // floodVerdict floods and turns the outcome into a verdict (host delivery
 // included).
-func (b *Bridge) floodVerdict(tx *Tx, in *Port, inCtl uint32, v *vlan, fv *frameView,
-	need PortFlag, suppressed bool, cfg *bridgeCfg, res *Verdict, host bool) {
-	n, deferred, full := b.flood(tx, in, inCtl, v, fv, need, suppressed, cfg)
+func (b *Bridge) floodVerdict(tx *Tx, ig *ingress, cfg *bridgeCfg, res *Verdict) {
+	n, deferred, full := b.flood(tx, ig, cfg)
 	res.Copies, res.Deferred = n, deferred
-	if host {
+	if ig.scope.host {
 		tx.delta.hostDelivered++
-		res.Host, res.Untagged = true, hostUntagged(v.self.Load(), res.VID)
+		res.Host, res.Untagged = true, hostUntagged(ig.v.self.Load(), res.VID)
 		if full {
 			tx.delta.drops[DropFloodQueueFull]++ // the host copy still went through
 		}
 		return
 	}
 	if full {
-		*res = tx.drop(in, DropFloodQueueFull)
+		*res = tx.drop(ig.in, DropFloodQueueFull)
 		return
 	}
 	if n == 0 && !deferred {
-		*res = tx.drop(in, DropNoFloodTarget)
+		*res = tx.drop(ig.in, DropNoFloodTarget)
 	}
 }

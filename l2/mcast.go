@@ -1,6 +1,6 @@
 package l2
 
-// The early multicast filter (seed 002) and static mdb entries.
+// The early multicast filter and static mdb entries.
 //
 // Per VLAN an immutable mcFilter, rebuilt under Domain.mu whenever
 // something it summarises changes (membership, port flags or state, mdb
@@ -24,12 +24,14 @@ package l2
 import (
 	"fmt"
 	"sort"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 type mcFilter struct {
 	passAll bool
 	bits    [4]uint64
-	groups  map[MAC]*mcGroup
+	groups  map[wire.MAC]*mcGroup
 }
 
 type mcGroup struct {
@@ -39,7 +41,7 @@ type mcGroup struct {
 
 // mdbGroup is one configured group: the ports that want it.
 type mdbGroup struct {
-	group MAC
+	group wire.MAC
 	vid   uint16
 	ports []*Port
 }
@@ -70,7 +72,7 @@ func (f *mcFilter) group(d []byte) *mcGroup {
 	if len(f.groups) == 0 {
 		return nil
 	}
-	return f.groups[MAC(d[0:6])]
+	return f.groups[wire.MAC(d[0:6])]
 }
 
 // rebuildMcLocked recomputes v's filter. Guarded by Domain.mu.
@@ -82,9 +84,9 @@ func (b *Bridge) rebuildMcLocked(v *vlan) {
 			f.passAll = true
 		}
 	})
-	add := func(g MAC) *mcGroup {
+	add := func(g wire.MAC) *mcGroup {
 		if f.groups == nil {
-			f.groups = map[MAC]*mcGroup{}
+			f.groups = map[wire.MAC]*mcGroup{}
 		}
 		mg := f.groups[g]
 		if mg == nil {
@@ -122,19 +124,20 @@ func (b *Bridge) rebuildMcLocked(v *vlan) {
 
 // groupForward sends a frame for a wanted group to its member ports and, if
 // the host joined the group, to the host.
-func (b *Bridge) groupForward(tx *Tx, in *Port, inCtl uint32, v *vlan, g *mcGroup, fv *frameView, res *Verdict) {
+func (b *Bridge) groupForward(tx *Tx, ig *ingress, g *mcGroup, res *Verdict) {
+	ig.scope = floodScope{} // the group's ports, whatever their flood flags
 	for _, pv := range g.members {
-		res.Copies += tx.floodOne(pv, in, inCtl, 0, false, fv)
+		res.Copies += tx.floodOne(pv, ig)
 	}
 	if g.host {
-		if s := v.self.Load(); s&pvMember != 0 {
+		if s := ig.v.self.Load(); s&pvMember != 0 {
 			tx.delta.hostDelivered++
 			res.Host, res.Untagged = true, hostUntagged(s, res.VID)
 			return
 		}
 	}
 	if res.Copies == 0 {
-		*res = tx.drop(in, DropNoFloodTarget)
+		*res = tx.drop(ig.in, DropNoFloodTarget)
 	}
 }
 
@@ -145,7 +148,7 @@ func (b *Bridge) mcVLANLocked(vid uint16) *vlan {
 	return b.vlanLocked(vid)
 }
 
-func checkGroup(g MAC) error {
+func checkGroup(g wire.MAC) error {
 	if !g.IsMulticast() || g.IsBroadcast() {
 		return fmt.Errorf("%s is not a multicast group address", g)
 	}
@@ -154,7 +157,7 @@ func checkGroup(g MAC) error {
 
 // addMDBLocked adds port p to group g in vid (`bridge mdb add dev BR port P
 // grp G [vid V]`, static).
-func (b *Bridge) addMDBLocked(p *Port, g MAC, vid uint16) {
+func (b *Bridge) addMDBLocked(p *Port, g wire.MAC, vid uint16) {
 	k := fdbKey(g, vid)
 	mg := b.mdb[k]
 	if mg == nil {
@@ -171,7 +174,7 @@ func (b *Bridge) addMDBLocked(p *Port, g MAC, vid uint16) {
 	b.d.gen++
 }
 
-func (b *Bridge) delMDBLocked(p *Port, g MAC, vid uint16) bool {
+func (b *Bridge) delMDBLocked(p *Port, g wire.MAC, vid uint16) bool {
 	k := fdbKey(g, vid)
 	mg := b.mdb[k]
 	if mg == nil || !mg.delPort(p) {
@@ -188,11 +191,11 @@ func (b *Bridge) delMDBLocked(p *Port, g MAC, vid uint16) bool {
 // JoinGroup makes the host a listener of group g in vid (l3's joined
 // groups, e.g. 224.0.0.1's 01:00:5e:00:00:01). vid 0 on a bridge without
 // vlan_filtering.
-func (b *Bridge) JoinGroup(vid uint16, g MAC) error {
+func (b *Bridge) JoinGroup(vid uint16, g wire.MAC) error {
 	if err := checkGroup(g); err != nil {
 		return err
 	}
-	if vid > maxVID {
+	if vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	b.d.mu.Lock()
@@ -203,11 +206,11 @@ func (b *Bridge) JoinGroup(vid uint16, g MAC) error {
 }
 
 // LeaveGroup undoes JoinGroup.
-func (b *Bridge) LeaveGroup(vid uint16, g MAC) {
+func (b *Bridge) LeaveGroup(vid uint16, g wire.MAC) {
 	b.d.mu.Lock()
 	defer b.d.mu.Unlock()
 	delete(b.hostGroups, fdbKey(g, vid))
-	if vid <= maxVID {
+	if vid <= wire.MaxVID {
 		b.rebuildMcLocked(b.mcVLANLocked(vid))
 	}
 }
@@ -215,7 +218,7 @@ func (b *Bridge) LeaveGroup(vid uint16, g MAC) {
 // MDBEntry is one static group membership.
 type MDBEntry struct {
 	Port  string
-	Group MAC
+	Group wire.MAC
 	VID   uint16
 }
 

@@ -7,6 +7,8 @@ package l2
 import (
 	"fmt"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Op is one configuration operation.
@@ -35,7 +37,7 @@ type BridgeDel struct{ Name string }
 // created with `link add`); idempotent. MAC, if non-zero, is its address.
 type PortAdd struct {
 	Name string
-	MAC  MAC
+	MAC  wire.MAC
 }
 
 // SetMaster is `link set [dev] PORT master BRIDGE`, or `nomaster` when
@@ -77,7 +79,7 @@ const (
 // with vlan_filtering the entry is added for VID 0 and each VLAN of the
 // port (Linux). DEV may be the bridge (`self`): a local entry of the bridge.
 type FDBAdd struct {
-	MAC     MAC
+	MAC     wire.MAC
 	Dev     string
 	VID     uint16
 	HasVID  bool
@@ -88,7 +90,7 @@ type FDBAdd struct {
 
 // FDBDel is `bridge fdb del MAC dev DEV [vlan VID]`.
 type FDBDel struct {
-	MAC    MAC
+	MAC    wire.MAC
 	Dev    string
 	VID    uint16
 	HasVID bool
@@ -108,14 +110,14 @@ type LinkSet struct {
 // (static; the group is a multicast MAC).
 type MDBAdd struct {
 	Bridge, Port string
-	Group        MAC
+	Group        wire.MAC
 	VID          uint16
 }
 
 // MDBDel is `bridge mdb del dev BRIDGE port PORT grp GROUP [vid VID]`.
 type MDBDel struct {
 	Bridge, Port string
-	Group        MAC
+	Group        wire.MAC
 	VID          uint16
 }
 
@@ -237,4 +239,4 @@ func b2i(b bool) int {
 	return 0
 }
 
-func errVID(vid uint16) error { return fmt.Errorf("invalid VLAN id %d (1-%d)", vid, maxVID) }
+func errVID(vid uint16) error { return fmt.Errorf("invalid VLAN id %d (1-%d)", vid, wire.MaxVID) }

@@ -9,18 +9,22 @@ package l2
 // The frame is untagged; egress tagging comes from each destination
 // port-VLAN. Nothing is learned. Same buffer rule as Receive.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // Output sends an untagged frame from the host into VLAN vid (ignored on a
 // bridge without vlan_filtering). It returns the number of copies queued.
 func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
-	if len(frame) < ethHeaderLen {
+	if len(frame) < wire.EthernetHeaderLen {
 		return 0
 	}
 	cfg := b.cfg.Load()
 	var v *vlan
 	if cfg.vlanFiltering {
-		if vid == 0 || vid > maxVID {
+		if vid == 0 || vid > wire.MaxVID {
 			return 0
 		}
 		v = b.vlans.get(vid)
@@ -30,11 +34,13 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 	if v == nil {
 		return 0
 	}
-	fv := frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}
-	if frame[0]&1 == 0 {
+	ig := ingress{v: v, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}}
+	eth := wire.Ethernet(frame)
+	if !eth.DstIsMulticast() {
 		dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid))
 		if !ok {
-			return tx.floodMembers(v, nil, 0, FlagFlood, false, &fv)
+			ig.scope = floodScope{need: FlagFlood}
+			return tx.floodMembers(&ig)
 		}
 		if flags&fdbLocal != 0 || dpv == nil {
 			return 0
@@ -43,22 +49,24 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 		if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || dpv.port.bridge.Load() != b {
 			return 0
 		}
-		tx.emit(dpv, &fv)
+		tx.emit(dpv, &ig.fv)
 		return 1
 	}
-	if frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff {
-		return tx.floodMembers(v, nil, 0, FlagBcastFlood, false, &fv)
+	if eth.DstIsBroadcast() {
+		ig.scope = floodScope{need: FlagBcastFlood}
+		return tx.floodMembers(&ig)
 	}
 	if mc := v.mc.Load(); mc != nil {
 		if g := mc.group(frame); g != nil {
 			n := 0
 			for _, pv := range g.members {
-				n += tx.floodOne(pv, nil, 0, 0, false, &fv)
+				n += tx.floodOne(pv, &ig)
 			}
 			return n
 		}
 	}
-	return tx.floodMembers(v, nil, 0, FlagMcastFlood, false, &fv)
+	ig.scope = floodScope{need: FlagMcastFlood}
+	return tx.floodMembers(&ig)
 }
 
 // SendTagged queues frame, which carries an 802.1Q tag, for d with d's
@@ -74,7 +82,7 @@ func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
 		tx.enqueue(d.Port, frame)
 		return
 	}
-	tci := pf.tci&^vidMask | d.PV.VID
+	tci := pf.tci&^wire.VIDMask | d.PV.VID
 	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
 	tx.emit(d.PV, &fv)
 }
@@ -83,11 +91,11 @@ func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
 // bridge without vlan_filtering): unicast frames to it are delivered to the
 // host, as `bridge fdb add MAC dev BR self [vlan V]`. l3 calls it for a
 // VLAN interface whose MAC differs from the bridge's.
-func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
+func (b *Bridge) AddLocalAddress(mac wire.MAC, vid uint16) error {
 	if !mac.IsValidUnicast() {
 		return fmt.Errorf("invalid unicast address %s", mac)
 	}
-	if vid > maxVID {
+	if vid > wire.MaxVID {
 		return errVID(vid)
 	}
 	b.d.mu.Lock()
@@ -99,7 +107,7 @@ func (b *Bridge) AddLocalAddress(mac MAC, vid uint16) error {
 }
 
 // DelLocalAddress removes a local address of the bridge device.
-func (b *Bridge) DelLocalAddress(mac MAC, vid uint16) {
+func (b *Bridge) DelLocalAddress(mac wire.MAC, vid uint16) {
 	b.d.mu.Lock()
 	defer b.d.mu.Unlock()
 	b.fdb.mu.Lock()

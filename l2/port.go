@@ -13,7 +13,11 @@ package l2
 // Locking: fields marked "guarded by Domain.mu" change only under the
 // domain's writer lock; the datapath reads atomics only.
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // PortID is a port's dense index in its Domain (0..n-1).
 type PortID uint32
@@ -53,8 +57,8 @@ const (
 	FlagIsolated                           // isolated: never forward to another isolated port (default off)
 )
 
-// DefaultPortFlags are Linux's defaults for a new bridge port.
-const DefaultPortFlags = FlagLearning | FlagFlood | FlagMcastFlood | FlagBcastFlood
+// defaultPortFlags are Linux's defaults for a new bridge port.
+const defaultPortFlags = FlagLearning | FlagFlood | FlagMcastFlood | FlagBcastFlood
 
 var flagNames = []struct {
 	f    PortFlag
@@ -104,7 +108,7 @@ type Port struct {
 	Name string
 	// MAC is the port's own address (zero if unknown). A bridge member's MAC
 	// becomes a local FDB entry, as in Linux.
-	MAC MAC
+	MAC wire.MAC
 
 	ctl    atomic.Uint32            // state and flags (see makeCtl)
 	bridge atomic.Pointer[Bridge]   // master, nil for routed/unbridged ports
@@ -118,11 +122,11 @@ type Port struct {
 	nLearned   atomic.Int64
 }
 
-func newPort(id PortID, name string, mac MAC) *Port {
+func newPort(id PortID, name string, mac wire.MAC) *Port {
 	p := &Port{ID: id, Name: name, MAC: mac}
 	p.raw = PortVLAN{port: p}
 	p.raw.flags.Store(pvMember | pvRaw)
-	p.ctl.Store(makeCtl(StateForwarding, DefaultPortFlags))
+	p.ctl.Store(makeCtl(StateForwarding, defaultPortFlags))
 	return p
 }
 

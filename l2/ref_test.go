@@ -9,13 +9,15 @@ package l2
 import (
 	"encoding/binary"
 	"sort"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 type refVLAN struct{ pvid, untagged bool }
 
 type refPort struct {
 	name       string
-	mac        MAC
+	mac        wire.MAC
 	member     bool
 	state      PortState
 	flags      PortFlag
@@ -43,7 +45,7 @@ type refDeferred struct {
 }
 
 type refBridge struct {
-	mac            MAC
+	mac            wire.MAC
 	filtering      bool
 	ageing         int64
 	maxLearned     int
@@ -57,7 +59,7 @@ type refBridge struct {
 	mdb            map[uint64][]*refPort
 	hostGroups     map[uint64]bool
 	neigh          map[uint64]struct {
-		mac MAC
+		mac wire.MAC
 		own bool
 	}
 
@@ -67,14 +69,14 @@ type refBridge struct {
 	drops    map[DropReason]int
 }
 
-func newRefBridge(m MAC, filtering bool) *refBridge {
-	r := &refBridge{mac: m, filtering: filtering, ageing: int64(DefaultAgeingTime),
+func newRefBridge(m wire.MAC, filtering bool) *refBridge {
+	r := &refBridge{mac: m, filtering: filtering, ageing: int64(defaultAgeingTime),
 		deferThreshold: DefaultFloodDeferThreshold, deferLen: 256, prefilter: true,
 		fdb: map[uint64]*refEntry{}, self: map[uint16]refVLAN{1: {pvid: true, untagged: true}},
 		mdb: map[uint64][]*refPort{}, hostGroups: map[uint64]bool{}, out: map[string][][]byte{},
 		drops: map[DropReason]int{}}
 	r.neigh = map[uint64]struct {
-		mac MAC
+		mac wire.MAC
 		own bool
 	}{}
 	r.fdb[fdbKey(m, 0)] = &refEntry{local: true, static: true}
@@ -91,8 +93,8 @@ func (r *refBridge) port(name string) *refPort {
 	return nil
 }
 
-func (r *refBridge) addPort(name string, m MAC) {
-	p := &refPort{name: name, mac: m, member: true, state: StateForwarding, flags: DefaultPortFlags,
+func (r *refBridge) addPort(name string, m wire.MAC) {
+	p := &refPort{name: name, mac: m, member: true, state: StateForwarding, flags: defaultPortFlags,
 		vlans: map[uint16]refVLAN{1: {pvid: true, untagged: true}}, pvid: 1}
 	r.ports = append(r.ports, p)
 	if !m.IsZero() {
@@ -176,7 +178,7 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 	if isTagged && len(f) < 18 {
 		return r.drop(DropMalformed)
 	}
-	var dst, src MAC
+	var dst, src wire.MAC
 	copy(dst[:], f[0:6])
 	copy(src[:], f[6:12])
 	if !src.IsValidUnicast() {
@@ -302,7 +304,7 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 		for _, p := range r.ports {
 			anySup = anySup || p.flags&FlagNeighSuppress != 0
 		}
-		if etype == etherTypeARP && anySup && in.flags&FlagNeighSuppress == 0 {
+		if etype == wire.EtherTypeARP && anySup && in.flags&FlagNeighSuppress == 0 {
 			suppressed = r.suppress(in, vid, f[l3:])
 		}
 		m, _ := r.selfMember(vid)
@@ -346,22 +348,22 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 	return r.flood(in, f, vid, FlagMcastFlood, false, res, false, emit)
 }
 
-func (r *refBridge) bloomHit(g MAC, vid uint16) bool {
+func (r *refBridge) bloomHit(g wire.MAC, vid uint16) bool {
 	bit := mcBit(g[:])
 	for k, ps := range r.mdb {
-		if keyVID(k) == vid && len(ps) > 0 && mcBit(keyMAC(k).bytes()) == bit {
+		if keyVID(k) == vid && len(ps) > 0 && mcBit(macBytes(keyMAC(k))) == bit {
 			return true
 		}
 	}
 	for k := range r.hostGroups {
-		if keyVID(k) == vid && mcBit(keyMAC(k).bytes()) == bit {
+		if keyVID(k) == vid && mcBit(macBytes(keyMAC(k))) == bit {
 			return true
 		}
 	}
 	return false
 }
 
-func (m MAC) bytes() []byte { return m[:] }
+func macBytes(m wire.MAC) []byte { return m[:] }
 
 func (r *refBridge) members(vid uint16) []*refPort {
 	var m []*refPort
@@ -527,7 +529,7 @@ func (r *refBridge) age(now int64) {
 
 // entries lists the FDB like FDB.Entries (port order by name index).
 type refFDBLine struct {
-	MAC                                  MAC
+	MAC                                  wire.MAC
 	VID                                  uint16
 	Port                                 string
 	Local, Static, Sticky, User, Learned bool

@@ -20,6 +20,8 @@ package l2
 //
 // Concurrency: a Tx belongs to one worker goroutine; nothing in it is shared.
 
+import "github.com/netfwd/netfwd/wire"
+
 // FwdDst is a forwarding destination: an egress port and, for bridge
 // members, the port-VLAN that decides the egress tagging. It is produced by
 // FDB hits, by flood iteration and (l3) by routed egress; egress never looks
@@ -143,8 +145,8 @@ func (tx *Tx) Alloc(n int) []byte { return tx.arena.alloc(n) }
 // be untagged; if d's port-VLAN is egress-tagged a copy with the tag (PCP 0)
 // is made in the arena. This is the egress l3 uses for routed frames.
 func (tx *Tx) Send(d FwdDst, frame []byte) {
-	if vid, tagged := d.EgressTag(); tagged && len(frame) >= ethHeaderLen {
-		out := tx.arena.alloc(len(frame) + vlanTagLen)
+	if vid, tagged := d.EgressTag(); tagged && len(frame) >= wire.EthernetHeaderLen {
+		out := tx.arena.alloc(len(frame) + wire.VLANTagLen)
 		tagInto(out, frame, vid)
 		frame = out
 	}
@@ -327,7 +329,7 @@ func (fv *frameView) untaggedBytes(tx *Tx) []byte {
 		return fv.data
 	}
 	if fv.untag == nil {
-		fv.untag = tx.arena.alloc(len(fv.data) - vlanTagLen)
+		fv.untag = tx.arena.alloc(len(fv.data) - wire.VLANTagLen)
 		untagInto(fv.untag, fv.data)
 	}
 	return fv.untag
@@ -342,7 +344,7 @@ func (fv *frameView) taggedBytes(tx *Tx) []byte {
 			fv.tag = tx.arena.alloc(len(fv.data))
 			retagInto(fv.tag, fv.data, fv.tci)
 		} else {
-			fv.tag = tx.arena.alloc(len(fv.data) + vlanTagLen)
+			fv.tag = tx.arena.alloc(len(fv.data) + wire.VLANTagLen)
 			tagInto(fv.tag, fv.data, fv.tci)
 		}
 	}

@@ -10,7 +10,7 @@ package l2
 // for a tagged frame) -> vlan without a hash lookup, and flooding visits
 // member PortVLANs, never looking a VLAN up per egress port.
 //
-// Member set (seed 000): a lock-free singly linked list of member nodes,
+// Member set: a lock-free singly linked list of member nodes,
 // used as is for up to floodArrayThreshold members; above that an immutable
 // array of the members, rebuilt on every membership change and published
 // with one atomic store. Nodes are never reused, so a reader walking a node

@@ -8,8 +8,7 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/l2"
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func (r *rig) apply(lines string) {
@@ -39,7 +38,7 @@ func TestLinkDownFailover(t *testing.T) {
 	only(t, r.run("eth1", frame), "eth0")
 	r.apply("link set eth0 down\n")
 	p := only(t, r.run("eth1", r.fromH10("8.8.8.8", layers.IPProtocolUDP, nil)), "eth3")
-	if l2.MAC(p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet).DstMAC) != r.hw["backup"] {
+	if wire.MAC(p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet).DstMAC) != r.hw["backup"] {
 		t.Fatalf("not to the backup router: %v", p)
 	}
 	// The connected route of eth0 is withdrawn too: its subnet now follows the default.
@@ -84,7 +83,7 @@ func TestLocalAndMartians(t *testing.T) {
 	}
 	ip4 := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 	pseudo := append(append(append([]byte{}, ip4.SrcIP.To4()...), ip4.DstIP.To4()...), 0, 6, 0, byte(len(ip4.Payload)))
-	if l3.Checksum(append(pseudo, ip4.Payload...), 0) != 0 {
+	if wire.Checksum(append(pseudo, ip4.Payload...)) != 0 {
 		t.Fatal("reset's TCP checksum is wrong")
 	}
 	// Another protocol: protocol unreachable.
@@ -95,7 +94,7 @@ func TestLocalAndMartians(t *testing.T) {
 	silent := map[string][]byte{
 		"echo to directed broadcast": r.fromH10("10.0.10.255", layers.IPProtocolICMPv4, func(p *pkt) { p.icmpType = 8 }),
 		"martian source":             r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.src = "127.0.0.1" }),
-		"not our MAC":                r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.dstMAC = l2.MustParseMAC("02:00:00:00:99:99") }),
+		"not our MAC":                r.fromH10("8.8.8.8", layers.IPProtocolUDP, func(p *pkt) { p.dstMAC = wire.MustParseMAC("02:00:00:00:99:99") }),
 		"error about an error":       icmpErrorFrame(r),
 		"multicast":                  r.fromH10("224.0.0.5", layers.IPProtocolUDP, nil),
 	}
@@ -125,4 +124,34 @@ func icmpErrorFrame(r *rig) []byte {
 	buf := gopacket.NewSerializeBuffer()
 	gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, ic, inner, gopacket.Payload(make([]byte, 8)))
 	return buf.Bytes()
+}
+
+// TestOwnSourcesAreMartians: a packet whose source is one of the router's
+// addresses, or a broadcast address of one of its subnets, is dropped and
+// counted as a martian source, as Linux's fib_validate_source does, whether
+// it is addressed through the router or to it.
+func TestOwnSourcesAreMartians(t *testing.T) {
+	r := newRig(t)
+	for _, c := range []struct{ src, dst string }{
+		{"10.0.10.1", "10.0.20.5"},   // the router's address on the ingress subnet
+		{"203.0.113.2", "10.0.20.5"}, // its address on another interface
+		{"10.0.10.255", "10.0.20.5"}, // the ingress subnet's broadcast
+		{"10.0.20.255", "8.8.8.8"},   // another subnet's broadcast
+		{"10.0.10.255", "10.0.10.1"}, // to the router itself
+	} {
+		before := r.e.Stats().Drops["martian_source"]
+		f := r.fromH10(c.dst, layers.IPProtocolUDP, func(p *pkt) { p.src = c.src })
+		out := r.run("eth1", f)
+		delete(out, "eth2") // the bridge floods unknown unicast in VLAN 10
+		if len(out) != 0 {
+			t.Errorf("%s -> %s: forwarded or answered: %v", c.src, c.dst, summary(out))
+		}
+		if r.e.Stats().Drops["martian_source"] != before+1 {
+			t.Errorf("%s -> %s: not counted as martian source: %v", c.src, c.dst, r.e.Stats().Drops)
+		}
+	}
+	// A neighbour's address is fine.
+	if out := r.run("eth1", r.fromH10("10.0.20.5", layers.IPProtocolUDP, nil)); len(out["eth2"]) != 1 {
+		t.Fatalf("plain traffic: %v", summary(out))
+	}
 }

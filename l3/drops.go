@@ -4,6 +4,8 @@ package l3
 // is counted under exactly one reason; the names are stable Prometheus label
 // values.
 
+import "github.com/netfwd/netfwd/wire"
+
 // DropReason is a reason for dropping a packet in the router.
 type DropReason uint8
 
@@ -26,11 +28,11 @@ const (
 	DropProhibit    // prohibit route (ICMP administratively prohibited)
 	DropFragNeeded  // too big with DF set (ICMP fragmentation needed)
 	DropNeighFailed // the next hop did not answer ARP (ICMP host unreachable)
-	DropNeighQueue  // waiting for ARP: queue full or the entry could not be created
+	DropNeighQueue  // the neighbour table refused it (full, address not resolvable) or dropped it from its queue (limit, entry removed)
 	DropLocalProto  // to the router, a protocol it does not serve (ICMP unreachable sent)
 	DropLocalICMP   // to the router, an ICMP message it does not answer
 	DropBroadcast   // broadcast or multicast the router does not serve (never forwarded)
-	DropEgressDown  // the route's interface is down
+	DropEgressDown  // the route's interface is down (or went down while the packet waited for ARP)
 	DropNoEgress    // the route's interface is unknown to the engine
 	DropARP         // malformed or ignored ARP
 	DropFragment    // fragment to the router (no reassembly)
@@ -46,6 +48,15 @@ var dropNames = [dropReasonCount]string{
 	"ttl_expired", "no_route", "blackhole", "unreachable", "prohibit", "frag_needed",
 	"neigh_failed", "neigh_queue", "local_protocol", "local_icmp", "broadcast",
 	"egress_down", "no_egress", "arp", "local_fragment", "l2_short", "no_iface", "l2_broadcast",
+}
+
+// ipv4Drops names the drop reason of each way a header fails wire.ParseIPv4.
+var ipv4Drops = [...]DropReason{
+	wire.IPv4TooShort:     DropIPTooShort,
+	wire.IPv4BadVersion:   DropIPVersion,
+	wire.IPv4BadHeaderLen: DropIPHeaderLen,
+	wire.IPv4BadTotalLen:  DropIPTotalLen,
+	wire.IPv4BadChecksum:  DropIPChecksum,
 }
 
 func (r DropReason) String() string {

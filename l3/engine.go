@@ -10,12 +10,13 @@ package l3
 // router.
 
 import (
-	"net/netip"
 	"sync"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // EngineOptions configure an Engine.
@@ -24,7 +25,7 @@ type EngineOptions struct {
 	Trie      fib.TrieKind
 	Compiled  bool // lookups through the compiled FIB (fib.Options.Compiled)
 	RateLimit RateLimitConfig
-	Neigh     NeighConfig
+	Neigh     neigh.Config
 	Tx        l2.TxOptions
 }
 
@@ -42,7 +43,7 @@ type Engine struct {
 func NewEngine(opts EngineOptions) *Engine {
 	dom := l2.NewDomain(l2.DomainOptions{Clock: opts.Clock})
 	e := &Engine{dom: dom, opts: opts}
-	e.r = NewRouter(dom, RouterOptions{Trie: opts.Trie, Compiled: opts.Compiled, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
+	e.r = newRouter(dom, routerOptions{Trie: opts.Trie, Compiled: opts.Compiled, RateLimit: opts.RateLimit, Neigh: opts.Neigh})
 	return e
 }
 
@@ -73,14 +74,11 @@ func (e *Engine) Stats() Stats {
 }
 
 // lookup is the FIB lookup of locally generated packets.
-func (e *Engine) lookup(dst uint32) *nexthop.Nexthop {
-	return e.r.fib.Lookup(addrFrom(dst))
+func (e *Engine) lookup(dst wire.Addr4) *nexthop.Nexthop {
+	return e.r.fib.Lookup(dst.Netip())
 }
 
 // lookupBatch is the FIB lookup of the forwarding path, a batch at a time.
-func (e *Engine) lookupBatch(dsts []uint32, out []*nexthop.Nexthop, idx []uint32) {
+func (e *Engine) lookupBatch(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	e.r.fib.LookupBatch4(dsts, out, idx)
 }
-
-// Addr4 converts a netip.Addr to the host-order form the datapath uses.
-func Addr4(a netip.Addr) uint32 { return ipv4Addr(a) }

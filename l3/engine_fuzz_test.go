@@ -6,6 +6,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func sumDrops(s l3.Stats) uint64 {
@@ -20,12 +21,12 @@ func sumDrops(s l3.Stats) uint64 {
 // reaches the router ends in exactly one outcome (forwarded, local, ARP,
 // queued for ARP, or dropped under one reason).
 func FuzzEngineInput(f *testing.F) {
-	r0 := newRig(&testing.T{})
+	r0 := newRig(f)
 	seeds := [][]byte{
-		pkt{srcMAC: r0.hw["h10"], dstMAC: r0.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 20}.bytes(&testing.T{}),
-		pkt{srcMAC: r0.hw["uplink"], dstMAC: r0.mac("eth0"), src: "8.8.8.8", dst: "10.0.10.1", ttl: 64, proto: layers.IPProtocolICMPv4, icmpType: 8, payload: 8}.bytes(&testing.T{}),
-		pkt{srcMAC: r0.hw["h20"], dstMAC: r0.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "10.0.99.1", ttl: 1, proto: layers.IPProtocolTCP}.bytes(&testing.T{}),
-		arpFrame(&testing.T{}, layers.ARPRequest, r0.hw["h10"], l2.Broadcast, 0, "10.0.10.5", "10.0.10.1", l2.MAC{}),
+		pkt{srcMAC: r0.hw["h10"], dstMAC: r0.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 20}.bytes(f),
+		pkt{srcMAC: r0.hw["uplink"], dstMAC: r0.mac("eth0"), src: "8.8.8.8", dst: "10.0.10.1", ttl: 64, proto: layers.IPProtocolICMPv4, icmpType: 8, payload: 8}.bytes(f),
+		pkt{srcMAC: r0.hw["h20"], dstMAC: r0.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "10.0.99.1", ttl: 1, proto: layers.IPProtocolTCP}.bytes(f),
+		arpFrame(f, layers.ARPRequest, r0.hw["h10"], wire.BroadcastMAC, 0, "10.0.10.5", "10.0.10.1", wire.MAC{}),
 	}
 	for i, s := range seeds {
 		f.Add(byte(i), s)
@@ -43,6 +44,9 @@ func FuzzEngineInput(f *testing.F) {
 			(after.Queued - before.Queued) + (sumDrops(after) - sumDrops(before))
 		if in != out {
 			t.Fatalf("%d frames reached the router, %d outcomes: %+v", in, out, after)
+		}
+		if after.Released != before.Released {
+			t.Fatalf("a packet was released that never waited: %+v", after)
 		}
 	})
 }

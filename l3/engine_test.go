@@ -11,6 +11,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 const testConfig = `
@@ -35,28 +36,32 @@ link set eth0 mtu 1400
 `
 
 type rig struct {
-	t  *testing.T
+	t  testing.TB
 	e  *l3.Engine
 	c  *apply.Controller
 	w  *l3.Worker
-	hw map[string]l2.MAC // host MACs
+	hw map[string]wire.MAC // host MACs
 }
 
-func newRig(t *testing.T) *rig {
-	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+func newRig(t testing.TB) *rig {
+	return setupRig(t, l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()}), testConfig)
+}
+
+// setupRig applies conf to e and adds the hosts and their neighbours.
+func setupRig(t testing.TB, e *l3.Engine, conf string) *rig {
 	c := apply.New(e)
-	cmds, errs := config.Parse("test.conf", strings.NewReader(testConfig))
+	cmds, errs := config.Parse("test.conf", strings.NewReader(conf))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if err := c.Apply(cmds); err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, e: e, c: c, w: e.NewWorker(), hw: map[string]l2.MAC{
-		"uplink": l2.MustParseMAC("02:00:00:00:00:01"),
-		"h10":    l2.MustParseMAC("02:00:00:00:10:05"),
-		"h20":    l2.MustParseMAC("02:00:00:00:20:05"),
-		"backup": l2.MustParseMAC("02:00:00:00:00:02"),
+	r := &rig{t: t, e: e, c: c, w: e.NewWorker(), hw: map[string]wire.MAC{
+		"uplink": wire.MustParseMAC("02:00:00:00:00:01"),
+		"h10":    wire.MustParseMAC("02:00:00:00:10:05"),
+		"h20":    wire.MustParseMAC("02:00:00:00:20:05"),
+		"backup": wire.MustParseMAC("02:00:00:00:00:02"),
 	}}
 	e.Router().SetNeighbor("eth3", mustAddr("198.51.100.1"), r.hw["backup"])
 	e.Router().SetNeighbor("eth0", mustAddr("203.0.113.1"), r.hw["uplink"])
@@ -65,10 +70,10 @@ func newRig(t *testing.T) *rig {
 	return r
 }
 
-func (r *rig) mac(iface string) l2.MAC { return r.e.Router().Iface(iface).MAC }
+func (r *rig) mac(iface string) wire.MAC { return r.e.Router().Iface(iface).MAC }
 
 type pkt struct {
-	srcMAC, dstMAC l2.MAC
+	srcMAC, dstMAC wire.MAC
 	vid            uint16
 	src, dst       string
 	ttl            uint8
@@ -78,7 +83,7 @@ type pkt struct {
 	icmpType       uint8
 }
 
-func (p pkt) bytes(t *testing.T) []byte {
+func (p pkt) bytes(t testing.TB) []byte {
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(p.srcMAC[:]), DstMAC: net.HardwareAddr(p.dstMAC[:]), EthernetType: layers.EthernetTypeIPv4}
 	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: p.ttl, Protocol: p.proto, Id: 1,
 		SrcIP: net.ParseIP(p.src).To4(), DstIP: net.ParseIP(p.dst).To4()}
@@ -158,13 +163,13 @@ func TestRouteBetweenVLANs(t *testing.T) {
 		t.Fatalf("not tagged 20: %v", p)
 	}
 	ip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
-	if l2.MAC(eth.DstMAC) != r.hw["h20"] || l2.MAC(eth.SrcMAC) != r.mac("vlan20") || ip.TTL != 63 {
+	if wire.MAC(eth.DstMAC) != r.hw["h20"] || wire.MAC(eth.SrcMAC) != r.mac("vlan20") || ip.TTL != 63 {
 		t.Fatalf("rewrite wrong: %v", p)
 	}
 	if p.ErrorLayer() != nil {
 		t.Fatal(p.ErrorLayer().Error())
 	}
-	if l3.Checksum(ip.Contents, 0) != 0 {
+	if wire.Checksum(ip.Contents) != 0 {
 		t.Fatal("ip checksum")
 	}
 }
@@ -174,7 +179,7 @@ func TestRouteToUplinkAndBack(t *testing.T) {
 	in := pkt{srcMAC: r.hw["h20"], dstMAC: r.mac("vlan20"), vid: 20, src: "10.0.20.5", dst: "8.8.8.8", ttl: 5, proto: layers.IPProtocolUDP, payload: 20}
 	p := only(t, r.run("eth2", in.bytes(t)), "eth0")
 	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if l2.MAC(eth.DstMAC) != r.hw["uplink"] || eth.EthernetType != layers.EthernetTypeIPv4 || p.Layer(layers.LayerTypeIPv4).(*layers.IPv4).TTL != 4 {
+	if wire.MAC(eth.DstMAC) != r.hw["uplink"] || eth.EthernetType != layers.EthernetTypeIPv4 || p.Layer(layers.LayerTypeIPv4).(*layers.IPv4).TTL != 4 {
 		t.Fatalf("%v", p)
 	}
 	back := pkt{srcMAC: r.hw["uplink"], dstMAC: r.mac("eth0"), src: "8.8.8.8", dst: "10.0.10.5", ttl: 50, proto: layers.IPProtocolUDP, payload: 20}
@@ -245,25 +250,37 @@ func TestForwardAllocs(t *testing.T) {
 	buf2 := make([]byte, len(up))
 	p1, p0 := r.e.Domain().Port("eth1"), r.e.Domain().Port("eth0")
 	batch, batch2 := [][]byte{buf}, [][]byte{buf2}
-	sink := func(*l2.Port, [][]byte) {}
+	out := 0
+	sink := func(p *l2.Port, frames [][]byte) {
+		if p.Name == "eth2" {
+			out += len(frames)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		p    *l2.Port
 		b    [][]byte
 		src  []byte
 	}{{"svi to svi", p1, batch, frame}, {"routed port to svi", p0, batch2, up}} {
+		before, out0 := r.e.Stats().Forwarded, out
+		runs := 0
 		n := testing.AllocsPerRun(1000, func() {
 			copy(c.b[0], c.src)
 			r.w.Receive(c.p, c.b)
 			r.w.Flush(sink)
+			runs++
 		})
 		if n != 0 {
 			t.Errorf("%s: %.1f allocations per packet", c.name, n)
 		}
+		// The packets went where they should: forwarded, all of them.
+		if fwd := r.e.Stats().Forwarded - before; fwd != uint64(runs) || out-out0 != runs {
+			t.Errorf("%s: %d runs, %d forwarded, %d frames out of eth2", c.name, runs, fwd, out-out0)
+		}
 	}
 }
 
-func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC l2.MAC, vid uint16, sip, tip string, tha l2.MAC) []byte {
+func arpFrame(t testing.TB, op uint16, srcMAC, dstMAC wire.MAC, vid uint16, sip, tip string, tha wire.MAC) []byte {
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(srcMAC[:]), DstMAC: net.HardwareAddr(dstMAC[:]), EthernetType: layers.EthernetTypeARP}
 	arp := &layers.ARP{AddrType: layers.LinkTypeEthernet, Protocol: layers.EthernetTypeIPv4, HwAddressSize: 6, ProtAddressSize: 4,
 		Operation: op, SourceHwAddress: net.HardwareAddr(srcMAC[:]), SourceProtAddress: net.ParseIP(sip).To4(),
@@ -286,7 +303,7 @@ func arpFrame(t *testing.T, op uint16, srcMAC, dstMAC l2.MAC, vid uint16, sip, t
 // releases it. A request for the router's address is answered.
 func TestARPResolution(t *testing.T) {
 	r := newRig(t)
-	h21 := l2.MustParseMAC("02:00:00:00:20:21")
+	h21 := wire.MustParseMAC("02:00:00:00:20:21")
 	in := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.21", ttl: 64, proto: layers.IPProtocolUDP, payload: 10}
 	out := r.run("eth1", in.bytes(t))
 	p := only(t, out, "eth2")
@@ -298,15 +315,15 @@ func TestARPResolution(t *testing.T) {
 	reply := arpFrame(t, layers.ARPReply, h21, r.mac("vlan20"), 20, "10.0.20.21", "10.0.20.1", r.mac("vlan20"))
 	p = only(t, r.run("eth2", reply), "eth2")
 	eth := p.Layer(layers.LayerTypeEthernet).(*layers.Ethernet)
-	if l2.MAC(eth.DstMAC) != h21 || p.Layer(layers.LayerTypeUDP) == nil {
+	if wire.MAC(eth.DstMAC) != h21 || p.Layer(layers.LayerTypeUDP) == nil {
 		t.Fatalf("released packet: %v", p)
 	}
 	// Who has 10.0.10.1? The router.
-	req := arpFrame(t, layers.ARPRequest, r.hw["h10"], l2.Broadcast, 0, "10.0.10.5", "10.0.10.1", l2.MAC{})
+	req := arpFrame(t, layers.ARPRequest, r.hw["h10"], wire.BroadcastMAC, 0, "10.0.10.5", "10.0.10.1", wire.MAC{})
 	out = r.run("eth1", req)
 	p = only(t, out, "eth1")
 	arp = p.Layer(layers.LayerTypeARP).(*layers.ARP)
-	if arp.Operation != layers.ARPReply || l2.MAC(arp.SourceHwAddress) != r.mac("vlan10") {
+	if arp.Operation != layers.ARPReply || wire.MAC(arp.SourceHwAddress) != r.mac("vlan10") {
 		t.Fatalf("arp reply: %v", p)
 	}
 }

@@ -13,25 +13,26 @@ import (
 	"encoding/binary"
 
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // flowKey extracts the multipath key of a validated IPv4 packet.
-func flowKey(h IPv4) nexthop.FlowKey {
+func flowKey(h wire.IPv4) nexthop.FlowKey {
 	k := nexthop.FlowKey{Src: h.Src(), Dst: h.Dst(), Proto: h.Protocol()}
 	if h.IsFragment() && h.FragOffset() != 0 {
 		return k
 	}
 	p := h[h.IHL():]
 	switch h.Protocol() {
-	case ProtoTCP, ProtoUDP:
+	case wire.ProtoTCP, wire.ProtoUDP:
 		if len(p) >= 4 {
 			k.SrcPort = binary.BigEndian.Uint16(p)
 			k.DstPort = binary.BigEndian.Uint16(p[2:])
 		}
-	case ProtoICMP:
-		if len(p) >= icmpHeaderLen+ipv4MinHeader && icmpIsError(p[0]) && p[0] <= ICMPParamProblem {
-			inner := IPv4(p[icmpHeaderLen:])
-			if inner[0]>>4 == 4 && inner.IHL() >= ipv4MinHeader && inner.IHL() <= len(inner) {
+	case wire.ProtoICMP:
+		if len(p) >= wire.ICMPHeaderLen+wire.IPv4MinHeaderLen && wire.ICMPIsError(p[0]) && p[0] <= wire.ICMPParamProblem {
+			inner := wire.IPv4(p[wire.ICMPHeaderLen:])
+			if inner[0]>>4 == 4 && inner.IHL() >= wire.IPv4MinHeaderLen && inner.IHL() <= len(inner) {
 				return nexthop.FlowKey{Src: inner.Src(), Dst: inner.Dst(), Proto: inner.Protocol()}
 			}
 		}

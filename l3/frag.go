@@ -7,9 +7,17 @@ package l3
 // length, as Linux's ip_options_fragment does; a packet that was itself a
 // fragment keeps its offset base and its MF flag on the last piece.
 //
-// Locking: none (pure function; the caller provides the buffers).
+// Flow: newFragmenter checks the MTU can carry a fragment; then, while
+// more(), the caller takes a buffer of size() bytes and next() writes the
+// fragment into it. No allocation; the caller owns the buffers.
+//
+// Locking: none.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 const (
 	optEnd  = 0
@@ -17,48 +25,53 @@ const (
 	optCopy = 0x80
 )
 
-// FragSink receives fragments: Alloc returns a buffer for one, Emit takes
-// it once filled. (An interface rather than closures: no allocation.)
-type FragSink interface {
-	Alloc(n int) []byte
-	Emit(frag []byte)
+// fragmenter cuts one packet into fragments.
+type fragmenter struct {
+	pkt    wire.IPv4
+	hl     int  // header length, the same in every fragment
+	room   int  // data bytes per fragment but the last: a multiple of 8
+	off    int  // data bytes cut so far
+	base   int  // the packet's own fragment offset
+	lastMF bool // the packet was itself a fragment with more to follow
 }
 
-// Fragment splits pkt to fit mtu, writing each fragment into a buffer from
-// the sink and handing it back. It returns the number of fragments, or 0 if
-// the MTU cannot carry even 8 data bytes with this header.
-func Fragment(pkt IPv4, mtu int, sink FragSink) int {
+// newFragmenter prepares to cut pkt for mtu; ok is false when the MTU
+// cannot carry even 8 data bytes with pkt's header.
+func newFragmenter(pkt wire.IPv4, mtu int) (f fragmenter, ok bool) {
 	hl := pkt.IHL()
 	room := (mtu - hl) &^ 7
 	if room < 8 {
-		return 0
+		return f, false
 	}
-	data := pkt[hl:]
-	base := pkt.FragOffset()
-	lastMF := pkt.MF()
-	n := 0
-	for off := 0; off < len(data); off += room {
-		size := min(room, len(data)-off)
-		last := off+size == len(data)
-		f := sink.Alloc(hl + size)
-		copy(f, pkt[:hl])
-		if n > 0 {
-			stripUncopiedOptions(f[ipv4MinHeader:hl])
-		}
-		copy(f[hl:], data[off:off+size])
-		flags := pkt.FlagsFrag() &^ (ipFlagMF | ipOffsetMask)
-		if !last || lastMF {
-			flags |= ipFlagMF
-		}
-		flags |= uint16((base + off) / 8)
-		binary.BigEndian.PutUint16(f[2:], uint16(hl+size))
-		binary.BigEndian.PutUint16(f[6:], flags)
-		IPv4(f).SetChecksum(0)
-		IPv4(f).SetChecksum(Checksum(f[:hl], 0))
-		sink.Emit(f)
-		n++
+	return fragmenter{pkt: pkt, hl: hl, room: room, base: pkt.FragOffset(), lastMF: pkt.MF()}, true
+}
+
+func (f *fragmenter) more() bool { return f.off < len(f.pkt)-f.hl }
+
+// size is the length of the next fragment.
+func (f *fragmenter) size() int { return f.hl + min(f.room, len(f.pkt)-f.hl-f.off) }
+
+// next writes the next fragment into dst[:size()].
+func (f *fragmenter) next(dst []byte) {
+	data := f.pkt[f.hl:]
+	size := min(f.room, len(data)-f.off)
+	last := f.off+size == len(data)
+	copy(dst, f.pkt[:f.hl])
+	if f.off > 0 {
+		stripUncopiedOptions(dst[wire.IPv4MinHeaderLen:f.hl])
 	}
-	return n
+	copy(dst[f.hl:], data[f.off:f.off+size])
+	flags := f.pkt.FlagsFrag() &^ (wire.IPv4FlagMF | wire.IPv4OffsetMask)
+	if !last || f.lastMF {
+		flags |= wire.IPv4FlagMF
+	}
+	flags |= uint16((f.base + f.off) / 8)
+	binary.BigEndian.PutUint16(dst[2:], uint16(f.hl+size))
+	binary.BigEndian.PutUint16(dst[6:], flags)
+	h := wire.IPv4(dst)
+	h.SetChecksum(0)
+	h.SetChecksum(wire.HeaderChecksum(dst[:f.hl]))
+	f.off += size
 }
 
 // stripUncopiedOptions replaces options without the copy flag by NOPs.

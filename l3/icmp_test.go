@@ -7,13 +7,14 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestBuildICMPError(t *testing.T) {
-	orig, _ := CheckIPv4(udpPacket(t, "192.0.2.10", "198.51.100.1", 1, 1200))
-	buf := make([]byte, icmpErrorMaxSize)
-	n := BuildICMPError(buf, orig, ICMPDestUnreach, CodeFragNeeded, 1400, 0x0a000001)
-	if n != icmpErrorMaxSize {
+	orig, _ := wire.ParseIPv4(udpPacket(t, "192.0.2.10", "198.51.100.1", 1, 1200))
+	buf := make([]byte, wire.ICMPErrorMaxSize)
+	n := buildICMPError(buf, orig, wire.ICMPDestUnreach, wire.ICMPCodeFragNeeded, 1400, 0x0a000001)
+	if n != wire.ICMPErrorMaxSize {
 		t.Fatalf("error packet is %d bytes, want the 576 cap", n)
 	}
 	p := gopacket.NewPacket(buf[:n], layers.LayerTypeIPv4, gopacket.Default)
@@ -25,7 +26,7 @@ func TestBuildICMPError(t *testing.T) {
 	if icmp.TypeCode != layers.CreateICMPv4TypeCode(3, 4) || icmp.Seq != 1400 {
 		t.Fatalf("icmp %v mtu %d", icmp.TypeCode, icmp.Seq)
 	}
-	if Checksum(buf[20:n], 0) != 0 || Checksum(buf[:20], 0) != 0 {
+	if wire.Checksum(buf[20:n]) != 0 || wire.Checksum(buf[:20]) != 0 {
 		t.Fatal("checksums")
 	}
 	if !bytes.Equal(icmp.Payload, orig[:n-28]) {
@@ -34,7 +35,7 @@ func TestBuildICMPError(t *testing.T) {
 }
 
 func TestICMPErrorAllowed(t *testing.T) {
-	ok, _ := CheckIPv4(udpPacket(t, "192.0.2.10", "198.51.100.1", 1, 10))
+	ok, _ := wire.ParseIPv4(udpPacket(t, "192.0.2.10", "198.51.100.1", 1, 10))
 	if !icmpErrorAllowed(ok, false, false) {
 		t.Fatal("plain unicast refused")
 	}
@@ -49,17 +50,17 @@ func TestICMPErrorAllowed(t *testing.T) {
 		"src loop":     {udpPacket(t, "127.0.0.1", "198.51.100.1", 1, 10), false, false},
 		"non-first":    {mutate16(udpPacket(t, "192.0.2.10", "198.51.100.1", 1, 10), 6, 0x0001), false, false},
 	} {
-		h := IPv4(c.p)
+		h := wire.IPv4(c.p)
 		h.SetChecksum(0)
-		h.SetChecksum(Checksum(h[:20], 0))
+		h.SetChecksum(wire.Checksum(h[:20]))
 		if icmpErrorAllowed(h, c.l2, c.dstBcast) {
 			t.Errorf("%s: allowed", name)
 		}
 	}
 	// An ICMP error is never answered with an error; an echo request is.
-	buf := make([]byte, icmpErrorMaxSize)
-	n := BuildICMPError(buf, ok, ICMPTimeExceeded, 0, 0, 0x0a000001)
-	if icmpErrorAllowed(IPv4(buf[:n]), false, false) {
+	buf := make([]byte, wire.ICMPErrorMaxSize)
+	n := buildICMPError(buf, ok, wire.ICMPTimeExceeded, 0, 0, 0x0a000001)
+	if icmpErrorAllowed(wire.IPv4(buf[:n]), false, false) {
 		t.Error("error about an error allowed")
 	}
 }
@@ -70,19 +71,19 @@ func TestEchoReply(t *testing.T) {
 	echo := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0), Id: 7, Seq: 3}
 	b := gopacket.NewSerializeBuffer()
 	gopacket.SerializeLayers(b, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ip, echo, gopacket.Payload("hello"))
-	req, r := CheckIPv4(b.Bytes())
-	if r != DropNone {
+	req, r := wire.ParseIPv4(b.Bytes())
+	if r != wire.IPv4OK {
 		t.Fatal(r)
 	}
 	out := make([]byte, len(req))
-	n := BuildEchoReply(out, req)
+	n := buildEchoReply(out, req)
 	p := gopacket.NewPacket(out[:n], layers.LayerTypeIPv4, gopacket.Default)
 	rip := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4)
 	ricmp := p.Layer(layers.LayerTypeICMPv4).(*layers.ICMPv4)
 	if !rip.SrcIP.Equal(ip.DstIP) || !rip.DstIP.Equal(ip.SrcIP) || ricmp.TypeCode.Type() != 0 || ricmp.Id != 7 || ricmp.Seq != 3 || string(ricmp.Payload) != "hello" {
 		t.Fatalf("reply %+v %+v", rip, ricmp)
 	}
-	if Checksum(out[20:n], 0) != 0 {
+	if wire.Checksum(out[20:n]) != 0 {
 		t.Fatal("icmp checksum")
 	}
 }
@@ -94,29 +95,29 @@ func TestICMPRateLimit(t *testing.T) {
 	now := int64(1e12)
 	sent := 0
 	for range 100 {
-		if l.allow(ICMPTimeExceeded, 0, 0xc0000201, now) {
+		if l.allow(wire.ICMPTimeExceeded, 0, 0xc0000201, now) {
 			sent++
 		}
 	}
 	if sent != 6 {
 		t.Fatalf("burst to one destination: %d, want 6", sent)
 	}
-	if l.allow(ICMPTimeExceeded, 0, 0xc0000201, now+900e6) {
+	if l.allow(wire.ICMPTimeExceeded, 0, 0xc0000201, now+900e6) {
 		t.Fatal("allowed again before a second")
 	}
-	if !l.allow(ICMPTimeExceeded, 0, 0xc0000201, now+1001e6) {
+	if !l.allow(wire.ICMPTimeExceeded, 0, 0xc0000201, now+1001e6) {
 		t.Fatal("not allowed after a second")
 	}
 	for i := range 1000 {
-		if !l.allow(ICMPDestUnreach, CodeFragNeeded, 0xc0000201, now+1001e6) {
+		if !l.allow(wire.ICMPDestUnreach, wire.ICMPCodeFragNeeded, 0xc0000201, now+1001e6) {
 			t.Fatalf("frag needed limited at %d", i)
 		}
 	}
 	// Many destinations: the global budget (50 burst) caps them.
 	l = newICMPLimiter(RateLimitConfig{}, 2)
 	sent = 0
-	for d := range uint32(10000) {
-		if l.allow(ICMPDestUnreach, CodeHostUnreach, 0x0a000000+d, now) {
+	for d := range wire.Addr4(10000) {
+		if l.allow(wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0x0a000000+d, now) {
 			sent++
 		}
 	}
@@ -125,7 +126,7 @@ func TestICMPRateLimit(t *testing.T) {
 	}
 	sent = 0
 	for ms := range int64(1000) { // one second later, spread over a second
-		if l.allow(ICMPDestUnreach, CodeHostUnreach, 0x0b000000+uint32(ms), now+1e9+ms*1e6) {
+		if l.allow(wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0x0b000000+wire.Addr4(ms), now+1e9+ms*1e6) {
 			sent++
 		}
 	}

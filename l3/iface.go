@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // IfaceKind says how frames reach and leave an interface.
@@ -35,8 +36,8 @@ func (k IfaceKind) String() string {
 	return [...]string{"port", "vlan", "bridge"}[k]
 }
 
-// DefaultMTU is the MTU of a new interface.
-const DefaultMTU = 1500
+// defaultMTU is the MTU of a new interface.
+const defaultMTU = 1500
 
 // Iface is one router interface. Fields other than up are immutable once
 // published; a change publishes a new Iface.
@@ -44,7 +45,7 @@ type Iface struct {
 	Index  uint32
 	Name   string
 	Kind   IfaceKind
-	MAC    l2.MAC
+	MAC    wire.MAC
 	MTU    int
 	Port   *l2.Port   // IfacePort
 	Bridge *l2.Bridge // IfaceVLAN, IfaceBridge
@@ -95,24 +96,6 @@ func (t *ifaceTable) routedPort(id l2.PortID) *Iface {
 		return t.byPort[id]
 	}
 	return nil
-}
-
-// clone copies the table for the next version (the Ifaces are shared).
-func (t *ifaceTable) clone() *ifaceTable {
-	n := &ifaceTable{
-		byIndex:  append([]*Iface(nil), t.byIndex...),
-		byPort:   append([]*Iface(nil), t.byPort...),
-		byBridge: make(map[*l2.Bridge]*bridgeIfaces, len(t.byBridge)),
-		byName:   make(map[string]*Iface, len(t.byName)),
-	}
-	for b, bi := range t.byBridge {
-		c := *bi
-		n.byBridge[b] = &c
-	}
-	for k, v := range t.byName {
-		n.byName[k] = v
-	}
-	return n
 }
 
 // put stores (or replaces) an interface in every index.

@@ -24,6 +24,7 @@ import (
 	"github.com/netfwd/netfwd/internal/vethlab"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 type probe struct {
@@ -104,24 +105,39 @@ func answer(f []byte) string {
 	return s
 }
 
-func TestICMPLikeLinux(t *testing.T) {
+// linuxRouter is a Linux router in a namespace between two hosts: ha
+// (10.0.1.2) on its r0 (10.0.1.1/24) and hb (10.0.2.2) on its r1
+// (10.0.2.1/24, MTU 1400), with unreachable, prohibit and blackhole routes.
+// conn sends and reads raw frames on ha's side.
+type linuxRouter struct {
+	lab          *vethlab.Lab
+	ha, rt, hb   string
+	b0           string
+	rtMAC, haMAC net.HardwareAddr
+	conn         *packet.Conn
+}
+
+func newLinuxRouter(t *testing.T) *linuxRouter {
 	testenv.RequireRoot(t)
 	lab, err := vethlab.NewLab()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lab.Close()
-	ha, _ := lab.AddNetns("ha")
-	rt, _ := lab.AddNetns("rt")
-	hb, _ := lab.AddNetns("hb")
-	a0, r0, err := lab.AddVeth(ha, "a0", rt, "r0")
+	t.Cleanup(func() { lab.Close() })
+	lr := &linuxRouter{lab: lab}
+	lr.ha, _ = lab.AddNetns("ha")
+	lr.rt, _ = lab.AddNetns("rt")
+	lr.hb, _ = lab.AddNetns("hb")
+	a0, r0, err := lab.AddVeth(lr.ha, "a0", lr.rt, "r0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, b0, err := lab.AddVeth(rt, "r1", hb, "b0")
+	r1, b0, err := lab.AddVeth(lr.rt, "r1", lr.hb, "b0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	lr.b0 = b0
+	ha, rt, hb := lr.ha, lr.rt, lr.hb
 	for _, c := range [][]string{
 		{rt, "addr", "add", "10.0.1.1/24", "dev", r0}, {rt, "addr", "add", "10.0.2.1/24", "dev", r1},
 		{rt, "link", "set", r1, "mtu", "1400"},
@@ -140,42 +156,43 @@ func TestICMPLikeLinux(t *testing.T) {
 	// Linux's defaults for the rate limits would swallow some answers of a
 	// quick run: the per-destination limit is lifted on both sides.
 	lab.Sysctl(rt, "net.ipv4.icmp_ratelimit", "0")
-	rtMAC, err := ifMAC(rt, r0)
-	if err != nil {
+	if lr.rtMAC, err = ifMAC(rt, r0); err != nil {
 		t.Fatal(err)
 	}
-	var conn *packet.Conn
-	var srcMAC net.HardwareAddr
-	if err := pktio.InNetns(ha, func() error {
-		ifi, err := net.InterfaceByName(a0)
+	if lr.conn, lr.haMAC, err = listen(ha, a0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lr.conn.Close() })
+	// Resolve 10.0.2.2 on the Linux router first (it must not answer "unreachable" for ARP failures).
+	lab.Exec(rt, "ping", "-c1", "-W1", "10.0.2.2")
+	return lr
+}
+
+// listen opens a raw packet socket on dev in namespace ns.
+func listen(ns, dev string) (conn *packet.Conn, mac net.HardwareAddr, err error) {
+	err = pktio.InNetns(ns, func() error {
+		ifi, err := net.InterfaceByName(dev)
 		if err != nil {
 			return err
 		}
-		srcMAC = ifi.HardwareAddr
+		mac = ifi.HardwareAddr
 		conn, err = packet.Listen(ifi, packet.Raw, 0x0003, nil)
 		return err
-	}); err != nil {
+	})
+	return conn, mac, err
+}
+
+// send writes frame from ha to the router.
+func (lr *linuxRouter) send(t *testing.T, frame []byte) {
+	if _, err := lr.conn.WriteTo(frame, &packet.Addr{HardwareAddr: lr.rtMAC}); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	// Resolve 10.0.2.2 on the Linux router first (it must not answer "unreachable" for ARP failures).
-	lab.Exec(rt, "ping", "-c1", "-W1", "10.0.2.2")
-	linux := map[string]string{}
-	for _, p := range probes {
-		if strings.HasPrefix(p.dst, "10.67.") || strings.HasPrefix(p.dst, "10.68.") || strings.HasPrefix(p.dst, "172.") {
-			// Linux's ip_error keeps a token bucket per source that starts
-			// empty and refills one token a second: wait for one.
-			time.Sleep(1100 * time.Millisecond)
-		}
-		f := probeFrame(t, p, srcMAC, rtMAC)
-		if _, err := conn.WriteTo(f, &packet.Addr{HardwareAddr: rtMAC}); err != nil {
-			t.Fatal(err)
-		}
-		linux[p.name] = readAnswer(conn, srcMAC)
-	}
+}
 
-	// netfwd with the same configuration.
-	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewMonotonicClock(), RateLimit: l3.RateLimitConfig{PerDestBurst: 1000}})
+// netfwdRouter is netfwd's engine with linuxRouter's configuration, ha's
+// MAC given; it returns the engine, a worker and r0's MAC.
+func netfwdRouter(t *testing.T, haMAC net.HardwareAddr) (*l3.Engine, *l3.Worker, wire.MAC) {
+	e := l3.NewEngine(l3.EngineOptions{RateLimit: l3.RateLimitConfig{PerDestBurst: 1000}})
 	c := apply.New(e)
 	conf := `address add 10.0.1.1/24 dev r0
 address add 10.0.2.1/24 dev r1
@@ -191,12 +208,28 @@ route add blackhole 10.66.0.0/16
 	if err := c.Apply(cmds); err != nil {
 		t.Fatal(err)
 	}
-	e.Router().SetNeighbor("r0", mustAddr("10.0.1.2"), l2.MAC(srcMAC))
-	e.Router().SetNeighbor("r1", mustAddr("10.0.2.2"), l2.MustParseMAC("02:00:00:00:00:02"))
-	w := e.NewWorker()
-	ourMAC := e.Router().Iface("r0").MAC
+	e.Router().SetNeighbor("r0", mustAddr("10.0.1.2"), wire.MAC(haMAC))
+	e.Router().SetNeighbor("r1", mustAddr("10.0.2.2"), wire.MustParseMAC("02:00:00:00:00:02"))
+	return e, e.NewWorker(), e.Router().Iface("r0").MAC
+}
+
+func TestICMPLikeLinux(t *testing.T) {
+	lr := newLinuxRouter(t)
+	linux := map[string]string{}
 	for _, p := range probes {
-		f := probeFrame(t, p, srcMAC, ourMAC[:])
+		if strings.HasPrefix(p.dst, "10.67.") || strings.HasPrefix(p.dst, "10.68.") || strings.HasPrefix(p.dst, "172.") {
+			// Linux's ip_error keeps a token bucket per source that starts
+			// empty and refills one token a second: wait for one.
+			time.Sleep(1100 * time.Millisecond)
+		}
+		lr.send(t, probeFrame(t, p, lr.haMAC, lr.rtMAC))
+		linux[p.name] = readAnswer(lr.conn, lr.haMAC)
+	}
+
+	// netfwd with the same configuration.
+	e, w, ourMAC := netfwdRouter(t, lr.haMAC)
+	for _, p := range probes {
+		f := probeFrame(t, p, lr.haMAC, ourMAC[:])
 		w.Receive(e.Domain().Port("r0"), [][]byte{f})
 		got := "none"
 		w.Flush(func(port *l2.Port, frames [][]byte) {
@@ -210,6 +243,74 @@ route add blackhole 10.66.0.0/16
 			t.Errorf("%s:\n linux  %s\n netfwd %s", p.name, linux[p.name], got)
 		} else {
 			t.Logf("%s: %s", p.name, got)
+		}
+	}
+}
+
+// TestMartianSourcesLikeLinux: packets whose source is one of the router's
+// addresses or a broadcast address of one of its subnets are not forwarded
+// by Linux (fib_validate_source: "martian source"); netfwd drops them too,
+// and counts them. Packets from a host's address, or a subnet's network
+// address, go through both. Linux checks broadcast sources only with reverse
+// path filtering on (rp_filter 1 or 2; 2 is systemd's default), which is the
+// Linux netfwd behaves like (docs/l3.md).
+func TestMartianSourcesLikeLinux(t *testing.T) {
+	lr := newLinuxRouter(t)
+	if err := lr.lab.Sysctl(lr.rt, "net.ipv4.conf.all.rp_filter", "2"); err != nil {
+		t.Fatal(err)
+	}
+	hbConn, _, err := listen(lr.hb, lr.b0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hbConn.Close()
+	srcs := []string{"10.0.1.2", "10.0.1.1", "10.0.2.1", "10.0.1.255", "10.0.2.255", "10.0.1.0"}
+	frame := func(src string, dstMAC net.HardwareAddr) []byte {
+		f := probeFrame(t, probe{dst: "10.0.2.2", ttl: 64, proto: layers.IPProtocolUDP, size: 20}, lr.haMAC, dstMAC)
+		ip := wire.IPv4(f[wire.EthernetHeaderLen:])
+		wire.Addr4From(mustAddr(src)).Put(ip[12:])
+		ip.SetChecksum(0)
+		ip.SetChecksum(wire.HeaderChecksum(ip[:wire.IPv4MinHeaderLen]))
+		return f
+	}
+	linux := map[string]bool{}
+	for _, src := range srcs {
+		lr.send(t, frame(src, lr.rtMAC))
+		linux[src] = arrived(hbConn, src)
+	}
+	if !linux["10.0.1.2"] || linux["10.0.1.1"] {
+		t.Fatalf("the Linux router did not behave as expected: %v", linux)
+	}
+
+	e, w, ourMAC := netfwdRouter(t, lr.haMAC)
+	for _, src := range srcs {
+		before := e.Stats().Drops["martian_source"]
+		w.Receive(e.Domain().Port("r0"), [][]byte{frame(src, ourMAC[:])})
+		forwarded := false
+		w.Flush(func(port *l2.Port, frames [][]byte) { forwarded = forwarded || port.Name == "r1" })
+		counted := e.Stats().Drops["martian_source"] - before
+		if forwarded != linux[src] || counted != map[bool]uint64{true: 0, false: 1}[forwarded] {
+			t.Errorf("source %s: linux forwards %v, netfwd forwards %v and counts %d martians", src, linux[src], forwarded, counted)
+		} else {
+			t.Logf("source %s: forwarded %v", src, forwarded)
+		}
+	}
+}
+
+// arrived reports whether a UDP packet from src reached the listener within
+// 300 ms.
+func arrived(conn *packet.Conn, src string) bool {
+	buf := make([]byte, 2048)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for {
+		conn.SetReadDeadline(deadline)
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			return false
+		}
+		p := gopacket.NewPacket(buf[:n], layers.LayerTypeEthernet, gopacket.Default)
+		if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok && ip.Protocol == layers.IPProtocolUDP && ip.SrcIP.String() == src {
+			return true
 		}
 	}
 }

@@ -9,18 +9,19 @@ package l3
 
 import (
 	"encoding/binary"
-	"net/netip"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
-func (w *Worker) localInput(in *Iface, h IPv4, l2mc bool) {
+func (w *Worker) localInput(in *Iface, h wire.IPv4, l2mc bool) {
 	if h.IsFragment() {
 		w.drop(DropFragment)
 		return
 	}
 	p := h[h.IHL():]
 	switch h.Protocol() {
-	case ProtoICMP:
-		if len(p) < icmpHeaderLen || p[0] != ICMPEcho || Checksum(p, 0) != 0 {
+	case wire.ProtoICMP:
+		if len(p) < wire.ICMPHeaderLen || p[0] != wire.ICMPEcho || wire.Checksum(p) != 0 {
 			w.drop(DropLocalICMP)
 			return
 		}
@@ -28,21 +29,21 @@ func (w *Worker) localInput(in *Iface, h IPv4, l2mc bool) {
 			w.drop(DropBroadcast) // icmp_echo_ignore_broadcasts
 			return
 		}
-		buf := w.tx.Alloc(etherHeaderLen + ipv4MinHeader + len(p))
-		n := BuildEchoReply(buf[etherHeaderLen:], h)
+		buf := w.tx.Alloc(wire.EthernetHeaderLen + wire.IPv4MinHeaderLen + len(p))
+		n := buildEchoReply(buf[wire.EthernetHeaderLen:], h)
 		w.c.icmpSent[icmpEchoReplyIdx]++
 		w.c.local++
-		w.localOutput(buf[:etherHeaderLen+n])
-	case ProtoUDP:
-		w.icmpError(in, h, ICMPDestUnreach, CodePortUnreach, 0, l2mc, icmpPortUnreachIdx)
+		w.localOutput(buf[:wire.EthernetHeaderLen+n])
+	case wire.ProtoUDP:
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodePortUnreach, 0, l2mc, icmpPortUnreachIdx)
 		w.drop(DropLocalProto)
-	case ProtoTCP:
+	case wire.ProtoTCP:
 		if !l2mc {
 			w.tcpReset(h)
 		}
 		w.drop(DropLocalProto)
 	default:
-		w.icmpError(in, h, ICMPDestUnreach, CodeProtUnreach, 0, l2mc, icmpProtUnreachIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeProtUnreach, 0, l2mc, icmpProtUnreachIdx)
 		w.drop(DropLocalProto)
 	}
 }
@@ -51,7 +52,7 @@ func (w *Worker) localInput(in *Iface, h IPv4, l2mc bool) {
 // never-reply rules and the rate limits allow. The source address is the one
 // the router uses towards the sender (Linux with icmp_errors_use_inbound_ifaddr
 // off); kind indexes the counters.
-func (w *Worker) icmpError(in *Iface, orig IPv4, typ, code uint8, info uint32, l2mc bool, kind int) {
+func (w *Worker) icmpError(in *Iface, orig wire.IPv4, typ, code uint8, info uint32, l2mc bool, kind int) {
 	if !icmpErrorAllowed(orig, l2mc, false) {
 		return
 	}
@@ -63,29 +64,29 @@ func (w *Worker) icmpError(in *Iface, orig IPv4, typ, code uint8, info uint32, l
 	if src == 0 {
 		return
 	}
-	buf := w.tx.Alloc(etherHeaderLen + icmpErrorMaxSize)
-	n := BuildICMPError(buf[etherHeaderLen:], orig, typ, code, info, src)
+	buf := w.tx.Alloc(wire.EthernetHeaderLen + wire.ICMPErrorMaxSize)
+	n := buildICMPError(buf[wire.EthernetHeaderLen:], orig, typ, code, info, src)
 	w.c.icmpSent[kind]++
-	w.localOutput(buf[:etherHeaderLen+n])
+	w.localOutput(buf[:wire.EthernetHeaderLen+n])
 }
 
 // sourceFor picks the source address for a packet the router sends to dst:
 // the preferred source of the route towards dst, else an address of the
 // interface the trigger came in on.
-func (r *Router) sourceFor(in *Iface, dst uint32) uint32 {
-	a := addrFrom(dst)
+func (r *Router) sourceFor(in *Iface, dst wire.Addr4) wire.Addr4 {
+	a := dst.Netip()
 	if res, ok := r.fib.LookupRoute(a); ok && res.Prefsrc.IsValid() {
-		return ipv4Addr(res.Prefsrc)
+		return wire.Addr4From(res.Prefsrc)
 	}
 	if s := r.fib.SelectSource(in.Name, a); s.IsValid() {
-		return ipv4Addr(s)
+		return wire.Addr4From(s)
 	}
 	return 0
 }
 
 // tcpReset answers a TCP segment to the router with a reset, as Linux's
 // tcp_v4_send_reset does for a closed port (never in reply to a reset).
-func (w *Worker) tcpReset(h IPv4) {
+func (w *Worker) tcpReset(h wire.IPv4) {
 	seg := h[h.IHL():]
 	if len(seg) < 20 {
 		return
@@ -99,13 +100,13 @@ func (w *Worker) tcpReset(h IPv4) {
 	if doff < 20 || doff > len(seg) {
 		return
 	}
-	buf := w.tx.Alloc(etherHeaderLen + 40)
-	ip := IPv4(buf[etherHeaderLen:])
-	writeIPv4Header(ip, 40, h.TOS(), ProtoTCP, h.Dst(), h.Src()) // Linux reflects the TOS
-	ip[6] = 0x40                                                 // DF, as Linux's reset
+	buf := w.tx.Alloc(wire.EthernetHeaderLen + 40)
+	ip := wire.IPv4(buf[wire.EthernetHeaderLen:])
+	writeIPv4Header(ip, 40, h.TOS(), wire.ProtoTCP, h.Dst(), h.Src()) // Linux reflects the TOS
+	ip[6] = 0x40                                                      // DF, as Linux's reset
 	ip.SetChecksum(0)
-	ip.SetChecksum(Checksum(ip[:ipv4MinHeader], 0))
-	tcp := ip[ipv4MinHeader:]
+	ip.SetChecksum(wire.Checksum(ip[:wire.IPv4MinHeaderLen]))
+	tcp := ip[wire.IPv4MinHeaderLen:]
 	copy(tcp[0:2], seg[2:4]) // ports swapped
 	copy(tcp[2:4], seg[0:2])
 	if flags&ack != 0 {
@@ -127,21 +128,7 @@ func (w *Worker) tcpReset(h IPv4) {
 	tcp[12] = 5 << 4
 	binary.BigEndian.PutUint16(tcp[14:], 0) // window
 	binary.BigEndian.PutUint32(tcp[16:], 0) // checksum, urgent
-	var pseudo [12]byte
-	copy(pseudo[0:8], ip[12:20])
-	pseudo[9] = ProtoTCP
-	binary.BigEndian.PutUint16(pseudo[10:], 20)
-	binary.BigEndian.PutUint16(tcp[16:], Checksum(tcp[:20], uint32(sum(pseudo[:], 0))))
+	pseudo := wire.PseudoHeaderSum(ip.Src(), ip.Dst(), wire.ProtoTCP, wire.TCPMinHeaderLen)
+	wire.TCP(tcp).SetChecksum(^wire.Fold(wire.Sum(pseudo, tcp[:wire.TCPMinHeaderLen])))
 	w.localOutput(buf)
-}
-
-func ipv4Addr(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.BigEndian.Uint32(b[:])
-}
-
-func addrFrom(v uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return netip.AddrFrom4(b)
 }

@@ -1,64 +1,35 @@
 package l3
 
-// The router's side of the neighbour table (neigh*.go): resolving next hops
-// on the forwarding path, ARP input, the housekeeping tick, and acting on
-// what the table asks for: ARP requests to send (with the sender address
-// Linux's arp_solicit would pick), packets released by a resolution, ICMP
-// host unreachable for packets whose resolution failed, and neighbour
-// changes mirrored into the bridge's suppression table.
+// The router's side of the neighbour table (package neigh): ARP input, the
+// housekeeping tick, and acting on what the table asks for: ARP requests to
+// send (with the sender address Linux's arp_solicit would pick), packets
+// released by a resolution, ICMP host unreachable for packets whose
+// resolution failed, and neighbour changes mirrored into the bridge's
+// suppression table. The forwarding path's neighbour step is xmit
+// (forward.go).
 //
-// Locking: the datapath part is the NeighWorker's (lock-free); actions are
+// Locking: the datapath part is the neigh.Worker's (lock-free); actions are
 // handled by the worker that got them.
 
 import (
 	"net/netip"
 
-	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // routerAddrs answers ARP's "is this one of my addresses" (arp_ignore 0:
 // any address of the router, whatever the interface).
 type routerAddrs struct{ r *Router }
 
-func (a routerAddrs) IsLocalAddr(_ uint32, ip uint32) bool {
-	return a.r.fib.IsLocalAddress(addrFrom(ip))
-}
-
-type xmitResult uint8
-
-const (
-	xmitSent    xmitResult = iota
-	xmitQueued             // waiting for ARP
-	xmitDropped            // counted
-)
-
-// xmit resolves next on out and queues the frame (frame[14:] is the IPv4
-// packet; the Ethernet header is written into frame[:14]).
-func (w *Worker) xmit(out *Iface, next uint32, frame []byte) xmitResult {
-	if w.nw.Output(out.Index, next, frame[:etherHeaderLen]) {
-		w.send(out, frame)
-		return xmitSent
-	}
-	res := w.nw.Resolve(out.Index, next, out.MAC, frame[etherHeaderLen:], w.tx.Now(), &w.acts)
-	r := xmitSent
-	switch res.Verdict {
-	case NeighSend:
-		copy(frame[:etherHeaderLen], res.Header[:])
-		w.send(out, frame)
-	case NeighQueued:
-		r = xmitQueued
-	default:
-		w.drop(DropNeighQueue)
-		r = xmitDropped
-	}
-	w.handleActs()
-	return r
+func (a routerAddrs) IsLocalAddr(_ uint32, ip wire.Addr4) bool {
+	return a.r.fib.IsLocalAddress(ip.Netip())
 }
 
 // arpInput hands an ARP frame to the table and sends the reply it builds.
-func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
+func (w *Worker) arpInput(in *Iface, f []byte, l3 int) {
 	frame := f
-	if l3 != etherHeaderLen { // strip a VLAN tag: the table reads untagged frames
+	if l3 != wire.EthernetHeaderLen { // strip a VLAN tag: the table reads untagged frames
 		if len(f) < l3 {
 			w.drop(DropARP)
 			return
@@ -67,17 +38,15 @@ func (w *Worker) arpInput(t *ifaceTable, in *Iface, f []byte, l3 int) {
 		frame = append(frame, f[:12]...)
 		frame = append(frame, f[l3-2:]...)
 	}
-	reply := w.tx.Alloc(ARPFrameLen)
-	n, drop := w.nw.InputARP(&ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
-	if drop != ARPOK {
+	reply := w.tx.Alloc(wire.ARPFrameLen)
+	n, drop := w.nw.InputARP(&neigh.ARPInput{IfIndex: in.Index, IfMAC: in.MAC, Addrs: routerAddrs{w.r}}, frame, w.tx.Now(), reply, &w.acts)
+	if drop != neigh.ARPOK {
 		w.drop(DropARP)
 	} else {
 		w.c.arpIn++
 	}
 	if n > 0 {
-		restore, saved := w.generating()
-		w.send(in, reply[:n])
-		restore(saved)
+		w.send(in, reply[:n], -1)
 	}
 	w.handleActs()
 }
@@ -92,14 +61,28 @@ func (w *Worker) Tick() {
 	w.e.dom.Age()
 }
 
-// handleActs carries out what neighbour calls asked for.
+// handleActs carries out what neighbour calls asked for. The packets it
+// sends may ask for more (an ICMP error towards another unresolved
+// neighbour): it takes the actions out first and loops until none are left,
+// and a call from within returns at once.
 func (w *Worker) handleActs() {
-	a := &w.acts
-	if a.Empty() {
+	if w.handling || w.acts.Empty() {
 		return
 	}
-	restore, saved := w.generating()
-	defer restore(saved)
+	w.handling = true
+	for !w.acts.Empty() {
+		w.acts, w.acting = w.acting, w.acts
+		w.act(&w.acting)
+		w.acting.Reset()
+	}
+	w.handling = false
+}
+
+// act carries out one set of actions. Packets that had waited for ARP end
+// here: a transit packet as Released or a drop (the neighbour failed, the
+// queue dropped it, its interface went down), the router's own as sent or
+// an output error.
+func (w *Worker) act(a *neigh.Actions) {
 	t := w.r.ifaces.Load()
 	for i := range a.Requests {
 		req := &a.Requests[i]
@@ -107,78 +90,106 @@ func (w *Worker) handleActs() {
 		if out == nil || !out.Up() {
 			continue
 		}
-		buf := w.tx.Alloc(ARPFrameLen)
+		buf := w.tx.Alloc(wire.ARPFrameLen)
 		if n := req.Build(buf, w.r.arpSender(out, req)); n > 0 {
-			w.send(out, buf[:n])
+			w.send(out, buf[:n], -1)
 		}
 	}
 	for _, f := range a.Transmit {
+		mark := xmitMark(f.Mark)
 		out := t.get(f.IfIndex)
-		if out == nil || !out.Up() {
-			w.drop(DropEgressDown)
-			continue
+		var r DropReason
+		switch {
+		case out == nil || !out.Up():
+			r = DropEgressDown
+		case mark&fragment != 0:
+			if w.sendFragments(out, f.Data, -1) == xmitTooBig {
+				r = DropFragNeeded
+			}
+		default:
+			buf := w.tx.Alloc(len(f.Data))
+			copy(buf, f.Data)
+			w.send(out, buf, -1)
 		}
-		buf := w.tx.Alloc(len(f.Data))
-		copy(buf, f.Data)
-		w.send(out, buf)
-		w.c.released++
+		w.settle(mark, r)
 	}
 	for _, f := range a.Unreachable {
-		h, r := CheckIPv4(f.Data)
-		w.drop(DropNeighFailed)
-		if r != DropNone {
+		mark := xmitMark(f.Mark)
+		w.settle(mark, DropNeighFailed)
+		if mark&generated != 0 {
+			continue // nobody to tell: the router would be reporting to itself
+		}
+		h, e := wire.ParseIPv4(f.Data)
+		if e != wire.IPv4OK {
 			continue
 		}
 		if in := t.get(f.IfIndex); in != nil {
-			w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, false, icmpHostUnreachIdx)
+			w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0, false, icmpHostUnreachIdx)
 		}
+	}
+	for _, f := range a.Dropped {
+		w.settle(xmitMark(f.Mark), DropNeighQueue)
 	}
 	for _, ev := range a.Events {
 		w.r.mirrorNeighbour(t, ev)
 	}
-	a.Reset()
+}
+
+// settle counts the end of a packet that waited for ARP: Released, or
+// dropped for r; the router's own packets count only when they fail.
+func (w *Worker) settle(mark xmitMark, r DropReason) {
+	switch {
+	case mark&generated != 0:
+		if r != DropNone {
+			w.c.outputErrors++
+		}
+	case r == DropNone:
+		w.c.released++
+	default:
+		w.drop(r)
+	}
 }
 
 // arpSender picks the ARP request's sender address as Linux's arp_solicit
 // does with arp_announce 0: the source of the packet that triggered it if
 // that is ours, else the interface's address for the target's subnet.
-func (r *Router) arpSender(out *Iface, req *ARPRequest) uint32 {
-	if req.SrcHint != 0 && r.fib.IsLocalAddress(addrFrom(req.SrcHint)) {
+func (r *Router) arpSender(out *Iface, req *neigh.ARPRequest) wire.Addr4 {
+	if req.SrcHint != 0 && r.fib.IsLocalAddress(req.SrcHint.Netip()) {
 		return req.SrcHint
 	}
-	if s := r.fib.SelectSource(out.Name, addrFrom(req.Target)); s.IsValid() {
-		return ipv4Addr(s)
+	if s := r.fib.SelectSource(out.Name, req.Target.Netip()); s.IsValid() {
+		return wire.Addr4From(s)
 	}
 	return 0
 }
 
 // mirrorNeighbour keeps the bridge's neighbour-suppression table in step
 // with the neighbours learned on its VLAN interfaces.
-func (r *Router) mirrorNeighbour(t *ifaceTable, ev NeighEvent) {
+func (r *Router) mirrorNeighbour(t *ifaceTable, ev neigh.Event) {
 	ifc := t.get(ev.IfIndex)
 	if ifc == nil || ifc.Bridge == nil {
 		return
 	}
-	ip := addrFrom(ev.IP)
+	ip := ev.IP.Netip()
 	switch ev.Kind {
-	case NeighResolved, NeighLLAddrChanged:
-		ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+	case neigh.EventResolved, neigh.EventLLAddrChanged:
+		ifc.Bridge.SetNeighbor(ifc.VID, ip, ev.LLAddr)
 	default:
 		ifc.Bridge.DelNeighbor(ifc.VID, ip)
 	}
 }
 
 // Neighbours returns the router's neighbour table.
-func (r *Router) Neighbours() *NeighTable { return r.neigh }
+func (r *Router) Neighbours() *neigh.Table { return r.neigh }
 
 // SetNeighbor installs a permanent neighbour (tests, `neigh add ... nud
 // permanent`); the interface must exist.
-func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac l2.MAC) error {
+func (r *Router) SetNeighbor(dev string, ip netip.Addr, mac wire.MAC) error {
 	ifc := r.Iface(dev)
 	if ifc == nil {
 		return errNoIface(dev)
 	}
-	var acts NeighActions
-	return r.neigh.Replace(NeighSpec{IfIndex: ifc.Index, IP: ipv4Addr(ip), LLAddr: mac, HasLLAddr: true,
-		State: NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
+	var acts neigh.Actions
+	return r.neigh.Replace(neigh.Spec{IfIndex: ifc.Index, IP: wire.Addr4From(ip), LLAddr: mac, HasLLAddr: true,
+		State: neigh.NUDPermanent, IfMAC: ifc.MAC}, r.dom.Clock().Now(), &acts)
 }

@@ -18,6 +18,8 @@ package l3
 import (
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // RateLimitConfig sets the budgets; zero values take Linux's defaults.
@@ -65,9 +67,9 @@ func newICMPLimiter(c RateLimitConfig, seed uint64) *icmpLimiter {
 // rateLimited reports whether this ICMP type is subject to the limits.
 func rateLimited(typ, code uint8) bool {
 	switch typ {
-	case ICMPDestUnreach:
-		return code != CodeFragNeeded
-	case ICMPSourceQuench, ICMPTimeExceeded, ICMPParamProblem:
+	case wire.ICMPDestUnreach:
+		return code != wire.ICMPCodeFragNeeded
+	case wire.ICMPSourceQuench, wire.ICMPTimeExceeded, wire.ICMPParamProblem:
 		return true
 	}
 	return false
@@ -75,7 +77,7 @@ func rateLimited(typ, code uint8) bool {
 
 // allow takes one message from dst's budget and the global one at time now
 // (monotonic ns).
-func (l *icmpLimiter) allow(typ, code uint8, dst uint32, now int64) bool {
+func (l *icmpLimiter) allow(typ, code uint8, dst wire.Addr4, now int64) bool {
 	if !rateLimited(typ, code) {
 		return true
 	}

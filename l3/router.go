@@ -13,20 +13,21 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
-// RouterOptions configure a Router.
-type RouterOptions struct {
+// routerOptions configure a Router.
+type routerOptions struct {
 	Trie      fib.TrieKind
 	Compiled  bool
 	RateLimit RateLimitConfig
-	Neigh     NeighConfig
+	Neigh     neigh.Config
 }
 
 // Router is the L3 half of the engine.
@@ -34,7 +35,7 @@ type Router struct {
 	fib     *fib.FIB
 	dom     *l2.Domain
 	limiter *icmpLimiter
-	neigh   *NeighTable
+	neigh   *neigh.Table
 
 	mu     sync.Mutex // interface changes
 	ifaces atomic.Pointer[ifaceTable]
@@ -43,8 +44,8 @@ type Router struct {
 	names   map[string]uint32 // guarded by namesMu; never shrinks (like ifindex)
 }
 
-// NewRouter returns a router over a bridge domain.
-func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
+// newRouter returns a router over a bridge domain.
+func newRouter(dom *l2.Domain, opts routerOptions) *Router {
 	var seed [8]byte
 	rand.Read(seed[:])
 	r := &Router{
@@ -53,7 +54,7 @@ func NewRouter(dom *l2.Domain, opts RouterOptions) *Router {
 		names:   map[string]uint32{},
 	}
 	r.fib = fib.New(fib.Options{Trie: opts.Trie, Compiled: opts.Compiled, DevIndex: r.IfIndex})
-	neigh, err := NewNeighTable(opts.Neigh, dom.Clock().Now())
+	neigh, err := neigh.NewTable(opts.Neigh, dom.Clock().Now())
 	if err != nil {
 		panic("l3: neighbour parameters: " + err.Error()) // only invalid explicit parameters
 	}
@@ -90,7 +91,7 @@ type VLANIfaceSpec struct {
 type IfaceSettings struct {
 	Down bool
 	MTU  int
-	MAC  l2.MAC
+	MAC  wire.MAC
 }
 
 // SyncIfaces rebuilds the interface table from the domain (every port
@@ -102,8 +103,8 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 	defer r.mu.Unlock()
 	old := r.ifaces.Load()
 	next := &ifaceTable{byBridge: map[*l2.Bridge]*bridgeIfaces{}, byName: map[string]*Iface{}}
-	mk := func(name string, kind IfaceKind, mac l2.MAC) *Iface {
-		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: DefaultMTU}
+	mk := func(name string, kind IfaceKind, mac wire.MAC) *Iface {
+		i := &Iface{Index: r.IfIndex(name), Name: name, Kind: kind, MAC: mac, MTU: defaultMTU}
 		if o := old.byName[name]; o != nil {
 			i.up = o.up
 		} else {
@@ -115,11 +116,11 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 			if s.MTU > 0 {
 				i.MTU = s.MTU
 			}
-			if s.MAC != (l2.MAC{}) {
+			if s.MAC != (wire.MAC{}) {
 				i.MAC = s.MAC
 			}
 		}
-		if i.MAC == (l2.MAC{}) {
+		if i.MAC == (wire.MAC{}) {
 			i.MAC = DefaultMAC(name)
 		}
 		return i
@@ -159,24 +160,22 @@ func (r *Router) Iface(name string) *Iface { return r.ifaces.Load().byName[name]
 
 // Ifaces lists the interfaces by index.
 func (r *Router) Ifaces() []*Iface {
-	t := r.ifaces.Load()
 	var out []*Iface
-	for _, i := range t.byIndex {
+	for _, i := range r.ifaces.Load().byIndex { // indexed by Index
 		if i != nil {
 			out = append(out, i)
 		}
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
 	return out
 }
 
 // DefaultMAC derives a stable, locally administered unicast MAC from an
 // interface name, for interfaces whose MAC nobody gave (tests, replay).
-func DefaultMAC(name string) l2.MAC {
+func DefaultMAC(name string) wire.MAC {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	v := h.Sum64()
-	return l2.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+	return wire.MAC{0x02, byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
 }
 
 func errNoIface(name string) error { return fmt.Errorf("%s: no such interface", name) }

@@ -30,9 +30,9 @@ const (
 type counters struct {
 	in           uint64 // frames that reached the router (routed ports, host frames)
 	fibLookups   uint64 // FIB lookups of the forwarding path and of router output
-	queued       uint64 // packets parked waiting for ARP (sent or dropped later)
-	released     uint64 // parked packets sent after ARP resolved
-	outputErrors uint64 // packets the router generated that could not be sent
+	queued       uint64 // transit packets parked waiting for ARP (released or dropped later)
+	released     uint64 // parked transit packets sent after ARP resolved
+	outputErrors uint64 // packets the router generated that could not be sent (now or after waiting for ARP)
 	forwarded    uint64
 	fragmented   uint64 // packets split into fragments
 	local        uint64 // delivered to the router
@@ -77,9 +77,13 @@ func (p *publishedCounters) add(c *counters) {
 
 // Stats is a snapshot of the router's counters, summed over workers. Every
 // frame that reaches the router (In) ends as exactly one of Forwarded, Local,
-// ARPIn, Queued (waiting for ARP: later Released, or dropped as
-// neigh_failed/neigh_queue) or a drop. OutputErrors counts packets the router
-// generated (ICMP) that could not be routed.
+// ARPIn, Queued or a drop under one reason; every Queued packet (parked until
+// ARP resolves) ends, once its resolution does, as Released or a drop
+// (neigh_failed, neigh_queue, egress_down, frag_needed). So with no packet
+// waiting, In = Forwarded + Local + ARPIn + Released + the drops.
+// Fragmented counts packets sent in fragments (among Forwarded, Released or
+// the router's own). The router's own packets (ICMP, echo replies, resets)
+// are not input: OutputErrors counts those it could not send.
 type Stats struct {
 	In, Queued, Released, OutputErrors, FIBLookups       uint64
 	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64

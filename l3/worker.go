@@ -7,30 +7,30 @@ package l3
 //   bridge member port -> Bridge.ReceiveBatch -> (host frames) -> hostFrames
 //   routed port        -> routedFrames
 //   -> ifaceInput: interface up, frame addressed to it
-//   -> ARP: arpInput | IPv4: ipInput: validate, FIB lookup (one pointer) ->
+//   -> ARP: arpInput | IPv4: ipInput: validate, martians; the batch's
+//      packets wait in the pending vector -> routePending: one FIB lookup
+//      for the whole vector (one pointer per packet) -> route:
 //        local: localInput (echo reply, port/protocol unreachable, TCP reset)
 //        blackhole / unreachable / prohibit / no route: drop (+ ICMP)
-//        unicast: forward: TTL, group member by flow hash, MTU (fragment or
-//        ICMP), then xmit: neighbour header, out of a routed port or through
-//        the bridge of a VLAN interface (the same FwdDst egress as bridged
-//        traffic)
+//        unicast: forward (forward.go): TTL, egress, MTU, then xmit:
+//        neighbour header, out of a routed port or through the bridge of a
+//        VLAN interface (the same FwdDst egress as bridged traffic)
 // Forwarded packets are rewritten in place: the frame is the router's own
 // (a unicast frame to the router's MAC is delivered to nobody else), and the
 // new Ethernet header fits where the old one was.
+//
+// What a step needs to know of the frame it works on travels as arguments:
+// the frameRef (where the frame is in the batch) and the origin (the index
+// its outputs carry at FlushOrigins; -1 for the router's own packets).
 //
 // Locking: none on the datapath. The worker owns its Tx and counters; the
 // FIB, interface table and neighbour entries are read lock-free.
 
 import (
-	"encoding/binary"
-
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
-)
-
-const (
-	etherHeaderLen = 14
-	etherTypeARP   = 0x0806
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Worker runs the datapath on one goroutine.
@@ -41,27 +41,25 @@ type Worker struct {
 	c   counters
 	pub *publishedCounters
 
-	gsoSizes []uint16 // of the batch being received (nil: no GSO frames)
+	// The batch being received (ReceiveGSO): the frames of a routed port
+	// (the bridge's host frames are in tx.Host) and their GSO segment sizes
+	// (nil: no GSO frames).
+	batch    [][]byte
+	gsoSizes []uint16
 
 	// The batch's validated IPv4 packets and their destinations, looked up
 	// together (routePending).
 	pending []pendingIP
-	batch   [][]byte // the frames of the ReceiveGSO batch being processed
-	curSrc  int32    // index of the frame being processed (batch or tx.Host)
-	curHost bool     // the frame being processed is in tx.Host
-	dsts    []uint32
+	dsts    []wire.Addr4
 	nhs     []*nexthop.Nexthop
 	idx     []uint32
 
-	nw     *NeighWorker
-	acts   NeighActions
-	arpBuf [128]byte
-
-	// fragOut is the interface and next hop of the fragments being emitted
-	// (Fragment calls back into the worker as a FragSink).
-	fragOut  *Iface
-	fragNext uint32
-	fragBuf  []byte
+	nw *neigh.Worker
+	// acts collects what neighbour calls ask for; handleActs works on
+	// acting, so the packets it sends may ask for more meanwhile.
+	acts, acting neigh.Actions
+	handling     bool
+	arpBuf       [128]byte
 }
 
 // Tx returns the worker's transmit batch (the caller flushes it).
@@ -88,18 +86,8 @@ func (w *Worker) ReceiveGSO(in *l2.Port, frames [][]byte, gso []uint16) {
 		w.routedFrames(t, in, frames)
 	}
 	w.routePending(t)
-	w.tx.SetOrigin(-1)
 	w.gsoSizes = nil
 	w.batch = nil
-}
-
-// gsoSize returns the segment size of the frame being processed (0: not a
-// GSO frame).
-func (w *Worker) gsoSize() int {
-	if i := w.tx.Origin(); i >= 0 && i < len(w.gsoSizes) {
-		return int(w.gsoSizes[i])
-	}
-	return 0
 }
 
 // Flush publishes the worker's counters and hands every queued frame to
@@ -122,15 +110,25 @@ func (w *Worker) publish() {
 	w.nw.Publish()
 }
 
-// generating marks frames queued from now on as the router's own; the
-// returned func restores the origin.
-func (w *Worker) generating() (restore func(int), saved int) {
-	saved = w.tx.Origin()
-	w.tx.SetOrigin(-1)
-	return w.tx.SetOrigin, saved
-}
-
 func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
+
+// frameRef names an input frame of the batch being received: entry i of
+// the ReceiveGSO batch (batchFrame), or of tx.Host (hostFrame: the frames
+// the bridge delivered to the router). One int32: it rides along in a
+// register.
+type frameRef int32
+
+func batchFrame(i int) frameRef { return frameRef(i) }
+func hostFrame(i int) frameRef  { return frameRef(^i) }
+
+// frame returns the frame ref names and the origin of its outputs.
+func (w *Worker) frame(ref frameRef) (f []byte, origin int32) {
+	if ref < 0 {
+		h := &w.tx.Host[^ref]
+		return h.Frame, int32(h.Index)
+	}
+	return w.batch[ref], int32(ref)
+}
 
 // routedFrames is the input of a routed port: each frame needs an Ethernet
 // header, then goes to the port's interface.
@@ -138,20 +136,18 @@ func (w *Worker) routedFrames(t *ifaceTable, in *l2.Port, frames [][]byte) {
 	ifc := t.routedPort(in.ID)
 	bytes := 0
 	for i, f := range frames {
-		w.tx.SetOrigin(i)
-		w.curSrc = int32(i)
 		bytes += len(f)
 		w.c.in++
 		accepted := false
 		switch {
 		case ifc == nil:
 			w.drop(DropNoIface)
-		case len(f) < etherHeaderLen:
+		case len(f) < wire.EthernetHeaderLen:
 			w.drop(DropL2Short)
 		default:
 			// A VLAN tag is an unknown EtherType here: routed ports have no
 			// VLAN interfaces.
-			accepted = w.ifaceInput(t, ifc, f, etherHeaderLen, binary.BigEndian.Uint16(f[12:]))
+			accepted = w.ifaceInput(t, ifc, f, wire.EthernetHeaderLen, wire.Ethernet(f).Type(), batchFrame(i))
 		}
 		if !accepted {
 			w.tx.CountRxDrop(in)
@@ -163,23 +159,20 @@ func (w *Worker) routedFrames(t *ifaceTable, in *l2.Port, frames [][]byte) {
 // hostFrames is the input of the frames the bridge handed to the host
 // (tx.Host from index start on): each goes to the interface of its VLAN.
 func (w *Worker) hostFrames(t *ifaceTable, start int) {
-	w.curHost = true
 	for i := start; i < len(w.tx.Host); i++ {
 		h := &w.tx.Host[i]
-		w.tx.SetOrigin(h.Index)
-		w.curSrc = int32(i)
 		w.c.in++
-		w.ifaceInput(t, t.hostIface(h.Bridge, h.VID, h.Untagged), h.Frame, h.L3, h.EtherType)
+		w.ifaceInput(t, t.hostIface(h.Bridge, h.VID, h.Untagged), h.Frame, h.L3, h.EtherType, hostFrame(i))
 	}
-	w.curHost = false
 }
 
-// ifaceInput takes a frame that arrived on interface ifc (nil: none), with
-// its network header at f[l3:]: it must be up and the frame addressed to its
-// MAC (or multicast); then IPv4 or ARP. It returns false when the interface
-// refused the frame (missing or down), which routed ports count as receive
-// drops; frames refused for their contents are counted by reason only.
-func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherType uint16) bool {
+// ifaceInput takes frame ref, which arrived on interface ifc (nil: none),
+// with its network header at f[l3:]: it must be up and the frame addressed
+// to its MAC (or multicast); then IPv4 or ARP. It returns false when the
+// interface refused the frame (missing or down), which routed ports count as
+// receive drops; frames refused for their contents are counted by reason
+// only.
+func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherType uint16, ref frameRef) bool {
 	switch {
 	case ifc == nil:
 		w.drop(DropNoIface)
@@ -188,16 +181,17 @@ func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherTy
 		w.drop(DropIfaceDown)
 		return false
 	}
-	l2mc := f[0]&1 != 0
-	if !l2mc && l2.MAC(f[0:6]) != ifc.MAC {
+	eth := wire.Ethernet(f)
+	l2mc := eth.DstIsMulticast()
+	if !l2mc && eth.Dst() != ifc.MAC {
 		w.drop(DropNotForUs)
 		return true
 	}
 	switch etherType {
-	case etherTypeIPv4:
-		w.ipInput(t, ifc, f, l3, l2mc)
-	case etherTypeARP:
-		w.arpInput(t, ifc, f, l3)
+	case wire.EtherTypeIPv4:
+		w.ipInput(ifc, f, l3, l2mc, ref)
+	case wire.EtherTypeARP:
+		w.arpInput(ifc, f, l3)
 	default:
 		w.drop(DropEtherType)
 	}
@@ -205,41 +199,42 @@ func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherTy
 }
 
 // pendingIP is a validated IPv4 packet waiting for the batch's FIB lookup:
-// the frame is entry src of the batch (or of tx.Host when host is set), the
-// (trimmed) packet at l3..l3+n, received on interface ifIndex. 16 bytes and
-// no pointers: written and read once per packet, with no write barriers.
+// the frame ref, the (trimmed) packet at l3..l3+n, received on interface
+// ifIndex. 16 bytes and no pointers: written and read once per packet, with
+// no write barriers.
 type pendingIP struct {
-	src     int32
+	ref     frameRef
 	ifIndex uint32
 	l3      uint16
 	n       uint16
-	host    bool
 	l2mc    bool
 }
 
-// ipInput is ip_rcv for one packet at f[l3:]: validation and the checks
+// ipInput is ip_rcv for the packet at f[l3:]: validation and the checks
 // that need no route. A packet that passes waits in the batch's pending
 // vector; routePending looks the whole vector up at once.
-func (w *Worker) ipInput(t *ifaceTable, in *Iface, f []byte, l3 int, l2mc bool) {
-	h, reason := CheckIPv4(f[l3:])
-	if reason != DropNone {
-		w.drop(reason)
+func (w *Worker) ipInput(in *Iface, f []byte, l3 int, l2mc bool, ref frameRef) {
+	h, e := wire.ParseIPv4(f[l3:])
+	if e != wire.IPv4OK {
+		w.drop(ipv4Drops[e])
 		return
 	}
 	src, dst := h.Src(), h.Dst()
-	if isMartianSource(src) {
+	// Martian sources: never valid on a wire, or one of the router's own
+	// (its addresses, its subnets' broadcasts).
+	if src.IsMartianSource() || w.r.fib.IsLocalOrBroadcast(src) {
 		w.drop(DropMartianSource)
 		return
 	}
-	if dst == 0xffffffff || isMulticast(dst) {
+	if dst.IsLimitedBroadcast() || dst.IsMulticast() {
 		w.drop(DropBroadcast) // no multicast routing, no broadcast services
 		return
 	}
-	if isMartianDest(dst) {
+	if dst.IsZeroNet() || dst.IsLoopback() { // never forwarded
 		w.drop(DropMartianDest)
 		return
 	}
-	w.pending = append(w.pending, pendingIP{src: w.curSrc, ifIndex: in.Index, l3: uint16(l3), n: uint16(len(h)), host: w.curHost, l2mc: l2mc})
+	w.pending = append(w.pending, pendingIP{ref: ref, ifIndex: in.Index, l3: uint16(l3), n: uint16(len(h)), l2mc: l2mc})
 	w.dsts = append(w.dsts, dst)
 }
 
@@ -261,35 +256,28 @@ func (w *Worker) routePending(t *ifaceTable) {
 	w.c.fibLookups += uint64(n)
 	for i := range w.pending {
 		p := &w.pending[i]
-		var f []byte
-		if p.host {
-			hf := &w.tx.Host[p.src]
-			f = hf.Frame
-			w.tx.SetOrigin(hf.Index)
-		} else {
-			f = w.batch[p.src]
-			w.tx.SetOrigin(int(p.src))
-		}
-		w.route(t, p, f, nhs[i])
+		f, origin := w.frame(p.ref)
+		w.route(t, p, f, nhs[i], origin)
 	}
 	w.pending = w.pending[:0]
 	w.dsts = w.dsts[:0]
 }
 
-func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nexthop) {
-	in, h := t.get(p.ifIndex), IPv4(f[p.l3:int(p.l3)+int(p.n)])
+// route acts on a packet's FIB result.
+func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nexthop, origin int32) {
+	if nh != nil && nh.Kind == nexthop.Unicast && !p.l2mc {
+		w.forward(t, p, f, nh, origin)
+		return
+	}
+	in, h := t.get(p.ifIndex), wire.IPv4(f[p.l3:int(p.l3)+int(p.n)])
 	if nh == nil {
-		w.icmpError(in, h, ICMPDestUnreach, CodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeNetUnreach, 0, p.l2mc, icmpNetUnreachIdx)
 		w.drop(DropNoRoute)
 		return
 	}
 	switch nh.Kind {
-	case nexthop.Unicast:
-		if p.l2mc {
-			w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
-			return
-		}
-		w.forward(t, in, h, f, int(p.l3), nh)
+	case nexthop.Unicast: // in a link-layer broadcast or multicast
+		w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
 	case nexthop.Local:
 		w.localInput(in, h, p.l2mc)
 	case nexthop.Broadcast:
@@ -297,145 +285,35 @@ func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nextho
 	case nexthop.Blackhole:
 		w.drop(DropBlackhole)
 	case nexthop.Unreachable:
-		w.icmpError(in, h, ICMPDestUnreach, CodeHostUnreach, 0, p.l2mc, icmpHostUnreachIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodeHostUnreach, 0, p.l2mc, icmpHostUnreachIdx)
 		w.drop(DropUnreachable)
 	case nexthop.Prohibit:
-		w.icmpError(in, h, ICMPDestUnreach, CodePktFiltered, 0, p.l2mc, icmpProhibitIdx)
+		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodePktFiltered, 0, p.l2mc, icmpProhibitIdx)
 		w.drop(DropProhibit)
 	}
 }
 
-// forward sends a transit packet on towards its nexthop.
-func (w *Worker) forward(t *ifaceTable, in *Iface, h IPv4, f []byte, l3 int, nh *nexthop.Nexthop) {
-	if h.TTL() <= 1 {
-		w.icmpError(in, h, ICMPTimeExceeded, CodeTTLExceeded, 0, false, icmpTTLIdx)
-		w.drop(DropTTLExpired)
-		return
+// gsoSize returns the segment size of input frame origin (0: not a GSO
+// frame).
+func (w *Worker) gsoSize(origin int32) int {
+	if origin >= 0 && int(origin) < len(w.gsoSizes) {
+		return int(w.gsoSizes[origin])
 	}
-	if nh.Group != nil {
-		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
-			w.drop(DropNoRoute) // every member died under us
-			return
-		}
-	}
-	out := t.get(nh.DevIndex)
-	if out == nil {
-		w.drop(DropNoEgress)
-		return
-	}
-	if !out.Up() {
-		w.drop(DropEgressDown)
-		return
-	}
-	next := h.Dst()
-	if nh.Next4 != 0 {
-		next = nh.Next4
-	}
-	size := len(h)
-	if g := w.gsoSize(); g > 0 {
-		size = gsoSegmentLen(h, g)
-	}
-	if size > out.MTU {
-		if h.DF() || size != len(h) {
-			w.icmpError(in, h, ICMPDestUnreach, CodeFragNeeded, uint32(out.MTU), false, icmpFragNeededIdx)
-			w.drop(DropFragNeeded)
-			return
-		}
-		h.DecTTL()
-		if w.fragment(out, next, h) {
-			w.c.forwarded++
-		}
-		return
-	}
-	h.DecTTL()
-	switch w.xmit(out, next, f[l3-etherHeaderLen:l3+len(h)]) {
-	case xmitSent:
-		w.c.forwarded++
-	case xmitQueued:
-		w.c.queued++
-	}
-}
-
-// fragment emits h in fragments that fit out's MTU.
-func (w *Worker) fragment(out *Iface, next uint32, h IPv4) bool {
-	w.fragOut, w.fragNext = out, next
-	if Fragment(h, out.MTU, w) == 0 {
-		w.drop(DropFragNeeded)
-		return false
-	}
-	w.c.fragmented++
-	return true
-}
-
-// Alloc and Emit make the worker a FragSink: each fragment gets room for
-// its Ethernet header in front.
-func (w *Worker) Alloc(n int) []byte {
-	w.fragBuf = w.tx.Alloc(etherHeaderLen + n)
-	return w.fragBuf[etherHeaderLen:]
-}
-
-func (w *Worker) Emit(frag []byte) {
-	w.xmit(w.fragOut, w.fragNext, w.fragBuf[:etherHeaderLen+len(frag)])
+	return 0
 }
 
 // gsoSegmentLen is the length of one segment of a GSO frame: headers plus
 // the segment payload.
-func gsoSegmentLen(h IPv4, gso int) int {
+func gsoSegmentLen(h wire.IPv4, gso int) int {
 	hl := h.IHL()
 	p := h[hl:]
 	switch h.Protocol() {
-	case ProtoTCP:
-		if len(p) >= 13 {
-			return hl + int(p[12]>>4)*4 + gso
+	case wire.ProtoTCP:
+		if len(p) > 12 { // the data offset
+			return hl + wire.TCP(p).DataOffset() + gso
 		}
-	case ProtoUDP:
-		return hl + 8 + gso
+	case wire.ProtoUDP:
+		return hl + wire.UDPHeaderLen + gso
 	}
 	return len(h)
-}
-
-// localOutput routes a packet the router originates (ICMP): frame[14:] is
-// the IPv4 packet, frame[:14] room for the Ethernet header.
-func (w *Worker) localOutput(frame []byte) {
-	restore, saved := w.generating()
-	defer restore(saved)
-	h := IPv4(frame[etherHeaderLen:])
-	nh := w.e.lookup(h.Dst())
-	w.c.fibLookups++
-	if nh == nil || nh.Kind != nexthop.Unicast {
-		w.c.outputErrors++
-		return
-	}
-	if nh.Group != nil {
-		if nh = nh.Group.Select(nexthop.FlowHash(flowKey(h))); nh == nil {
-			w.c.outputErrors++
-			return
-		}
-	}
-	t := w.r.ifaces.Load()
-	out := t.get(nh.DevIndex)
-	if out == nil || !out.Up() {
-		w.c.outputErrors++
-		return
-	}
-	next := h.Dst()
-	if nh.Next4 != 0 {
-		next = nh.Next4
-	}
-	if len(h) > out.MTU {
-		w.fragment(out, next, h)
-		return
-	}
-	w.xmit(out, next, frame)
-}
-
-// send queues a complete Ethernet frame out of an interface: straight to a
-// routed port, or through the bridge of a VLAN interface.
-func (w *Worker) send(out *Iface, frame []byte) {
-	switch out.Kind {
-	case IfacePort:
-		w.tx.Send(out.Port.Routed(), frame)
-	default:
-		out.Bridge.Output(w.tx, out.VID, frame)
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 var hashSeed = func() uint64 {
@@ -25,7 +27,7 @@ var hashSeed = func() uint64 {
 // fragment of TCP and UDP (Linux fib_multipath_hash_policy 1), the addresses
 // and protocol alone otherwise (Ports zero).
 type FlowKey struct {
-	Src, Dst uint32 // IPv4 addresses, host byte order
+	Src, Dst wire.Addr4
 	Proto    uint8
 	SrcPort  uint16
 	DstPort  uint16

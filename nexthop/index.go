@@ -29,7 +29,7 @@ type quarantined struct {
 	since time.Time
 }
 
-const numChunks = (MaxIndex + 1) / chunkSize
+const numChunks = (maxIndex + 1) / chunkSize
 
 type indexTable struct {
 	dir [numChunks]atomic.Pointer[indexChunk]
@@ -66,7 +66,7 @@ func (t *indexTable) alloc(nh *Nexthop) (uint32, bool) {
 		i = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		if t.next > MaxIndex {
+		if t.next > maxIndex {
 			return 0, false
 		}
 		i = t.next

@@ -63,21 +63,7 @@ func (r *Registry) SetDevUp(dev string, up bool) []*Nexthop {
 	return changed
 }
 
-func (r *Registry) setDevDown(dev string, down bool) {
-	old, had := r.devDown[dev]
-	if down {
-		r.devDown[dev] = true
-	} else {
-		delete(r.devDown, dev)
-	}
-	r.record(func() {
-		if had {
-			r.devDown[dev] = old
-		} else {
-			delete(r.devDown, dev)
-		}
-	})
-}
+func (r *Registry) setDevDown(dev string, down bool) { setUndoable(r, r.devDown, dev, true, down) }
 
 // pendingRebalance schedules a group's selection table for rebuild at Commit
 // (or rebuilds it now outside a transaction).

@@ -5,15 +5,10 @@
 // nexthops that carry route kinds (local, broadcast, blackhole, unreachable,
 // prohibit), so that a lookup result is always one pointer.
 //
-// Flow: the FIB writer creates and releases nexthops through a Registry while
-// holding its writer lock; readers on the datapath only ever see published
-// nexthops and read their immutable fields, plus the atomically published
-// group selection table.
-//
-// Locking: the fields documented as immutable never change after the
-// nexthop is first referenced by a published route; writer-side fields
-// (refs, dead) are guarded by the FIB writer lock (the Registry is not safe for
-// concurrent use on its own).
+// The FIB's writer creates and releases nexthops through a Registry, one
+// writer at a time (the Registry does not lock). Readers on the datapath see
+// only published nexthops: their exported fields never change, and a
+// group's member selection is published atomically.
 package nexthop
 
 import (
@@ -21,6 +16,8 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Kind is what a lookup that ends in this nexthop does with the packet.
@@ -51,24 +48,14 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", k)
 }
 
-// ParseKind parses a kind name as iproute2 spells route types.
-func ParseKind(s string) (Kind, bool) {
-	for i, n := range kindNames {
-		if n == s {
-			return Kind(i), true
-		}
-	}
-	return 0, false
-}
-
-// MaxIndex is the largest nexthop index: compiled lookup structures keep
+// maxIndex is the largest nexthop index: compiled lookup structures keep
 // 24 bits for it.
-const MaxIndex = 1<<24 - 1
+const maxIndex = 1<<24 - 1
 
 // Nexthop is one nexthop object. The exported fields are immutable once the
 // nexthop is published; a `nexthop replace` makes a new object.
 type Nexthop struct {
-	// Index is dense (1..MaxIndex) and unique among live nexthops, so compiled
+	// Index is dense (1..2^24-1) and unique among live nexthops, so compiled
 	// lookup tables can store 32-bit entries; Registry.ByIndex maps it back.
 	Index uint32
 	// ID is the user's `ip nexthop` id, 0 for implicit nexthops.
@@ -92,9 +79,9 @@ type Nexthop struct {
 	// Group is non-nil for a nexthop group; then Kind is Unicast.
 	Group *Group
 	// Next4 is where packets go on Dev when the gateway is used: Gateway
-	// as a host-order uint32, 0 when packets go to their destination
+	// in the datapath's form, 0 when packets go to their destination
 	// (connected routes, local gateways). Precomputed for the forwarding path.
-	Next4 uint32
+	Next4 wire.Addr4
 
 	// Writer-side state, guarded by the FIB writer lock.
 	refs int32       // routes and groups that reference this nexthop
@@ -104,8 +91,7 @@ type Nexthop struct {
 func withDead(nh *Nexthop, dead bool) *Nexthop {
 	nh.dead.Store(dead)
 	if nh.UsesGateway() {
-		b := nh.Gateway.As4()
-		nh.Next4 = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		nh.Next4 = wire.Addr4From(nh.Gateway)
 	}
 	return nh
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 func mustAdd(t *testing.T, r *Registry, u UserSpec) *Nexthop {
@@ -31,7 +33,7 @@ func TestGroupWeightsAndStability(t *testing.T) {
 	count := map[*Nexthop]int{}
 	before := make([]*Nexthop, flows)
 	for i := range flows {
-		h := FlowHash(FlowKey{Src: uint32(i) * 2654435761, Dst: 0x0a000001, Proto: 6, SrcPort: uint16(i), DstPort: 443})
+		h := FlowHash(FlowKey{Src: wire.Addr4(i) * 2654435761, Dst: 0x0a000001, Proto: 6, SrcPort: uint16(i), DstPort: 443})
 		m := g.Resolve(h)
 		if m != g.Resolve(h) {
 			t.Fatal("same hash, different member")
@@ -54,7 +56,7 @@ func TestGroupWeightsAndStability(t *testing.T) {
 	}
 	moved := 0
 	for i := range flows {
-		h := FlowHash(FlowKey{Src: uint32(i) * 2654435761, Dst: 0x0a000001, Proto: 6, SrcPort: uint16(i), DstPort: 443})
+		h := FlowHash(FlowKey{Src: wire.Addr4(i) * 2654435761, Dst: 0x0a000001, Proto: 6, SrcPort: uint16(i), DstPort: 443})
 		m := g.Resolve(h)
 		if m == b {
 			t.Fatal("dead member selected")
@@ -123,7 +125,7 @@ func TestIndexGracePeriod(t *testing.T) {
 	if b.Index == idx || r.ByIndex(idx) != a {
 		t.Fatalf("index %d reused immediately (new %d)", idx, b.Index)
 	}
-	now = now.Add(IndexGrace)
+	now = now.Add(indexGrace)
 	c, _ := r.Implicit(Spec{Dev: "eth2"})
 	if c.Index != idx || r.ByIndex(idx) != c {
 		t.Fatalf("index %d not reused after the grace period (got %d)", idx, c.Index)
@@ -170,7 +172,7 @@ func TestUserValidation(t *testing.T) {
 func TestFlowHashSpreads(t *testing.T) {
 	buckets := make([]int, 16)
 	for i := range 160000 {
-		buckets[FlowHash(FlowKey{Src: 0x0a000000 + uint32(i), Dst: 0x08080808, Proto: 17, SrcPort: 5000, DstPort: 53})>>28]++
+		buckets[FlowHash(FlowKey{Src: 0x0a000000 + wire.Addr4(i), Dst: 0x08080808, Proto: 17, SrcPort: 5000, DstPort: 53})>>28]++
 	}
 	for i, n := range buckets {
 		if n < 9000 || n > 11000 {

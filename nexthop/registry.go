@@ -17,15 +17,16 @@ package nexthop
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
 
-// IndexGrace is how long a released index stays unused. Datapath readers hold
+// indexGrace is how long a released index stays unused. Datapath readers hold
 // an index for the time of one batch (microseconds); a second is generous.
-const IndexGrace = time.Second
+const indexGrace = time.Second
 
 // Spec describes a single (non-group) nexthop.
 type Spec struct {
@@ -81,7 +82,7 @@ func NewRegistryWithDevIndex(now func() time.Time, devIndex func(string) uint32)
 		devDown:  map[string]bool{},
 		refDelta: map[*Nexthop]int32{},
 	}
-	r.index.init(IndexGrace, now)
+	r.index.init(indexGrace, now)
 	r.devIndex = devIndex
 	return r
 }
@@ -98,12 +99,7 @@ func (r *Registry) ByID(id uint32) *Nexthop { return r.byID[id] }
 
 // IDs returns the user nexthop ids, sorted.
 func (r *Registry) IDs() []uint32 {
-	ids := make([]uint32, 0, len(r.byID))
-	for id := range r.byID {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
+	return slices.Sorted(maps.Keys(r.byID))
 }
 
 // DevUp reports whether a device is up (devices are up unless set down).
@@ -157,6 +153,24 @@ func (r *Registry) record(f func()) {
 	if r.inTxn {
 		r.undo = append(r.undo, f)
 	}
+}
+
+// setUndoable sets m[k] = v when set, else deletes k, and records how to
+// undo it.
+func setUndoable[K comparable, V any](r *Registry, m map[K]V, k K, v V, set bool) {
+	old, had := m[k]
+	if set {
+		m[k] = v
+	} else {
+		delete(m, k)
+	}
+	r.record(func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
 }
 
 // Hold adds a reference (a route or group now uses nh).

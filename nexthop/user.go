@@ -114,21 +114,7 @@ func (r *Registry) buildGroup(id uint32, members []Member) (*Nexthop, error) {
 	return nh, nil
 }
 
-func (r *Registry) setID(id uint32, nh *Nexthop) {
-	old, had := r.byID[id]
-	if nh == nil {
-		delete(r.byID, id)
-	} else {
-		r.byID[id] = nh
-	}
-	r.record(func() {
-		if had {
-			r.byID[id] = old
-		} else {
-			delete(r.byID, id)
-		}
-	})
-}
+func (r *Registry) setID(id uint32, nh *Nexthop) { setUndoable(r, r.byID, id, nh, nh != nil) }
 
 // retire drops a user nexthop object that is being replaced or deleted:
 // its index is released and a group releases its members.

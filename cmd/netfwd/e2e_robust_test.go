@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/wire"
 )
 
 var h1MAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x10, 0x11}
@@ -28,7 +29,7 @@ func udpToH3() []byte {
 func fixIPChecksum(f []byte) []byte {
 	ip := f[14:34]
 	binary.BigEndian.PutUint16(ip[10:], 0)
-	binary.BigEndian.PutUint16(ip[10:], lab.Checksum(ip))
+	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip))
 	return f
 }
 

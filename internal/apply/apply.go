@@ -37,7 +37,9 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Controller holds what the engine's configuration consists of beyond the
@@ -311,7 +313,7 @@ func (c *Controller) prepareL2(p *pending, ops *[]l2.Op, pos *[]config.Pos, leni
 // there".
 func missing(err error) bool {
 	return errors.Is(err, fib.ErrNoRoute) || errors.Is(err, fib.ErrAddrNotFound) ||
-		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, l3.ErrNeighNotFound)
+		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, neigh.ErrNotFound)
 }
 
 // effective combines the admin settings with the carrier state and the
@@ -453,7 +455,7 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 		}
 		if len(l.Address) == 6 {
 			// The all-zero address restores the default (reload inverses).
-			if mac := l2.MAC(net.HardwareAddr(l.Address)); mac != s.MAC {
+			if mac := wire.MAC(net.HardwareAddr(l.Address)); mac != s.MAC {
 				s.MAC = mac
 				p.actions = append(p.actions, routerAction{macDev: l.Name})
 			}

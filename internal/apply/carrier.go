@@ -10,7 +10,7 @@ package apply
 //
 // Locking: Controller.mu (the same writer lock as Apply).
 
-import "github.com/netfwd/netfwd/l3"
+import "github.com/netfwd/netfwd/neigh"
 
 // SetCarrier records a device's carrier and applies the resulting link
 // state. It reports whether the router's view of the device changed.
@@ -43,7 +43,7 @@ func (c *Controller) SetCarrier(dev string, up bool) (changed bool, err error) {
 	tx.Commit()
 	if !nowUp {
 		if ifc := c.e.Router().Iface(dev); ifc != nil {
-			var acts l3.NeighActions
+			var acts neigh.Actions
 			c.e.Router().Neighbours().FlushDev(ifc.Index, true, c.e.Domain().Clock().Now(), &acts)
 			c.mirror(&acts, ifaceMap(c.e.Router().Ifaces()))
 		}

@@ -57,7 +57,7 @@ import (
 	"slices"
 
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // DiffOptions tune Diff.
@@ -65,7 +65,7 @@ type DiffOptions struct {
 	// BridgeMAC returns the current MAC of a bridge: a bridge without a
 	// configured address that has to be re-created keeps it (its random
 	// address would otherwise change under the hosts' ARP caches).
-	BridgeMAC func(name string) (l2.MAC, bool)
+	BridgeMAC func(name string) (wire.MAC, bool)
 }
 
 // DiffStats describe a diff.

@@ -28,6 +28,7 @@ import (
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // keyKind says what a key stands for (the names of diff.go's file comment).
@@ -581,7 +582,7 @@ func (n *normaliser) neighLogical(c *config.Command) logical {
 		// A MAC change flushes the entries before it, not those after it:
 		// moving the entry across a `link set D address` line is a change.
 		pulls: []key{n.named(keyMAC, o.Dev)}}
-	if o.State != config.NUDPermanent {
+	if o.State != neigh.NUDPermanent {
 		// A link-down line after it in the file flushes it: it follows the
 		// link state lines, and re-doing it re-does them.
 		lg.deps = append(lg.deps, n.named(keyLinkstate, o.Dev))

@@ -15,6 +15,7 @@ import (
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 func refDiff(old, new []config.Command, opts DiffOptions, all bool) ([]Step, DiffStats) {
@@ -509,7 +510,7 @@ func refNeighLogical(c *config.Command) refLogical {
 		// A MAC change flushes the entries before it, not those after it:
 		// moving the entry across a `link set D address` line is a change.
 		pulls: []string{"mac:" + o.Dev}}
-	if o.State != config.NUDPermanent {
+	if o.State != neigh.NUDPermanent {
 		// A link-down line after it in the file flushes it: it follows the
 		// link state lines, and re-doing it re-does them.
 		lg.deps = append(lg.deps, "linkstate:"+o.Dev)

@@ -29,6 +29,8 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // neighOp is one neighbour line of a batch.
@@ -120,8 +122,8 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		}
 		var e neighEntry
 		if !m.cleared[k.dev] {
-			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), l3.Addr4(k.ip), now); ok {
-				e = neighEntry{exists: true, permanent: info.State == l3.NUDPermanent}
+			if info, ok := r.Neighbours().Get(r.IfIndex(k.dev), wire.Addr4From(k.ip), now); ok {
+				e = neighEntry{exists: true, permanent: info.State == neigh.NUDPermanent}
 				if m.flushed[k.dev] && !e.permanent {
 					e = neighEntry{}
 				}
@@ -162,19 +164,19 @@ func (c *Controller) checkNeigh(p *pending, ops []l2.Op, bridges, vlanNames map[
 		switch {
 		case o.Op == "delete" && !e.exists:
 			if !o.lenient {
-				p.fail(o.pos, l3.ErrNeighNotFound)
+				p.fail(o.pos, neigh.ErrNotFound)
 			}
 			o.skip = true
 		case o.Op == "add" && e.exists:
-			p.fail(o.pos, l3.ErrNeighExists)
+			p.fail(o.pos, neigh.ErrExists)
 		case o.Op == "change" && !e.exists:
-			p.fail(o.pos, l3.ErrNeighNotFound)
+			p.fail(o.pos, neigh.ErrNotFound)
 		case o.Op != "delete" && !e.exists && !o.HasLLAddr:
-			p.fail(o.pos, l3.ErrNeighNoLLAddr)
+			p.fail(o.pos, neigh.ErrNoLLAddr)
 		case o.Op == "delete":
 			m.entries[k] = neighEntry{}
 		default:
-			m.entries[k] = neighEntry{exists: true, permanent: o.State == config.NUDPermanent}
+			m.entries[k] = neighEntry{exists: true, permanent: o.State == neigh.NUDPermanent}
 		}
 	}
 }
@@ -200,7 +202,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 	r := c.e.Router()
 	t := r.Neighbours()
 	now := c.e.Domain().Clock().Now()
-	var acts l3.NeighActions
+	var acts neigh.Actions
 	after := ifaceMap(r.Ifaces())
 	macLines := macActions(p)
 	for name, old := range before {
@@ -234,8 +236,8 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 		if ifc == nil {
 			continue // checked: cannot happen
 		}
-		spec := l3.NeighSpec{IfIndex: ifc.Index, IP: l3.Addr4(o.IP), LLAddr: o.LLAddr, HasLLAddr: o.HasLLAddr,
-			State: l3.NeighState(o.State), IfMAC: ifc.MAC}
+		spec := neigh.Spec{IfIndex: ifc.Index, IP: wire.Addr4From(o.IP), LLAddr: o.LLAddr, HasLLAddr: o.HasLLAddr,
+			State: o.State, IfMAC: ifc.MAC}
 		var err error
 		switch o.Op {
 		case "add":
@@ -259,7 +261,7 @@ func (c *Controller) runActions(p *pending, before map[string]*l3.Iface) error {
 // admin changes (the datapath does the same for what it learns). Packets
 // released or failed by an admin change are dropped: the control plane has
 // no transmit path (they were waiting for ARP; their senders retransmit).
-func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) {
+func (c *Controller) mirror(acts *neigh.Actions, ifaces map[string]*l3.Iface) {
 	byIndex := map[uint32]*l3.Iface{}
 	for _, i := range ifaces {
 		byIndex[i.Index] = i
@@ -269,10 +271,10 @@ func (c *Controller) mirror(acts *l3.NeighActions, ifaces map[string]*l3.Iface) 
 		if ifc == nil || ifc.Bridge == nil {
 			continue
 		}
-		ip := netip.AddrFrom4([4]byte{byte(ev.IP >> 24), byte(ev.IP >> 16), byte(ev.IP >> 8), byte(ev.IP)})
+		ip := ev.IP.Netip()
 		switch ev.Kind {
-		case l3.NeighResolved, l3.NeighLLAddrChanged:
-			ifc.Bridge.SetNeighbor(ifc.VID, ip, l2.MAC(ev.LLAddr))
+		case neigh.EventResolved, neigh.EventLLAddrChanged:
+			ifc.Bridge.SetNeighbor(ifc.VID, ip, wire.MAC(ev.LLAddr))
 		default:
 			ifc.Bridge.DelNeighbor(ifc.VID, ip)
 		}

@@ -1,11 +1,11 @@
 package apply
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/l3"
 )
 
 func neighDump(c *Controller) string {
@@ -15,8 +15,13 @@ func neighDump(c *Controller) string {
 	for _, i := range e.Router().Ifaces() {
 		names[i.Index] = i.Name
 	}
-	l3.FormatNeighShow(&b, e.Router().Neighbours().Dump(e.Domain().Clock().Now()), l3.NeighShowFilter{States: l3.NeighShowAll},
-		func(i uint32) string { return names[i] })
+	for _, i := range e.Router().Neighbours().Dump(e.Domain().Clock().Now()) {
+		fmt.Fprintf(&b, "%s dev %s", i.IP, names[i.IfIndex])
+		if i.HasLLAddr {
+			fmt.Fprintf(&b, " lladdr %s", i.LLAddr)
+		}
+		fmt.Fprintf(&b, " %s\n", i.State)
+	}
 	return b.String()
 }
 

@@ -110,12 +110,12 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 	for _, i := range e.Router().Ifaces() {
 		names[i.Index] = i.Name
 	}
-	var neigh []string
+	var neighs []string
 	for _, n := range e.Router().Neighbours().Dump(e.Domain().Clock().Now()) {
-		neigh = append(neigh, fmt.Sprintf("neigh %s dev %s lladdr %s %s", n.Addr(), names[n.IfIndex], l3.FormatMAC(n.LLAddr), n.State))
+		neighs = append(neighs, fmt.Sprintf("neigh %s dev %s lladdr %s %s", n.Addr(), names[n.IfIndex], n.LLAddr.String(), n.State))
 	}
-	sort.Strings(neigh)
-	for _, n := range neigh {
+	sort.Strings(neighs)
+	for _, n := range neighs {
 		b.WriteString(n + "\n")
 	}
 	return b.String()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // BridgeCmd is a parsed bridge line.
@@ -226,7 +227,7 @@ func parseBridgeFDB(cmd *Command, w *words) error {
 			if haveMAC {
 				return fmt.Errorf("bridge fdb: unexpected %s (the address is given twice)", Quote(a))
 			}
-			if add.MAC, err = l2.ParseMAC(a); err != nil {
+			if add.MAC, err = wire.ParseMAC(a); err != nil {
 				return fmt.Errorf("bridge fdb: invalid MAC address %s", Quote(a))
 			}
 			haveMAC = true
@@ -342,7 +343,7 @@ func parseBridgeMDB(cmd *Command, w *words) error {
 		return err
 	}
 	var br, port string
-	var grp l2.MAC
+	var grp wire.MAC
 	var vid uint16
 	haveGrp := false
 	for w.More() {
@@ -369,7 +370,7 @@ func parseBridgeMDB(cmd *Command, w *words) error {
 				port = v
 			}
 		case "grp":
-			if grp, err = l2.ParseMAC(v); err != nil || grp[0]&1 == 0 {
+			if grp, err = wire.ParseMAC(v); err != nil || grp[0]&1 == 0 {
 				return fmt.Errorf("invalid group %s (a multicast MAC address)", Quote(v))
 			}
 			haveGrp = true
@@ -431,7 +432,7 @@ func BridgeAttrs(opts map[string]string, mac []byte) (l2.BridgeAttrs, error) {
 		}
 	}
 	if len(mac) == 6 {
-		m := l2.MAC(mac)
+		m := wire.MAC(mac)
 		a.MAC = &m
 	}
 	return a, nil

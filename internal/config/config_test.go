@@ -8,6 +8,8 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/l2"
+	"github.com/netfwd/netfwd/neigh"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func parse(t *testing.T, line string) Command {
@@ -227,7 +229,7 @@ func TestQueries(t *testing.T) {
 		"addr":                               AddrShow{},
 		"nexthop show id 4":                  NexthopShow{ID: 4},
 		"neigh show dev eth0 nud all":        NeighShow{Dev: "eth0", NUD: uint16(NUDAll)},
-		"neigh show nud stale nud reachable": NeighShow{NUD: uint16(NUDStale | NUDReachable)},
+		"neigh show nud stale nud reachable": NeighShow{NUD: uint16(neigh.NUDStale | neigh.NUDReachable)},
 		"neigh show nud none":                NeighShow{NUD: uint16(NUDNone)},
 		"bridge fdb show br br0 brport eth1": FDBShow{Bridge: "br0", Port: "eth1"},
 		"fdb show dev eth2":                  FDBShow{Port: "eth2"},
@@ -320,11 +322,11 @@ func TestQuote(t *testing.T) {
 // The bridge ops a line produces.
 func TestBridgeOps(t *testing.T) {
 	for line, want := range map[string]l2.Op{
-		"bridge fdb replace 02:00:00:00:00:01 dev eth1 vlan 10 sticky static": l2.FDBAdd{MAC: l2.MAC{2, 0, 0, 0, 0, 1}, Dev: "eth1", VID: 10, HasVID: true, Kind: l2.FDBStatic, Sticky: true, Replace: true},
-		"bridge fdb del 02:00:00:00:00:01 dev eth1":                           l2.FDBDel{MAC: l2.MAC{2, 0, 0, 0, 0, 1}, Dev: "eth1"},
+		"bridge fdb replace 02:00:00:00:00:01 dev eth1 vlan 10 sticky static": l2.FDBAdd{MAC: wire.MAC{2, 0, 0, 0, 0, 1}, Dev: "eth1", VID: 10, HasVID: true, Kind: l2.FDBStatic, Sticky: true, Replace: true},
+		"bridge fdb del 02:00:00:00:00:01 dev eth1":                           l2.FDBDel{MAC: wire.MAC{2, 0, 0, 0, 0, 1}, Dev: "eth1"},
 		"bridge vlan del dev br0 vid 10-12 self":                              l2.VLANDel{Dev: "br0", VID: 10, VIDEnd: 12, Self: true},
 		"bridge link set dev eth1 state 2 isolated on":                        l2.LinkSet{Dev: "eth1", State: new(l2.PortState(2)), Set: l2.FlagIsolated},
-		"bridge mdb del dev br0 port eth1 grp 01:00:5e:00:00:01 vid 10":       l2.MDBDel{Bridge: "br0", Port: "eth1", Group: l2.MAC{1, 0, 0x5e, 0, 0, 1}, VID: 10},
+		"bridge mdb del dev br0 port eth1 grp 01:00:5e:00:00:01 vid 10":       l2.MDBDel{Bridge: "br0", Port: "eth1", Group: wire.MAC{1, 0, 0x5e, 0, 0, 1}, VID: 10},
 	} {
 		if got := parse(t, line).Bridge.Op; !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: %#v, want %#v", line, got, want)

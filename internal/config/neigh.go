@@ -11,24 +11,16 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"github.com/netfwd/netfwd/neigh"
 )
 
-// NUD is a neighbour state bit, with Linux's values (NUD_* in
-// linux/neighbour.h; the router's table uses the same ones).
-type NUD uint16
-
-// Linux's neighbour states, and iproute2's bit for NONE in a show filter.
+// Filter bits of `neigh show nud STATE` beyond the states themselves
+// (neigh.State bits): NONE, whose state value is 0 (iproute2 names it with
+// this bit), and `nud all`.
 const (
-	NUDIncomplete NUD = 0x01
-	NUDReachable  NUD = 0x02
-	NUDStale      NUD = 0x04
-	NUDDelay      NUD = 0x08
-	NUDProbe      NUD = 0x10
-	NUDFailed     NUD = 0x20
-	NUDNoARP      NUD = 0x40
-	NUDPermanent  NUD = 0x80
-	NUDNone       NUD = 0x100 // NUD_NONE is 0; a filter names it with this bit (iproute2)
-	NUDAll        NUD = 0x1ff // `nud all`
+	NUDNone uint16 = 0x100
+	NUDAll  uint16 = 0x1ff
 )
 
 // NeighCmd is a parsed neighbour line.
@@ -38,7 +30,7 @@ type NeighCmd struct {
 	Dev       string
 	LLAddr    [6]byte
 	HasLLAddr bool
-	State     NUD // one state; permanent unless `nud` says otherwise
+	State     neigh.State // one state; permanent unless `nud` says otherwise
 }
 
 // neighCommands is do_ipneigh's chain.
@@ -61,31 +53,33 @@ var nudStates = table("nud state",
 	exact("delay"), exact("probe"), kw("failed"),
 )
 
-var nudBits = map[string]NUD{
-	"permanent": NUDPermanent, "reachable": NUDReachable, "noarp": NUDNoARP, "none": NUDNone,
-	"stale": NUDStale, "incomplete": NUDIncomplete, "delay": NUDDelay, "probe": NUDProbe, "failed": NUDFailed,
+// nudBits are the filter bits of `nud` words.
+var nudBits = map[string]uint16{
+	"permanent": uint16(neigh.NUDPermanent), "reachable": uint16(neigh.NUDReachable), "noarp": uint16(neigh.NUDNoARP),
+	"none": NUDNone, "stale": uint16(neigh.NUDStale), "incomplete": uint16(neigh.NUDIncomplete),
+	"delay": uint16(neigh.NUDDelay), "probe": uint16(neigh.NUDProbe), "failed": uint16(neigh.NUDFailed),
 }
 
-// String is the state as `nud` names it.
-func (s NUD) String() string {
+// nudWord is a state as `nud` names it.
+func nudWord(s neigh.State) string {
 	for n, b := range nudBits {
-		if b == s {
+		if b == uint16(s) {
 			return n
 		}
 	}
-	return fmt.Sprintf("nud(%#x)", uint16(s))
+	return fmt.Sprintf("nud(%#x)", uint8(s))
 }
 
 // parseNUDFilter reads the value of `neigh show nud STATE` ("all" too).
 func parseNUDFilter(v string) (uint16, error) {
 	if v == "all" {
-		return uint16(NUDAll), nil
+		return NUDAll, nil
 	}
 	means, err := nudStates.must(v)
 	if err != nil {
 		return 0, err
 	}
-	return uint16(nudBits[means]), nil
+	return nudBits[means], nil
 }
 
 func parseNeigh(cmd *Command, w *words) error {
@@ -97,7 +91,7 @@ func parseNeigh(cmd *Command, w *words) error {
 		cmd.Query, err = parseNeighShow(w)
 		return err
 	}
-	c := &NeighCmd{Op: op, State: NUDPermanent}
+	c := &NeighCmd{Op: op, State: neigh.NUDPermanent}
 	for w.More() {
 		a := w.Next()
 		means, ok, err := neighArgs.lookup(a)
@@ -143,7 +137,7 @@ func parseNeigh(cmd *Command, w *words) error {
 			default:
 				return fmt.Errorf("nud state %s not supported (want permanent, reachable, stale or noarp)", Quote(v))
 			}
-			c.State = nudBits[st]
+			c.State = neigh.State(nudBits[st])
 		}
 	}
 	switch {
@@ -169,7 +163,7 @@ func (c *NeighCmd) String() string {
 	}
 	s += " dev " + c.Dev
 	if c.Op != "delete" {
-		s += " nud " + c.State.String()
+		s += " nud " + nudWord(c.State)
 	}
 	return s
 }

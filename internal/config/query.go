@@ -51,7 +51,7 @@ type NexthopShow struct {
 // NeighShow is `ip neigh show [dev D] [nud STATE]...`.
 type NeighShow struct {
 	Dev string
-	// NUD is the state mask of l3.NeighShowFilter (0: iproute2's default,
+	// NUD is the state mask of the filter: neigh.State bits plus NUDNone (0: iproute2's default,
 	// everything but NOARP and NONE).
 	NUD uint16
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -159,7 +160,7 @@ func bigFDB(t testing.TB, n int) *apply.Controller {
 	}
 	ops := make([]l2.Op, n)
 	for i := range ops {
-		ops[i] = l2.FDBAdd{MAC: l2.MAC{2, 0, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}, Dev: "eth1", Kind: l2.FDBStatic}
+		ops[i] = l2.FDBAdd{MAC: wire.MAC{2, 0, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}, Dev: "eth1", Kind: l2.FDBStatic}
 	}
 	if err := c.Engine().Domain().Apply(ops...); err != nil {
 		t.Fatal(err)

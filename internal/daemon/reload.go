@@ -36,8 +36,8 @@ import (
 
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
-	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // verifyLines bounds the files checked whole on scratch engines (cheap for
@@ -105,11 +105,11 @@ func (d *Daemon) reloadSteps(old *apply.File) (f *apply.File, steps []apply.Step
 	if err != nil {
 		return nil, nil, st, nil, err
 	}
-	opts := apply.DiffOptions{BridgeMAC: func(name string) (l2.MAC, bool) {
+	opts := apply.DiffOptions{BridgeMAC: func(name string) (wire.MAC, bool) {
 		if b := d.e.Domain().Bridge(name); b != nil {
 			return b.MAC, true
 		}
-		return l2.MAC{}, false
+		return wire.MAC{}, false
 	}}
 	if fileLines(old) > verifyLines || fileLines(f) > verifyLines {
 		fd := apply.DiffFiles(old, f, opts)

@@ -13,6 +13,8 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // EtherTypes and IP protocols used here.
@@ -69,7 +71,7 @@ func IPv4Header(b []byte, src, dst netip.Addr, proto uint8, ttl uint8, payloadLe
 	s, d := src.As4(), dst.As4()
 	copy(h[12:], s[:])
 	copy(h[16:], d[:])
-	binary.BigEndian.PutUint16(h[10:], Checksum(h))
+	binary.BigEndian.PutUint16(h[10:], wire.Checksum(h))
 	return append(b, h...)
 }
 
@@ -80,7 +82,7 @@ func ICMPEchoFrame(dst, src net.HardwareAddr, vid uint16, sip, dip netip.Addr, t
 	binary.BigEndian.PutUint16(icmp[4:], id)
 	binary.BigEndian.PutUint16(icmp[6:], seq)
 	copy(icmp[8:], data)
-	binary.BigEndian.PutUint16(icmp[2:], Checksum(icmp))
+	binary.BigEndian.PutUint16(icmp[2:], wire.Checksum(icmp))
 	b := EthHeader(make([]byte, 0, 64+len(data)), dst, src, vid, EtherTypeIPv4)
 	b = IPv4Header(b, sip, dip, ProtoICMP, ttl, len(icmp), seq)
 	return pad(append(b, icmp...))
@@ -104,21 +106,6 @@ func pad(b []byte) []byte {
 		b = append(b, 0)
 	}
 	return b
-}
-
-// Checksum is the Internet checksum of b.
-func Checksum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return ^uint16(s)
 }
 
 // Frame is a parsed received frame (the fields tests look at).
@@ -178,7 +165,7 @@ func ParseFrame(raw []byte) Frame {
 			return f
 		}
 		f.IPv4 = true
-		f.Checksum = Checksum(p[:ihl]) == 0
+		f.Checksum = wire.Checksum(p[:ihl]) == 0
 		f.TTL, f.Proto = p[8], p[9]
 		f.IPSrc = netip.AddrFrom4([4]byte(p[12:16]))
 		f.IPDst = netip.AddrFrom4([4]byte(p[16:20]))

@@ -13,6 +13,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 var line = regexp.MustCompile(`(?m)^(netfwd_[a-z0-9_]+)(\{[^}]*\})? (\S+)$`)
@@ -36,7 +37,7 @@ func scrape(t *testing.T, src Source) map[string]float64 {
 }
 
 // arpRequest builds a broadcast ARP request from sender for target.
-func arpRequest(sender l2.MAC, spa, tpa [4]byte) []byte {
+func arpRequest(sender wire.MAC, spa, tpa [4]byte) []byte {
 	f := make([]byte, 60)
 	copy(f[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	copy(f[6:12], sender[:])
@@ -79,10 +80,10 @@ link set eth2 master br0
 	sent := 0
 	send := func(p *l2.Port, frames [][]byte) { sent += len(frames) }
 	eth0 := e.Domain().Port("eth0")
-	w.Receive(eth0, [][]byte{arpRequest(l2.MAC{2, 0, 0, 0, 0, 9}, [4]byte{192, 0, 2, 9}, [4]byte{192, 0, 2, 1})})
+	w.Receive(eth0, [][]byte{arpRequest(wire.MAC{2, 0, 0, 0, 0, 9}, [4]byte{192, 0, 2, 9}, [4]byte{192, 0, 2, 1})})
 	w.Flush(send)
 	eth1 := e.Domain().Port("eth1")
-	bridged := arpRequest(l2.MAC{2, 0, 0, 0, 1, 1}, [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2})
+	bridged := arpRequest(wire.MAC{2, 0, 0, 0, 1, 1}, [4]byte{10, 0, 0, 1}, [4]byte{10, 0, 0, 2})
 	w.Receive(eth1, [][]byte{bridged})
 	w.Flush(send)
 	after := scrape(t, src)

@@ -8,7 +8,8 @@ package pktio
 
 import (
 	"encoding/binary"
-	"math/bits"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 const (
@@ -50,50 +51,6 @@ func l3OffsetType(frame []byte) (off int, etherType uint16, ok bool) {
 	return 0, 0, false
 }
 
-// csumAdd adds b to the running ones' complement sum (not folded). It sums
-// big-endian 16-bit words, 8 bytes at a time with end-around carry.
-func csumAdd(sum uint64, b []byte) uint64 {
-	var carry uint64
-	for len(b) >= 32 {
-		sum, carry = bits.Add64(sum, binary.BigEndian.Uint64(b[0:]), 0)
-		sum, carry = bits.Add64(sum, binary.BigEndian.Uint64(b[8:]), carry)
-		sum, carry = bits.Add64(sum, binary.BigEndian.Uint64(b[16:]), carry)
-		sum, carry = bits.Add64(sum, binary.BigEndian.Uint64(b[24:]), carry)
-		sum += carry
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		sum, carry = bits.Add64(sum, binary.BigEndian.Uint64(b), 0)
-		sum += carry
-		b = b[8:]
-	}
-	if len(b) >= 4 {
-		sum, carry = bits.Add64(sum, uint64(binary.BigEndian.Uint32(b)), 0)
-		sum += carry
-		b = b[4:]
-	}
-	if len(b) >= 2 {
-		sum, carry = bits.Add64(sum, uint64(binary.BigEndian.Uint16(b)), 0)
-		sum += carry
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum, carry = bits.Add64(sum, uint64(b[0])<<8, 0)
-		sum += carry
-	}
-	return sum
-}
-
-// csumFold folds a 64-bit sum to 16 bits (not complemented).
-func csumFold(sum uint64) uint16 {
-	sum = (sum >> 32) + (sum & 0xffffffff)
-	sum = (sum >> 32) + (sum & 0xffffffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	sum = (sum >> 16) + (sum & 0xffff)
-	return uint16(sum)
-}
-
 // completePartial finishes a CHECKSUM_PARTIAL checksum the way the kernel's
 // skb_checksum_help does: the field at start+offset already holds the folded
 // pseudo-header sum, so the checksum is the complement of the sum of
@@ -104,7 +61,7 @@ func completePartial(frame []byte, start, offset int) bool {
 	if start < ethHdrLen || offset < 0 || start+offset+2 > len(frame) {
 		return false
 	}
-	c := ^csumFold(csumAdd(0, frame[start:]))
+	c := ^wire.Fold(wire.Sum(0, frame[start:]))
 	if c == 0 {
 		c = 0xffff
 	}
@@ -145,10 +102,10 @@ func completeIPv4L4(frame []byte) bool {
 		return false
 	}
 	l4[csumOff], l4[csumOff+1] = 0, 0
-	sum := csumAdd(0, ip[12:20]) // source and destination address
+	sum := wire.Sum(0, ip[12:20]) // source and destination address
 	sum += uint64(ip[9]) + uint64(len(l4))
-	sum = csumAdd(sum, l4)
-	c := ^csumFold(sum)
+	sum = wire.Sum(sum, l4)
+	c := ^wire.Fold(sum)
 	if c == 0 && ip[9] == ipProtoUDP {
 		c = 0xffff
 	}

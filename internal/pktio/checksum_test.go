@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // refSum is the obviously correct ones' complement sum of 16-bit words.
@@ -51,7 +53,7 @@ func TestCsumAddMatchesReference(t *testing.T) {
 				b[i] = 0xff
 			}
 		}
-		got := uint32(csumFold(csumAdd(0, b)))
+		got := uint32(wire.Fold(wire.Sum(0, b)))
 		want := refSum(b)
 		if got != want && !(got == 0xffff && want == 0) && !(got == 0 && want == 0xffff) {
 			t.Fatalf("len %d: csum %#x, want %#x", len(b), got, want)
@@ -101,8 +103,8 @@ func TestCompleteChecksumsAgainstReference(t *testing.T) {
 			// As the kernel leaves CHECKSUM_PARTIAL: the field holds the
 			// folded pseudo-header sum.
 			l4len := len(ip) - 20
-			ps := csumAdd(0, ip[12:20]) + uint64(ip[9]) + uint64(l4len)
-			binary.BigEndian.PutUint16(ip[20+csumOff:], csumFold(ps))
+			ps := wire.Sum(0, ip[12:20]) + uint64(ip[9]) + uint64(l4len)
+			binary.BigEndian.PutUint16(ip[20+csumOff:], wire.Fold(ps))
 			if !completePartial(f, l3+20, csumOff) {
 				t.Fatal("completePartial refused a valid frame")
 			}

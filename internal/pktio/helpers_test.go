@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // netns creates a network namespace for the test (removed when it ends),
@@ -225,7 +226,7 @@ func udpFrame(dst, src net.HardwareAddr, sport uint16, size int) []byte {
 	ip[0], ip[8], ip[9] = 0x45, 64, ipProtoUDP
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	copy(ip[12:], []byte{10, 1, 0, 1, 10, 2, 0, 1})
-	binary.BigEndian.PutUint16(ip[10:], ^csumFold(csumAdd(0, ip[:ipv4MinHdrLen])))
+	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:ipv4MinHdrLen]))
 	udp := ip[ipv4MinHdrLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], 9)

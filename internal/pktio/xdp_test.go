@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // openXDPIn opens an XDPPort inside namespace ns, closed when the test ends.
@@ -575,8 +577,8 @@ func TestXDPSendOffloadLimits(t *testing.T) {
 	if ip[9] == ipProtoUDP {
 		csumOff = udpCsumOffset
 	}
-	ps := csumAdd(0, ip[12:20]) + uint64(ip[9]) + uint64(len(ip)-20)
-	binary.BigEndian.PutUint16(ip[20+csumOff:], csumFold(ps))
+	ps := wire.Sum(0, ip[12:20]) + uint64(ip[9]) + uint64(len(ip)-20)
+	binary.BigEndian.PutUint16(ip[20+csumOff:], wire.Fold(ps))
 	plain := testFrame(rng, peer.MAC, c.fb.MAC, 100)
 	gso := testFrame(rng, peer.MAC, c.fb.MAC, 1000)
 	huge := testFrame(rng, peer.MAC, c.fb.MAC, 1900)

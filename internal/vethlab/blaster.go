@@ -24,10 +24,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
 
 	"github.com/netfwd/netfwd/internal/pktio"
-	"github.com/netfwd/netfwd/l3"
 )
 
 // BlastMagic starts the UDP payload of every blaster frame.
@@ -155,7 +155,7 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 	s4, d4 := sip.As4(), dip.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
-	binary.BigEndian.PutUint16(ip[10:], l3.Checksum(ip[:ipv4MinHdrLen], 0))
+	binary.BigEndian.PutUint16(ip[10:], ^wire.Fold(wire.Sum(0, ip[:ipv4MinHdrLen])))
 	udp := ip[ipv4MinHdrLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], dport)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
-	"github.com/netfwd/netfwd/l3"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // TestSweepStaleLabs: namespaces of a lab whose process died are removed by
@@ -60,7 +60,7 @@ func TestBuildUDPFrame(t *testing.T) {
 	if binary.BigEndian.Uint16(f[12:]) != etherTypeVLAN || binary.BigEndian.Uint16(f[16:]) != etherTypeIPv4 {
 		t.Fatalf("ethertypes %x", f[12:18])
 	}
-	if l3.Checksum(f[ip:ip+20], 0) != 0 {
+	if wire.Checksum(f[ip:ip+20]) != 0 {
 		t.Error("IPv4 header checksum invalid")
 	}
 	if binary.BigEndian.Uint32(f[ip+28:]) != BlastMagic || binary.BigEndian.Uint16(f[ip+24:]) != 64-18-20 {

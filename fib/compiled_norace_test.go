@@ -1,7 +1,0 @@
-//go:build !race
-
-// See compiled_race_test.go.
-
-package fib
-
-const cplRaceEnabled = false

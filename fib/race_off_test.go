@@ -1,5 +1,0 @@
-//go:build !race
-
-package fib
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package l2
-
-const raceEnabled = false

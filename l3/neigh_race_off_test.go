@@ -1,5 +1,0 @@
-//go:build !race
-
-package l3
-
-const neighRaceEnabled = false

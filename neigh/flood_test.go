@@ -1,0 +1,169 @@
+package neigh
+
+// Table limits under attack: an ARP flood from a million random senders to
+// our address, and traffic to a million unresolved destinations. The table
+// must stay at or under gc_thresh3 (plus the permanent entries, which are
+// exempt), memory must stay flat, every request to us is answered, and
+// datapath lookups keep going throughout (they never wait for the writer).
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/netfwd/netfwd/internal/race"
+	"github.com/netfwd/netfwd/wire"
+)
+
+func floodSize() int {
+	switch {
+	case race.Enabled:
+		return 50_000
+	case testing.Short():
+		return 200_000
+	}
+	return 1_000_000
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// datapathProbe runs lookups of a permanent entry until stop, counting them;
+// every one must hit.
+func datapathProbe(t *testing.T, tab *Table, stop *atomic.Bool, count *atomic.Int64, wg *sync.WaitGroup) {
+	defer wg.Done()
+	w := tab.NewWorker()
+	hdr := make([]byte, 14)
+	for !stop.Load() {
+		for i := 0; i < 64; i++ {
+			if !w.Output(tIf, tPeer, hdr) {
+				t.Error("permanent entry missed during the flood")
+				return
+			}
+		}
+		count.Add(64)
+		runtime.Gosched()
+	}
+}
+
+type floodKind int
+
+const (
+	floodARP floodKind = iota
+	floodUnresolved
+)
+
+func runFlood(t *testing.T, kind floodKind) {
+	p := DefaultParams()
+	h := newHarness(t, p)
+	if err := h.tab.Add(Spec{IfIndex: tIf, IP: tPeer, LLAddr: tMAC1, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var lookups atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go datapathProbe(t, h.tab, &stop, &lookups, &wg)
+
+	r := rand.New(rand.NewPCG(1, 2))
+	total := floodSize()
+	step := int64(10*time.Second) / int64(total) // the flood lasts 10 s of virtual time
+	nextTick := h.now
+	pkt := ipPacket(0xc0a80001, 0, 64)
+	var baseline uint64
+	maxEntries, answered := 0, 0
+	frame := make([]byte, wire.ARPFrameLen)
+	for i := 0; i < total; i++ {
+		h.now += step
+		if h.now >= nextTick {
+			h.tab.Tick(h.now, &h.out)
+			nextTick = h.now + int64(10*time.Millisecond)
+		}
+		ip := 0x0b000000 + wire.Addr4(r.Uint32N(1<<24)) // 11.0.0.0/8
+		switch kind {
+		case floodARP:
+			mac := wire.MAC{0x02, byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}
+			wire.BuildARP(frame, wire.BroadcastMAC, mac, wire.ARPRequest, mac, ip, wire.MAC{}, tLocal)
+			if n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out); n == wire.ARPFrameLen && d == ARPOK {
+				answered++
+			}
+		case floodUnresolved:
+			h.w.Resolve(tIf, ip, tIfMAC, pkt, 0, h.now, &h.out)
+		}
+		h.out.Reset()
+		if i%1000 == 0 {
+			s := h.tab.Stats()
+			maxEntries = max(maxEntries, s.Entries)
+			if s.Entries > p.GCThresh3+1 { // +1: the permanent entry
+				t.Fatalf("after %d: %d entries", i, s.Entries)
+			}
+			if s.QueuedBytes > p.GCThresh3*p.UnresQlenBytes {
+				t.Fatalf("after %d: %d bytes queued", i, s.QueuedBytes)
+			}
+		}
+		if i == total/10 {
+			baseline = heapInUse()
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	end := heapInUse()
+	s := h.tab.Stats()
+	t.Logf("%d events: max entries %d, table fulls %d, forced gc evictions %d, lookups during flood %d, heap %d -> %d KiB",
+		total, maxEntries, s.TableFulls, s.ForcedGCEvictions, lookups.Load(), baseline>>10, end>>10)
+	if end > baseline+8<<20 {
+		t.Fatalf("heap grew from %d to %d bytes", baseline, end)
+	}
+	if lookups.Load() == 0 {
+		t.Fatal("no datapath lookups completed during the flood")
+	}
+	if s.TableFulls == 0 || s.ForcedGCEvictions == 0 {
+		t.Fatalf("the flood never hit the limits: %+v", s)
+	}
+	if kind == floodARP && answered != total {
+		t.Fatalf("answered %d of %d requests", answered, total)
+	}
+	if n := h.tab.index.Slots(); n > 8*(p.GCThresh3+1) {
+		t.Fatalf("index has %d slots for at most %d entries", n, p.GCThresh3+1)
+	}
+}
+
+func TestNeighFloodARPRequests(t *testing.T)       { runFlood(t, floodARP) }
+func TestNeighFloodUnresolvedTraffic(t *testing.T) { runFlood(t, floodUnresolved) }
+
+// Datapath lookups complete while the writer lock is held.
+func TestNeighOutputNeverLocks(t *testing.T) {
+	h := newHarness(t, DefaultParams())
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, tPeer, wire.MAC{}, tLocal)
+	w := h.tab.NewWorker()
+	h.tab.mu.Lock()
+	done := make(chan bool)
+	go func() {
+		hdr := make([]byte, 14)
+		ok := true
+		for i := 0; i < 1000; i++ {
+			ok = ok && w.Output(tIf, tPeer, hdr) // STALE: touches too
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		h.tab.mu.Unlock()
+		if !ok {
+			t.Fatal("lookup missed")
+		}
+	case <-time.After(10 * time.Second):
+		h.tab.mu.Unlock()
+		t.Fatal("datapath lookups blocked on the writer lock")
+	}
+	h.at(time.Second)
+	h.expect(tPeer, NUDDelay)
+}

@@ -1,0 +1,172 @@
+package neigh
+
+// entry creation and removal, the gc list and the forced gc that keeps the
+// table at or under gc_thresh3 (neigh_alloc, neigh_forced_gc,
+// neigh_remove_one, neigh_update_gc_list).
+//
+// Flow: every non-permanent entry is on the gc list, in the order it joined
+// it (creation, or leaving PERMANENT). Creating a non-permanent entry when
+// gc_thresh3 entries exist, or gc_thresh2 and no forced gc for 5 s, runs the
+// forced gc: from the list's head, remove entries that are FAILED or NOARP
+// or were not updated for 5 s, until the list is back to gc_thresh2. If it
+// removes nothing and the table is at gc_thresh3, the creation is refused
+// (table_fulls). Permanent entries are exempt from the limits, as in Linux.
+//
+// A flood keeps the table full of fresh entries, so the forced gc would
+// scan the whole list on every refused creation. It remembers instead when
+// its last complete scan found nothing (and the earliest moment an entry
+// could become removable); until then, or until an entry turns FAILED or
+// NOARP, it returns at once. The result is the same as scanning.
+//
+// Locking: Table.mu.
+
+import (
+	"errors"
+
+	"github.com/netfwd/netfwd/wire"
+)
+
+// ErrTableFull is neigh_alloc's refusal ("No buffer space available").
+var ErrTableFull = errors.New("no buffer space available")
+
+// createLocked makes and indexes an entry in state NONE, or returns nil when
+// the table is full. exempt entries (permanent) skip the limits.
+func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt bool, now int64, out *Actions) *entry {
+	if !exempt {
+		entries := t.gcEntries
+		p := t.p
+		if entries >= p.GCThresh3 || (entries >= p.GCThresh2 && now > t.lastFlush+forcedGCAge) {
+			if t.forcedGCLocked(now, out) == 0 && entries >= p.GCThresh3 {
+				t.c.tableFulls++
+				return nil
+			}
+		}
+	}
+	n := &entry{
+		key:       entryKey(ifindex, ip),
+		hdrTail:   headerTail(ifMAC),
+		ifMAC:     ifMAC,
+		updated:   now,
+		used:      now,
+		confirmed: now - 2*t.p.base,
+		heapIdx:   -1,
+	}
+	t.entries++
+	t.stateCount[0]++
+	t.c.allocs++
+	if !exempt {
+		t.gcAddLocked(n)
+	}
+	if _, rebuilt := t.index.Put(n); rebuilt {
+		t.c.hashRebuilds++
+	}
+	return n
+}
+
+// gcAddLocked appends n to the gc list.
+func (t *Table) gcAddLocked(n *entry) {
+	n.onGC = true
+	n.gcPrev, n.gcNext = t.gcTail, nil
+	if t.gcTail != nil {
+		t.gcTail.gcNext = n
+	} else {
+		t.gcHead = n
+	}
+	t.gcTail = n
+	t.gcEntries++
+	// n may become removable at updated+5s (or at once if FAILED/NOARP).
+	if s := n.state(); s == NUDFailed || s == NUDNoARP {
+		t.forcedGCIdleUntil = minTime
+	} else {
+		t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, n.updated+forcedGCAge)
+	}
+}
+
+func (t *Table) gcUnlinkLocked(n *entry) {
+	if !n.onGC {
+		return
+	}
+	if n.gcPrev != nil {
+		n.gcPrev.gcNext = n.gcNext
+	} else {
+		t.gcHead = n.gcNext
+	}
+	if n.gcNext != nil {
+		n.gcNext.gcPrev = n.gcPrev
+	} else {
+		t.gcTail = n.gcPrev
+	}
+	n.gcPrev, n.gcNext, n.onGC = nil, nil, false
+	t.gcEntries--
+}
+
+// updateGCListLocked is neigh_update_gc_list: permanent entries leave the
+// gc list, others join it at the tail.
+func (t *Table) updateGCListLocked(n *entry) {
+	exempt := n.state() == NUDPermanent
+	switch {
+	case exempt && n.onGC:
+		t.gcUnlinkLocked(n)
+	case !exempt && !n.onGC:
+		t.gcAddLocked(n)
+	}
+}
+
+// forcedGCLocked is neigh_forced_gc; it returns how many entries it removed.
+func (t *Table) forcedGCLocked(now int64, out *Actions) int {
+	t.c.forcedGCRuns++
+	if now <= t.forcedGCIdleUntil {
+		t.lastFlush = now
+		return 0
+	}
+	maxClean := t.gcEntries + 1 - t.p.GCThresh2 // +1: the entry being created
+	tref := now - forcedGCAge
+	shrunk := 0
+	minUpdated := int64(1<<63 - 1)
+	complete := true
+	for n := t.gcHead; n != nil; {
+		next := n.gcNext
+		s := n.state()
+		if s == NUDFailed || s == NUDNoARP || n.updated < tref || n.updated > now {
+			t.removeLocked(n, RemovedForcedGC, out)
+			t.c.forcedGCEvictions++
+			shrunk++
+			if shrunk >= maxClean {
+				complete = false
+				break
+			}
+		} else {
+			minUpdated = min(minUpdated, n.updated)
+		}
+		n = next
+	}
+	t.lastFlush = now
+	if complete && shrunk == 0 {
+		t.forcedGCIdleUntil = minUpdated + forcedGCAge
+	}
+	return shrunk
+}
+
+// removeLocked takes n out of the table (neigh_remove_one / neigh_flush_dev
+// and the final neigh_destroy): timer, gc list, index, queue. Readers still
+// holding n see NUDNone from now on.
+func (t *Table) removeLocked(n *entry, reason RemoveReason, out *Actions) {
+	t.delTimerLocked(n)
+	t.gcUnlinkLocked(n)
+	if _, rebuilt := t.index.Delete(n.key); rebuilt {
+		t.c.hashRebuilds++
+	}
+	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
+		t.c.queuePurged++
+		if out != nil {
+			out.dropped(n, p)
+		}
+	}
+	w := n.word.Load()
+	t.stateCount[stateSlot(State(w))]--
+	n.word.Store(w&^0xff | wordDead)
+	n.dead = true
+	t.entries--
+	t.c.destroys++
+	out.event(Event{Kind: EventRemoved, IfIndex: n.IfIndex(), IP: n.IP(), LLAddr: wordMAC(w), Reason: reason})
+}

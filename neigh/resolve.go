@@ -1,0 +1,138 @@
+package neigh
+
+// The slow path for destinations without a usable neighbour (the kernel's
+// neigh_resolve_output -> __neigh_event_send).
+//
+// Flow: Resolve takes the writer lock, finds or creates the entry (subject
+// to gc_thresh3 and the forced gc), then by state:
+//   - usable (a racing resolution, or STALE): the caller sends now with the
+//     header Resolve returns (STALE moves to DELAY);
+//   - NONE or FAILED: INCOMPLETE with an immediate broadcast request (the
+//     request is appended to out), retried every retrans_time;
+//   - INCOMPLETE: the packet waits.
+// A waiting packet is copied (the caller reuses its buffer) into a buffer
+// with room for the Ethernet header; the queue keeps at most
+// unres_qlen_bytes, dropping its oldest packets (unres_discards), whose
+// buffers are reused for the new one when large enough.
+//
+// Locking: Table.mu.
+
+import "github.com/netfwd/netfwd/wire"
+
+// Verdict is what Resolve did with a packet.
+type Verdict uint8
+
+const (
+	// Queued: the packet waits for resolution; it will come back in a
+	// Actions' Transmit or Unreachable list.
+	Queued Verdict = iota + 1
+	// Send: the neighbour is usable; send the packet now with Header.
+	Send
+	// Refused: no entry could be created (table full or the address
+	// cannot be a neighbour); drop the packet (counted).
+	Refused
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Queued:
+		return "queued"
+	case Send:
+		return "send"
+	case Refused:
+		return "refused"
+	}
+	return "verdict(?)"
+}
+
+// Resolution is Resolve's answer.
+type Resolution struct {
+	Verdict Verdict
+	Header  [14]byte // for Send
+}
+
+// Resolve handles a packet for next hop (ifindex, ip) that Output could not
+// send. pkt is the IPv4 packet without L2 header; ifMAC is the egress
+// interface's MAC (the source of the entry's adjacency). A queued packet
+// comes back in out with mark, whatever its fate (see Actions).
+func (w *Worker) Resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
+	t := w.t
+	t.lockAt(now)
+	defer t.mu.Unlock()
+	if ifindex == 0 || !resolvable(ip) {
+		t.c.refusedInvalid++
+		return Resolution{Verdict: Refused}
+	}
+	n := t.index.Get(entryKey(ifindex, ip))
+	if n == nil {
+		if n = t.createLocked(ifindex, ip, ifMAC, false, now, out); n == nil {
+			return Resolution{Verdict: Refused}
+		}
+	}
+	return t.eventSendLocked(n, pkt, mark, now, out)
+}
+
+// resolvable: addresses that can be resolved (not 0.0.0.0/8,
+// multicast or limited broadcast).
+func resolvable(ip wire.Addr4) bool {
+	return !ip.IsZeroNet() && !ip.IsMulticast() && !ip.IsLimitedBroadcast()
+}
+
+// eventSendLocked is __neigh_event_send with the packet.
+func (t *Table) eventSendLocked(n *entry, pkt []byte, mark uint8, now int64, out *Actions) Resolution {
+	n.used = now
+	s := n.state()
+	if s&(nudConnected|NUDDelay|NUDProbe) == 0 {
+		switch {
+		case s&(NUDStale|NUDIncomplete) == 0: // NONE, FAILED
+			if t.p.McastProbes == 0 {
+				t.setStateLocked(n, NUDFailed, out)
+				n.updated = now
+				return Resolution{Verdict: Refused}
+			}
+			n.probes = t.p.UcastProbes
+			t.delTimerLocked(n)
+			t.setStateLocked(n, NUDIncomplete, out)
+			n.updated = now
+			t.addTimerLocked(n, now+max(t.p.retrans, timerMin))
+			t.enqueueLocked(n, pkt, mark, out)
+			t.probeLocked(n, out) // immediate: the queue's tail is this packet
+			return Resolution{Verdict: Queued}
+		case s == NUDStale:
+			t.staleToDelayLocked(n, now, out)
+		}
+	}
+	if n.state() == NUDIncomplete {
+		t.enqueueLocked(n, pkt, mark, out)
+		return Resolution{Verdict: Queued}
+	}
+	r := Resolution{Verdict: Send}
+	writeHeader(r.Header[:], n.word.Load(), n.hdrTail)
+	return r
+}
+
+// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes,
+// dropping the oldest packets to make room.
+func (t *Table) enqueueLocked(n *entry, pkt []byte, mark uint8, out *Actions) {
+	need := wire.EthernetHeaderLen + len(pkt)
+	var reuse []byte
+	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {
+		p, _ := n.queue.pop()
+		t.c.queueDrops++
+		if out != nil {
+			out.dropped(n, p)
+		}
+		if cap(p.buf) >= need {
+			reuse = p.buf
+		}
+	}
+	var b []byte
+	if reuse != nil {
+		b = reuse[:need]
+	} else {
+		b = make([]byte, need)
+	}
+	copy(b[wire.EthernetHeaderLen:], pkt)
+	n.queue.push(queuedPacket{buf: b, mark: mark})
+	t.c.queued++
+}
