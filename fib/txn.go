@@ -32,9 +32,10 @@ type Txn struct {
 	ownedTables  map[uint32]bool // bulk: tries already cloned
 	mergedOwned  bool            // bulk: merged trie already cloned
 
-	changes  []MergedChange // the merged trie's changes, for observers
-	overflow bool           // too many changes: observers rebuild instead
-	done     bool
+	changes     []MergedChange // the merged trie's changes, for observers
+	overflow    bool           // too many changes: observers rebuild instead
+	changeLimit int            // 0: rebuildThreshold (learned.go may raise it)
+	done        bool
 
 	learned learnedTxn // learned.go
 }
@@ -177,7 +178,7 @@ func (tx *Txn) logChange(c MergedChange) {
 	if tx.overflow {
 		return
 	}
-	if len(tx.changes) >= rebuildThreshold {
+	if len(tx.changes) >= max(rebuildThreshold, tx.changeLimit) {
 		tx.overflow, tx.changes = true, nil
 		return
 	}
