@@ -45,6 +45,10 @@ const persistBatch = 4096
 // readBufSize is the connection's read buffer.
 const readBufSize = 1 << 20
 
+// maxChanges is how many merged-trie changes of one transaction the
+// compiled FIB replays one by one (fib.Txn.AllowChanges).
+const maxChanges = 1 << 22
+
 // session is one connection's state.
 type session struct {
 	s     *Server
@@ -55,6 +59,8 @@ type session struct {
 
 	lastMsg time.Time // last route or nexthop message
 	swept   bool
+
+	restoreGC func() // set while a bulk transaction is open
 
 	rc   syscall.RawConn // for non-blocking reads (nil: not a socket)
 	buf  []byte
@@ -71,6 +77,16 @@ func (sess *session) run() {
 		sess.rc, _ = sc.SyscallConn()
 	}
 	for {
+		// A batch that stopped at its size or time limit left frames
+		// in the buffer: apply them before waiting for more.
+		if _, _, n, err := NextFrame(sess.buf[sess.r:sess.w]); n > 0 || err != nil {
+			if err := sess.batch(); err != nil {
+				why = err
+				return
+			}
+			sess.maybeSweep()
+			continue
+		}
 		deadline := time.Time{}
 		if !sess.swept {
 			deadline = sess.sweepAt()
@@ -176,10 +192,25 @@ func (sess *session) queued() int {
 	return q
 }
 
+// bulkRatio: a batch of at least 1/bulkRatio of the FIB's size is applied
+// in place (both tries cloned once, ~0.14 us per stored prefix) rather than
+// copy-on-write (~5 us per route): the break-even is near 1/36.
+const bulkRatio = 40
+
 // begin opens a transaction sized by what is buffered and queued.
 func (sess *session) begin() *fib.Txn {
-	hint := (sess.w-sess.r+sess.queued())/avgFrame + 1
-	return sess.s.opts.FIB.Begin(hint)
+	f := sess.s.opts.FIB
+	pending := (sess.w-sess.r+sess.queued())/avgFrame + 1
+	hint := pending
+	if size := f.MergedSize(); pending >= 64 && pending >= size/bulkRatio {
+		hint = max(pending, size) // in place
+	}
+	tx := f.Begin(hint)
+	if tx.Bulk() {
+		tx.AllowChanges(maxChanges)
+		sess.restoreGC = BulkGC()
+	}
+	return tx
 }
 
 // batch applies the complete frames in the buffer, and what follows them
@@ -195,6 +226,10 @@ func (sess *session) batch() error {
 			tx.Commit()
 			s.stats.Batches.Add(1)
 			sess.lastMsg = time.Now()
+		}
+		if sess.restoreGC != nil {
+			sess.restoreGC()
+			sess.restoreGC = nil
 		}
 		// Counted once applied, so a reader of the counters sees the
 		// frames' routes.

@@ -369,3 +369,22 @@ func TestConfigAndFPMOwnership(t *testing.T) {
 		t.Fatalf("second delete: %v", s.Stats().C.Skipped())
 	}
 }
+
+// A stream longer than a batch is applied in several transactions, all of
+// it, without waiting for more data.
+func TestBatchLimits(t *testing.T) {
+	s := newServer(t, nil, func(o *Options) { o.MaxBatch = 7 })
+	c := s.dial(t)
+	var b []byte
+	var want []string
+	for i := range 100 {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i), 0, 0}), 16)
+		b = AppendNewRoute(b, &ZebraRoute{Prefix: p, Metric: 20, Gateway: ip("192.0.2.1"), OIF: 2})
+		want = append(want, p.String()+" via 192.0.2.1 dev eth0 proto bgp metric 20")
+	}
+	s.send(t, c, b)
+	wantRoutes(t, s.f, want...)
+	if n := s.Stats().Batches.Load(); n < 100/7 {
+		t.Fatalf("%d transactions for 100 messages in batches of 7", n)
+	}
+}

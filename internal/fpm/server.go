@@ -59,10 +59,11 @@ type Options struct {
 	// of the namespace's connected routes); by default they are skipped:
 	// netfwd derives connected routes from its own addresses.
 	KeepKernelProto bool
-	// MaxBatch bounds the messages of one transaction (0: 32768; the
-	// compiled FIB replays up to 65,536 changes of a commit one by one).
+	// MaxBatch bounds the messages of one transaction (0: 1<<20).
 	MaxBatch int
-	// MaxBatchDelay bounds the time one transaction gathers (0: 50 ms).
+	// MaxBatchDelay bounds the time one transaction gathers (0: 200 ms):
+	// routes become visible at the latest this long after they arrived
+	// (plus the transaction's commit).
 	MaxBatchDelay time.Duration
 }
 
@@ -80,10 +81,10 @@ func (o *Options) normalize() {
 		o.StaleTime = 120 * time.Second
 	}
 	if o.MaxBatch <= 0 {
-		o.MaxBatch = 32768
+		o.MaxBatch = 1 << 20
 	}
 	if o.MaxBatchDelay <= 0 {
-		o.MaxBatchDelay = 50 * time.Millisecond
+		o.MaxBatchDelay = 200 * time.Millisecond
 	}
 }
 
