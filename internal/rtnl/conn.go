@@ -6,12 +6,9 @@ package rtnl
 // Flow: Open creates the socket in the calling thread's network namespace
 // (wrap it in pktio.InNetns for another one) and joins the groups; Request
 // sends a request; Receive returns the next datagram (one or more
-// messages, see NextMessage). A subscription and a dump can share one
-// socket: the kernel generates each dump chunk when the previous one is
-// read, so a notification about a route always arrives after the chunk
-// that shows the route's earlier state and a chunk always shows at least
-// the state of the notifications before it: applied in arrival order, both
-// converge on the kernel's table.
+// messages, see NextMessage). Keep dumps on a socket of their own: an
+// overrun of a subscribed socket can make the kernel refuse a dump running
+// on it (ENOBUFS, then EBUSY for the next request).
 //
 // Errors: Receive reports a receive buffer overrun (ENOBUFS: notifications
 // were lost) as ErrOverrun, and a read timeout (SetReadTimeout) as
@@ -78,6 +75,9 @@ func Open(groups ...uint32) (*Conn, error) {
 	}
 	return c, nil
 }
+
+// Fd returns the socket's file descriptor (for poll).
+func (c *Conn) Fd() int { return c.fd }
 
 // PortID is the socket's netlink port id: the PID of the replies to its
 // requests.
@@ -146,6 +146,25 @@ func (c *Conn) Receive() ([]byte, error) {
 			continue
 		case errors.Is(err, unix.EAGAIN):
 			return nil, ErrTimeout
+		case errors.Is(err, unix.ENOBUFS):
+			return nil, ErrOverrun
+		}
+		return nil, err
+	}
+}
+
+// TryReceive reads the next datagram if one is queued (nil if none), without
+// blocking.
+func (c *Conn) TryReceive() ([]byte, error) {
+	for {
+		n, _, err := unix.Recvfrom(c.fd, c.buf, unix.MSG_DONTWAIT)
+		switch {
+		case err == nil:
+			return c.buf[:n], nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			return nil, nil
 		case errors.Is(err, unix.ENOBUFS):
 			return nil, ErrOverrun
 		}
