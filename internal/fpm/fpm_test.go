@@ -188,7 +188,7 @@ func TestRouteKinds(t *testing.T) {
 		"unreachable 10.3.0.0/16 proto 196",
 		"prohibit 10.4.0.0/16 proto 196",
 		"blackhole 10.5.0.0/16 proto 196",
-		"10.6.0.0/16 proto bgp metric 20")
+		"blackhole 10.6.0.0/16 proto bgp metric 20")
 	if nh := s.f.Lookup(ip("10.6.1.1")); nh == nil || nh.Kind != nexthop.Blackhole {
 		t.Errorf("nhid blackhole: %v", nh)
 	}

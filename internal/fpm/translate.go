@@ -105,7 +105,10 @@ type Translator struct {
 	KeepKernelProto bool
 	// Tables other than main and local are skipped unless AllTables.
 	AllTables bool
-	C         *Counters
+	// Skip, if set, may refuse a route about to be installed (with its
+	// nexthop resolved): it returns the reason to count, or "".
+	Skip func(tx *fib.Txn, r *fib.LearnedRoute) string
+	C    *Counters
 
 	nhs map[uint32]*nhEntry
 
@@ -233,6 +236,18 @@ func (t *Translator) NewRoute(tx *fib.Txn, flags uint16, r *rtnl.Route) {
 		return
 	}
 	lr.NH = nh
+	if lr.Type == fib.Unicast && nh != nil && nh.Group == nil && nh.Kind == nexthop.Blackhole {
+		lr.Type = fib.Blackhole // a route through a blackhole nexthop object, as the kernel shows it
+	}
+	if t.Skip != nil {
+		if reason := t.Skip(tx, &lr); reason != "" {
+			if nh != nil {
+				tx.Nexthops().Release(nh)
+			}
+			t.C.skip(reason)
+			return
+		}
+	}
 	res, err := tx.SetLearned(t.Owner, t.Mark, Mode(flags), &lr)
 	if err != nil {
 		t.C.skip(SkipPrefix)
