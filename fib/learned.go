@@ -379,6 +379,23 @@ func (tx *Txn) LearnedCount(owner Owner, mark uint8) (all, marked int) {
 	return all, marked
 }
 
+// StaleProtos returns the protocols of the owner's routes whose mark is not
+// keep.
+func (tx *Txn) StaleProtos(owner Owner, keep uint8) []Proto {
+	var seen [256]bool
+	var out []Proto
+	for _, ref := range tx.prefixesWhere(func(r *Route) bool { return r.Owner == owner && r.Mark != keep }) {
+		for _, r := range tx.getList(ref.table, ref.prefix) {
+			if r.Owner == owner && r.Mark != keep && !seen[r.Proto] {
+				seen[r.Proto] = true
+				out = append(out, r.Proto)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // RoutesOf returns the owner's routes of the published state (all tables).
 func (f *FIB) RoutesOf(owner Owner) []*Route {
 	var out []*Route

@@ -57,7 +57,8 @@ type session struct {
 	done  chan struct{}
 	start time.Time
 
-	lastMsg time.Time // last route or nexthop message
+	lastMsg time.Time   // last route or nexthop message
+	stale   []fib.Proto // protocols of the earlier sessions' routes
 	swept   bool
 
 	restoreGC func() // set while a bulk transaction is open
@@ -115,11 +116,14 @@ func (sess *session) run() {
 // sweepAt is when the sweep condition can next become true.
 func (sess *session) sweepAt() time.Time {
 	o := &sess.s.opts
-	t := sess.lastMsg.Add(o.SweepQuiet)
-	if m := sess.start.Add(o.SweepMax); m.Before(t) {
-		t = m
+	m := sess.start.Add(o.SweepMax)
+	if !sess.replayedAll() {
+		return m // a message wakes the loop anyway
 	}
-	return t
+	if t := sess.lastMsg.Add(o.SweepQuiet); t.Before(m) {
+		return t
+	}
+	return m
 }
 
 func (sess *session) maybeSweep() {
@@ -129,13 +133,24 @@ func (sess *session) maybeSweep() {
 	now := time.Now()
 	o := &sess.s.opts
 	switch {
-	case now.Sub(sess.lastMsg) >= o.SweepQuiet:
+	case now.Sub(sess.lastMsg) >= o.SweepQuiet && sess.replayedAll():
 		sess.swept = true
 		sess.s.sweep(sess, "quiet")
 	case now.Sub(sess.start) >= o.SweepMax:
 		sess.swept = true
 		sess.s.sweep(sess, "max")
 	}
+}
+
+// replayedAll reports whether the session delivered routes of every
+// protocol the earlier sessions' routes have.
+func (sess *session) replayedAll() bool {
+	for _, p := range sess.stale {
+		if !sess.tr.Seen[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // compact moves the unread bytes to the start of the buffer.

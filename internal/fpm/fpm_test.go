@@ -388,3 +388,28 @@ func TestBatchLimits(t *testing.T) {
 		t.Fatalf("%d transactions for 100 messages in batches of 7", n)
 	}
 }
+
+// The sweep after a reconnect waits until the new session has delivered a
+// route of every protocol it would sweep: zebra replays its static routes
+// at once and BGP routes only once bgpd has re-established its sessions.
+func TestSweepWaitsForEveryProtocol(t *testing.T) {
+	s := newServer(t, nil, func(o *Options) { o.SweepQuiet = 200 * time.Millisecond; o.SweepMax = 5 * time.Second })
+	route := func(p string, proto uint8) []byte {
+		return AppendNewRoute(nil, &ZebraRoute{Prefix: pfx(p), Protocol: proto, Metric: 20, Gateway: ip("192.0.2.1"), OIF: 2})
+	}
+	c := s.dial(t)
+	s.send(t, c, append(route("10.1.0.0/16", 186), route("10.2.0.0/16", 196)...))
+	waitFor(t, "first sweep", func() bool { return s.Stats().Sweeps.Load() == 1 })
+	c.Close()
+	waitFor(t, "disconnect", func() bool { return !s.Stats().Connected.Load() })
+	c2 := s.dial(t)
+	s.send(t, c2, route("10.2.0.0/16", 196)) // static first
+	time.Sleep(800 * time.Millisecond)
+	if n := s.Stats().Sweeps.Load(); n != 1 {
+		t.Fatalf("swept before any BGP route was replayed (%d sweeps)", n)
+	}
+	s.send(t, c2, route("10.3.0.0/16", 186)) // BGP, but not 10.1.0.0/16
+	waitFor(t, "second sweep", func() bool { return s.Stats().Sweeps.Load() == 2 })
+	wantRoutes(t, s.f, "10.2.0.0/16 via 192.0.2.1 dev eth0 proto 196 metric 20",
+		"10.3.0.0/16 via 192.0.2.1 dev eth0 proto bgp metric 20")
+}

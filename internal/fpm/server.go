@@ -15,11 +15,14 @@
 // or confirms carry its mark, so the routes of earlier sessions that the
 // new one has not replayed are recognisable without touching any route at
 // the start of the session, and forwarding keeps using them meanwhile. The
-// sweep that removes them runs once per session, when the session has been
-// quiet (no route or nexthop message) for SweepQuiet, or SweepMax after it
-// started if the stream never goes quiet. A session that ends leaves its
-// routes in place (graceful restart); if no new session has started after
-// StaleTime they are all removed.
+// sweep that removes them runs once per session: when the session has
+// delivered at least one route of every protocol among those stale routes
+// and then been quiet (no route or nexthop message) for SweepQuiet, or
+// SweepMax after it started. (After a restart zebra replays its connected
+// routes at once, but BGP routes only once bgpd has re-established its
+// sessions, seconds later: a quiet period alone would sweep them first.) A
+// session that ends leaves its routes in place (graceful restart); if no
+// new session has started after StaleTime they are all removed.
 //
 // Locking: mu guards the session bookkeeping; FIB changes happen in FIB
 // transactions from the session goroutine (or the stale timer), one at a
@@ -203,9 +206,13 @@ func (s *Server) Serve() error {
 }
 
 // Close stops the server: the listener and the current connection close;
-// learned routes stay in the FIB.
+// learned routes stay in the FIB. Closing twice is a no-op.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
 	s.closed = true
 	cur := s.cur
 	if s.stale != nil {
@@ -239,9 +246,12 @@ func (s *Server) startSession(c net.Conn) (*session, bool) {
 		tr: NewTranslator(fib.OwnerFPM, s.mark, s.opts.Iface, &s.stats.C)}
 	sess.tr.KeepKernelProto = s.opts.KeepKernelProto
 	sess.lastMsg = sess.start
+	tx := s.opts.FIB.Begin(1)
+	sess.stale = tx.StaleProtos(fib.OwnerFPM, s.mark)
+	tx.Abort()
 	s.cur = sess
 	s.stats.Connected.Store(true)
-	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark)
+	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
 	return sess, true
 }
 

@@ -109,6 +109,9 @@ type Translator struct {
 	// nexthop resolved): it returns the reason to count, or "".
 	Skip func(tx *fib.Txn, r *fib.LearnedRoute) string
 	C    *Counters
+	// Seen records the protocols of the routes the session installed or
+	// confirmed (the sweep waits for each protocol it would sweep).
+	Seen [256]bool
 
 	nhs map[uint32]*nhEntry
 
@@ -253,6 +256,7 @@ func (t *Translator) NewRoute(tx *fib.Txn, flags uint16, r *rtnl.Route) {
 		t.C.skip(SkipPrefix)
 		return
 	}
+	t.Seen[r.Protocol] = true
 	switch res {
 	case fib.Added:
 		t.C.RoutesAdded.Add(1)
