@@ -66,6 +66,14 @@ type Options struct {
 	NoLinkMonitor bool
 	// TickInterval is the housekeeping period (0: 100 ms).
 	TickInterval time.Duration
+	// FPM is the listen address of the FPM server for FRR's zebra, opened
+	// in the daemon's namespace ("" = none; routes.go).
+	FPM string
+	// MirrorKernel follows the kernel's routes in the daemon's namespace.
+	MirrorKernel bool
+	// IfaceMap maps kernel interface indices of the daemon's namespace to
+	// netfwd devices for FPM and mirrored routes (nil: by name).
+	IfaceMap func(ifindex uint32) (dev string, ok bool)
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -109,6 +117,7 @@ type Daemon struct {
 	reloadMu sync.Mutex
 
 	linkmon *linkMonitor
+	routes  routeSources // routes.go
 }
 
 // New checks the config, opens the ports and binds the listeners. Nothing
@@ -196,6 +205,9 @@ func New(opts Options) (d *Daemon, err error) {
 		if d.ctlSrv, err = ctl.Listen(opts.Ctl, ctl.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
+	}
+	if err := d.openRouteSources(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -326,8 +338,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.linkmon.run(d.stop, d.carrierChanged)
 		}()
 	}
+	d.startRouteSources(&servers)
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
-		"fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl)
+		"fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(), "mirror_kernel", d.opts.MirrorKernel)
 
 	<-ctx.Done()
 	d.log.Info("netfwd shutting down")
@@ -345,6 +358,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.ctlSrv != nil {
 		d.ctlSrv.Close()
 	}
+	d.closeRouteSources()
 	for _, p := range d.ports.Load().list {
 		p.io.Shutdown()
 	}
@@ -376,6 +390,7 @@ func (d *Daemon) closeAll() error {
 	if d.linkmon != nil {
 		errs = append(errs, d.linkmon.close())
 	}
+	errs = append(errs, d.closeRouteSources())
 	errs = append(errs, d.closePorts())
 	return errors.Join(errs...)
 }
