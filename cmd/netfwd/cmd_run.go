@@ -1,7 +1,9 @@
 package main
 
 // `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N]
-// [--fib trie|compiled] [--netns NAME]`: the daemon (internal/daemon).
+// [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]`:
+// the daemon (internal/daemon). --fpm listens for FRR zebra's FPM
+// connection, --mirror-kernel follows the kernel's routes (docs/routes.md).
 // SIGHUP reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0).
 // An invalid config (every error as FILE:LINE: reason), a missing interface
 // or a listener that cannot be opened exits 1 with nothing started.
@@ -28,7 +30,7 @@ const (
 func init() {
 	register(command{
 		name:  "run",
-		usage: "--config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]",
+		usage: "--config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]",
 		run:   runDaemon,
 	})
 }
@@ -50,16 +52,18 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 0, "receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
+	fpmAddr := fs.String("fpm", "", "listen for FRR zebra's FPM connection on ADDR:PORT (in the ports' namespace; zebra: fpm address 127.0.0.1 port 2620)")
+	mirror := fs.Bool("mirror-kernel", false, "follow the kernel's routes, nexthops and neighbours of the ports' namespace")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *cfg == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME]")
+		fmt.Fprintln(stderr, "usage: netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Ctl: off(*ctlPath),
-		Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log})
+		Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log, FPM: off(*fpmAddr), MirrorKernel: *mirror})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1
