@@ -59,7 +59,10 @@ type routingLab struct {
 	nf        *netfwdProc
 }
 
-func newRoutingLab(t *testing.T) *routingLab {
+func newRoutingLab(t *testing.T) *routingLab { return newRoutingLabN(t, routesFeedSize) }
+
+// newRoutingLabN announces the first n prefixes of the full table (0: all).
+func newRoutingLabN(t *testing.T, n int) *routingLab {
 	testenv.RequireRoot(t, "bird", "birdc", frrZebra, frrBgpd)
 	all, err := fulltable.Load()
 	if err != nil {
@@ -68,7 +71,10 @@ func newRoutingLab(t *testing.T) *routingLab {
 		}
 		t.Skip(err)
 	}
-	l := &routingLab{t: t, prefixes: all[:routesFeedSize]}
+	if n > 0 {
+		all = all[:n]
+	}
+	l := &routingLab{t: t, prefixes: all}
 	l.dir, err = os.MkdirTemp("", "nfroutes")
 	if err != nil {
 		t.Fatal(err)
@@ -608,4 +614,105 @@ func TestRoutesBIRDKernelMirror(t *testing.T) {
 	l.compare("bird", all-100)
 	l.birdc(l.feed, "bird-feed", "enable", "feedB")
 	l.compare("bird", all)
+}
+
+// cpuSeconds returns the CPU time of the process in a pid file (or of pid).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func pidOf(file string) int {
+	b, _ := os.ReadFile(file)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// sweptAt returns the time of the n-th sweep log line (1-based) and
+// whether there is one: the FPM server sweeps SweepQuiet (10 s) after the
+// last transaction of a replay committed, so the sweep time minus 10 s is
+// when the last route was in the FIB, measured at no cost.
+func (p *netfwdProc) sweptAt(n int) (time.Time, bool) {
+	i := 0
+	for _, line := range strings.Split(p.stderr.String(), "\n") {
+		if !strings.Contains(line, "fpm: swept") {
+			continue
+		}
+		if i++; i < n {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "time="); ok {
+				t, err := time.Parse(time.RFC3339Nano, v)
+				return t, err == nil
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
+// The full table (901,899 prefixes) end to end, measured: BIRD announces
+// it to FRR, zebra streams it to netfwd. Time from the BGP session's
+// Established to the last route in netfwd's FIB, and after a netfwd
+// restart, from the start to the full FIB again. Minutes and a few GB:
+// only with NETFWD_ROUTES_FULL=1.
+func TestRoutesFullTableFPM(t *testing.T) {
+	if os.Getenv("NETFWD_ROUTES_FULL") != "1" {
+		t.Skip("set NETFWD_ROUTES_FULL=1 to measure the full table end to end")
+	}
+	l := newRoutingLabN(t, 0)
+	all := len(l.prefixes)
+	nf := l.startNetfwd("--fpm", "127.0.0.1:2620")
+	l.startFRR()
+	l.startBird(l.feed, "bird-feed", strings.Replace(birdFeedConf, "protocol bgp up {", "protocol bgp up {\n  disabled;", 1))
+	time.Sleep(5 * time.Second) // BIRD loads its static routes
+	zebra0 := cpuSeconds(pidOf(l.dir + "/zebra.pid"))
+	nf0 := cpuSeconds(nf.cmd.Process.Pid)
+	l.birdc(l.feed, "bird-feed", "enable", "up")
+	var established time.Time
+	ok, why := eventually(60*time.Second, func() (bool, string) {
+		_, up, _ := l.bgpSession()
+		if up {
+			established = time.Now()
+		}
+		return up, "session not established"
+	})
+	if !ok {
+		t.Fatal(why)
+	}
+	done := func(what string, n int, from time.Time) {
+		var at time.Time
+		ok, why := eventually(10*time.Minute, func() (bool, string) {
+			var ok bool
+			at, ok = nf.sweptAt(n)
+			return ok, "no sweep"
+		})
+		if !ok {
+			t.Fatalf("%s: %s", what, why)
+		}
+		t.Logf("%s: last route in netfwd's FIB %v after %s", what, at.Add(-10*time.Second).Sub(from).Round(10*time.Millisecond), "it")
+	}
+	done("first load, from BGP Established", 1, established)
+	t.Logf("CPU seconds until then: zebra %.1f, netfwd %.1f", cpuSeconds(pidOf(l.dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
+	l.compare("bgp", all)
+	nf.stop()
+	start := time.Now()
+	zebra0 = cpuSeconds(pidOf(l.dir + "/zebra.pid"))
+	nf = l.startNetfwd("--fpm", "127.0.0.1:2620")
+	nf0 = cpuSeconds(nf.cmd.Process.Pid)
+	done("netfwd restart, from its start", 1, start)
+	t.Logf("CPU seconds for the replay (and the 10 s after it): zebra %.1f, netfwd %.1f",
+		cpuSeconds(pidOf(l.dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
+	for _, line := range strings.Split(nf.stderr.String(), "\n") {
+		if strings.Contains(line, "fpm:") {
+			t.Log(line)
+		}
+	}
+	l.compare("bgp", all)
 }

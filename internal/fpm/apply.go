@@ -7,6 +7,10 @@ package fpm
 
 import "github.com/netfwd/netfwd/fib"
 
+// avgFrame is the size of zebra's route frames with nexthop groups (56
+// bytes) or without (64): the transaction size hint per stream byte.
+const avgFrame = 60
+
 // ApplyStream decodes and applies a complete FPM stream to f through tr,
 // in transactions of at most batch messages (each sized as one), frame by
 // frame as the server does. It returns the frames applied and the first

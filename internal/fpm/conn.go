@@ -1,53 +1,57 @@
 package fpm
 
-// One zebra connection: the read loop and its batching.
+// One zebra connection: a reader that keeps the socket drained, and the
+// applier that batches frames into FIB transactions.
 //
-// Flow: wait for data without holding anything (a blocking read whose
-// deadline is the session's next sweep check); then apply a batch: open a
-// FIB transaction sized from what is already buffered or queued in the
-// socket, apply every complete frame in the buffer, read more without
-// blocking while data keeps coming, and commit when no complete frame is
-// left and the socket is empty, or the batch reaches MaxBatch messages or
-// MaxBatchDelay. A frame is applied only once it decoded whole; a frame
-// never spans two transactions. A malformed frame ends the session after
-// the transaction of the frames before it commits.
+// Flow: the reader goroutine moves whatever arrives into an in-memory inbox
+// at once, so zebra never sees a full socket: its FPM module, when its
+// output buffer fills, pauses its table walk for a whole second, which made
+// a replay take 9 s instead of 2. The applier (the session goroutine)
+// takes the inbox, counts the complete frames, and applies all of them in
+// one FIB transaction when the batch is due:
+//   - it holds at least batchTarget frames (1/8 of the FIB's prefixes, at
+//     least 4096): big enough that cloning the tries once (in place, ~0.14 us
+//     per stored prefix) costs less than copy-on-write (~5-7 us per changed
+//     route on a full table), so a full table streams in at in-place speed;
+//   - or the stream paused for IdleCommit (a replay or an update burst
+//     ended: its routes become visible at once);
+//   - or its oldest frame waited MaxBatchDelay (the bound on how long a
+//     route waits to become visible during a long stream).
+// A frame is applied only once it decoded whole; a frame never spans two
+// transactions. A malformed frame ends the session after the transaction of
+// the frames before it commits.
 //
-// Copy-on-write transactions (a batch small against the FIB) cost a few
-// microseconds per changed route; a batch large enough to clone the tries
-// updates in place (fib.Begin). Under a flood the batches grow until the
-// in-place mode pays: the loop keeps up with zebra's replay rate.
-//
-// Locking: the session goroutine owns the connection and its buffer; the
-// FIB writer lock is held only while a batch is applied (never across a
-// blocking read).
+// Locking: inMu guards the inbox and the reader's end; the applier owns the
+// rest. The FIB writer lock is held only while a batch is applied.
 
 import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"syscall"
+	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/netfwd/netfwd/fib"
 )
 
-// avgFrame is the size of zebra's route frames with nexthop groups (56
-// bytes) or without (64): the transaction size hint per buffered byte.
-const avgFrame = 60
-
-// persistBatch bounds a copy-on-write transaction: past this many messages
-// a fresh transaction with a new size hint is cheaper.
-const persistBatch = 4096
-
-// readBufSize is the connection's read buffer.
-const readBufSize = 1 << 20
+// Buffer sizes: the reader reads readSize at a time; the inbox holds at most
+// maxInbox bytes (then the reader waits: back-pressure on zebra).
+const (
+	readSize = 256 << 10
+	maxInbox = 256 << 20
+)
 
 // maxChanges is how many merged-trie changes of one transaction the
 // compiled FIB replays one by one (fib.Txn.AllowChanges).
 const maxChanges = 1 << 22
+
+// minBatch is the smallest batchTarget.
+const minBatch = 4096
+
+// bulkRatio: a batch of at least 1/bulkRatio of the FIB's size is applied
+// in place (both tries cloned once) rather than copy-on-write: the
+// break-even is near 1/36.
+const bulkRatio = 40
 
 // session is one connection's state.
 type session struct {
@@ -57,59 +61,179 @@ type session struct {
 	done  chan struct{}
 	start time.Time
 
-	lastMsg time.Time   // last route or nexthop message
+	lastMsg time.Time   // last route or nexthop message applied
 	stale   []fib.Proto // protocols of the earlier sessions' routes
 	swept   bool
 
 	restoreGC func() // set while a bulk transaction is open
 
-	rc   syscall.RawConn // for non-blocking reads (nil: not a socket)
-	buf  []byte
-	r, w int // unread bytes are buf[r:w]
-	fr   Frame
+	inMu    sync.Mutex
+	inbox   []byte        // guarded by inMu
+	inErr   error         // the reader's end; guarded by inMu
+	inRoom  *sync.Cond    // the reader waits on it while the inbox is full
+	notify  chan struct{} // the reader added data or ended
+	readerW sync.WaitGroup
+
+	buf     []byte
+	r       int       // unapplied bytes are buf[r:]
+	scan    int       // buf[r:scan] holds complete frames, counted in pending
+	pending int       // complete frames not applied yet
+	since   time.Time // when the oldest of them arrived
+	fr      Frame
+}
+
+// read is the reader goroutine.
+func (sess *session) read() {
+	defer sess.readerW.Done()
+	b := make([]byte, readSize)
+	for {
+		n, err := sess.conn.Read(b)
+		sess.inMu.Lock()
+		for n > 0 && len(sess.inbox) >= maxInbox && sess.inErr == nil {
+			sess.inRoom.Wait()
+		}
+		sess.inbox = append(sess.inbox, b[:n]...)
+		if err != nil {
+			sess.inErr = err
+		}
+		sess.inMu.Unlock()
+		select {
+		case sess.notify <- struct{}{}:
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// take moves the inbox into the applier's buffer; it returns the reader's
+// end once the inbox is empty.
+func (sess *session) take() error {
+	if sess.r > 0 { // drop what was applied
+		n := copy(sess.buf, sess.buf[sess.r:])
+		sess.buf, sess.scan, sess.r = sess.buf[:n], sess.scan-sess.r, 0
+	}
+	sess.inMu.Lock()
+	defer sess.inMu.Unlock()
+	sess.buf = append(sess.buf, sess.inbox...)
+	sess.inbox = sess.inbox[:0]
+	sess.inRoom.Broadcast()
+	return sess.inErr
 }
 
 // run serves the connection until it fails or closes.
 func (sess *session) run() {
 	var why error
-	defer func() { sess.s.endSession(sess, why) }()
-	sess.buf = make([]byte, readBufSize)
-	if sc, ok := sess.conn.(syscall.Conn); ok {
-		sess.rc, _ = sc.SyscallConn()
-	}
+	defer func() {
+		sess.conn.Close()
+		sess.inMu.Lock()
+		if sess.inErr == nil {
+			sess.inErr = net.ErrClosed
+		}
+		sess.inRoom.Broadcast()
+		sess.inMu.Unlock()
+		sess.readerW.Wait()
+		sess.s.endSession(sess, why)
+	}()
+	sess.notify = make(chan struct{}, 1)
+	sess.inRoom = sync.NewCond(&sess.inMu)
+	sess.readerW.Add(1)
+	go sess.read()
+	o := &sess.s.opts
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		// A batch that stopped at its size or time limit left frames
-		// in the buffer: apply them before waiting for more.
-		if _, _, n, err := NextFrame(sess.buf[sess.r:sess.w]); n > 0 || err != nil {
-			if err := sess.batch(); err != nil {
-				why = err
+		end := sess.take()
+		if err := sess.count(time.Now()); err != nil {
+			// A malformed header: apply the frames before it, then end.
+			sess.flush()
+			sess.s.stats.countMalformed(err)
+			why = err
+			return
+		}
+		if end != nil {
+			sess.flush() // what arrived before the end still applies
+			if errors.Is(end, io.EOF) || errors.Is(end, net.ErrClosed) {
+				why = io.EOF
+			} else {
+				why = end
+			}
+			return
+		}
+		now := time.Now()
+		if sess.pending > 0 && (sess.pending >= sess.batchTarget() || now.Sub(sess.since) >= o.MaxBatchDelay) {
+			if why = sess.batch(); why != nil {
 				return
 			}
-			sess.maybeSweep()
 			continue
 		}
 		deadline := time.Time{}
 		if !sess.swept {
 			deadline = sess.sweepAt()
 		}
-		n, err := sess.fill(deadline)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			sess.maybeSweep()
-			continue
-		}
-		if n == 0 && err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-				why = io.EOF
-			} else {
-				why = err
+		if sess.pending > 0 {
+			idle := now.Add(o.IdleCommit)
+			if due := sess.since.Add(o.MaxBatchDelay); due.Before(idle) {
+				idle = due
 			}
+			if deadline.IsZero() || idle.Before(deadline) {
+				deadline = idle
+			}
+		}
+		wait := time.Hour
+		if !deadline.IsZero() {
+			wait = max(time.Until(deadline), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-sess.notify:
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		case <-timer.C:
+			if sess.pending > 0 {
+				if why = sess.batch(); why != nil {
+					return
+				}
+			}
+			sess.maybeSweep()
+		}
+	}
+}
+
+// flush applies every pending frame.
+func (sess *session) flush() {
+	for sess.pending > 0 {
+		if sess.batch() != nil {
 			return
 		}
-		if err := sess.batch(); err != nil {
-			why = err
-			return
+	}
+}
+
+// batchTarget is the batch size worth the in-place mode.
+func (sess *session) batchTarget() int {
+	return min(max(minBatch, sess.s.opts.FIB.MergedSize()/8), sess.s.opts.MaxBatch)
+}
+
+// count finds the complete frames that arrived.
+func (sess *session) count(now time.Time) error {
+	for {
+		_, _, n, err := NextFrame(sess.buf[sess.scan:])
+		if err != nil {
+			return err
 		}
-		sess.maybeSweep()
+		if n == 0 {
+			return nil
+		}
+		if sess.pending == 0 {
+			sess.since = now
+		}
+		sess.scan += n
+		sess.pending++
 	}
 }
 
@@ -127,7 +251,7 @@ func (sess *session) sweepAt() time.Time {
 }
 
 func (sess *session) maybeSweep() {
-	if sess.swept {
+	if sess.swept || sess.pending > 0 {
 		return
 	}
 	now := time.Now()
@@ -153,87 +277,27 @@ func (sess *session) replayedAll() bool {
 	return true
 }
 
-// compact moves the unread bytes to the start of the buffer.
-func (sess *session) compact() {
-	if sess.r > 0 {
-		sess.w = copy(sess.buf, sess.buf[sess.r:sess.w])
-		sess.r = 0
-	}
-}
-
-// fill blocks until more bytes arrive (or the deadline passes).
-func (sess *session) fill(deadline time.Time) (int, error) {
-	if sess.w == len(sess.buf) {
-		sess.compact()
-	}
-	sess.conn.SetReadDeadline(deadline)
-	n, err := sess.conn.Read(sess.buf[sess.w:])
-	sess.w += n
-	return n, err
-}
-
-// tryFill reads what the socket holds without blocking.
-func (sess *session) tryFill() int {
-	if sess.rc == nil {
-		return 0
-	}
-	if sess.w == len(sess.buf) {
-		sess.compact()
-		if sess.w == len(sess.buf) {
-			return 0
-		}
-	}
-	n := 0
-	sess.rc.Read(func(fd uintptr) bool {
-		n, _ = unix.Read(int(fd), sess.buf[sess.w:])
-		return true // never wait
-	})
-	if n > 0 {
-		sess.w += n
-		return n
-	}
-	return 0
-}
-
-// queued is how many bytes wait in the socket.
-func (sess *session) queued() int {
-	if sess.rc == nil {
-		return 0
-	}
-	q := 0
-	sess.rc.Control(func(fd uintptr) {
-		q, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
-	return q
-}
-
-// bulkRatio: a batch of at least 1/bulkRatio of the FIB's size is applied
-// in place (both tries cloned once, ~0.14 us per stored prefix) rather than
-// copy-on-write (~5 us per route): the break-even is near 1/36.
-const bulkRatio = 40
-
-// begin opens a transaction sized by what is buffered and queued.
+// begin opens the batch's transaction: in place when the batch is large
+// against the FIB.
 func (sess *session) begin() *fib.Txn {
 	f := sess.s.opts.FIB
-	pending := (sess.w-sess.r+sess.queued())/avgFrame + 1
-	hint := pending
-	if size := f.MergedSize(); pending >= 64 && pending >= size/bulkRatio {
-		hint = max(pending, size) // in place
+	hint := sess.pending
+	if size := f.MergedSize(); hint >= 64 && hint >= size/bulkRatio {
+		hint = max(hint, size)
 	}
 	tx := f.Begin(hint)
 	if tx.Bulk() {
+		sess.s.stats.BulkBatches.Add(1)
 		tx.AllowChanges(maxChanges)
 		sess.restoreGC = BulkGC()
 	}
 	return tx
 }
 
-// batch applies the complete frames in the buffer, and what follows them
-// without waiting, in one transaction.
+// batch applies the complete frames in the buffer in one transaction.
 func (sess *session) batch() error {
 	s := sess.s
-	o := &s.opts
-	start := time.Now()
+	start := sess.since
 	msgs, frames := 0, 0
 	var tx *fib.Txn
 	defer func() {
@@ -241,6 +305,9 @@ func (sess *session) batch() error {
 			tx.Commit()
 			s.stats.Batches.Add(1)
 			sess.lastMsg = time.Now()
+			if d := int64(sess.lastMsg.Sub(start)); d > s.stats.MaxBatchNanos.Load() {
+				s.stats.MaxBatchNanos.Store(d)
+			}
 		}
 		if sess.restoreGC != nil {
 			sess.restoreGC()
@@ -250,21 +317,16 @@ func (sess *session) batch() error {
 		// frames' routes.
 		s.stats.Frames.Add(uint64(frames))
 		s.stats.Messages.Add(uint64(msgs))
-	}()
-	for {
-		typ, payload, n, err := NextFrame(sess.buf[sess.r:sess.w])
-		if err != nil {
-			s.stats.countMalformed(err)
-			return err
+		sess.pending -= frames
+		if sess.r == sess.scan {
+			sess.pending = 0
 		}
-		if n == 0 {
-			if msgs >= o.MaxBatch || time.Since(start) >= o.MaxBatchDelay {
-				return nil
-			}
-			if sess.tryFill() == 0 {
-				return nil
-			}
-			continue
+		sess.since = time.Now()
+	}()
+	for sess.r < sess.scan && frames < s.opts.MaxBatch {
+		typ, payload, n, err := NextFrame(sess.buf[sess.r:sess.scan])
+		if err != nil || n == 0 {
+			return err // counted frames are complete and well framed
 		}
 		sess.r += n
 		frames++
@@ -274,6 +336,7 @@ func (sess *session) batch() error {
 		}
 		if err := sess.fr.Decode(payload); err != nil {
 			s.stats.countMalformed(err)
+			sess.r = sess.scan
 			return err
 		}
 		if tx == nil && len(sess.fr.Msgs) > 0 {
@@ -281,8 +344,6 @@ func (sess *session) batch() error {
 		}
 		sess.tr.ApplyFrame(tx, &sess.fr)
 		msgs += len(sess.fr.Msgs)
-		if msgs >= o.MaxBatch || tx != nil && !tx.Bulk() && msgs >= persistBatch {
-			return nil
-		}
 	}
+	return nil
 }

@@ -62,12 +62,15 @@ type Options struct {
 	// of the namespace's connected routes); by default they are skipped:
 	// netfwd derives connected routes from its own addresses.
 	KeepKernelProto bool
-	// MaxBatch bounds the messages of one transaction (0: 1<<20).
+	// MaxBatch bounds the frames of one transaction (0: 1<<20).
 	MaxBatch int
-	// MaxBatchDelay bounds the time one transaction gathers (0: 200 ms):
-	// routes become visible at the latest this long after they arrived
-	// (plus the transaction's commit).
+	// MaxBatchDelay bounds how long a frame waits for its batch (0:
+	// 500 ms): during a long stream a route becomes visible at the latest
+	// this long after it arrived, plus the transaction's time (conn.go).
 	MaxBatchDelay time.Duration
+	// IdleCommit applies the waiting frames when the stream pauses this
+	// long (0: 20 ms): the end of a replay or of an update burst.
+	IdleCommit time.Duration
 }
 
 func (o *Options) normalize() {
@@ -87,7 +90,10 @@ func (o *Options) normalize() {
 		o.MaxBatch = 1 << 20
 	}
 	if o.MaxBatchDelay <= 0 {
-		o.MaxBatchDelay = 200 * time.Millisecond
+		o.MaxBatchDelay = 500 * time.Millisecond
+	}
+	if o.IdleCommit <= 0 {
+		o.IdleCommit = 20 * time.Millisecond
 	}
 }
 
@@ -97,10 +103,14 @@ type Stats struct {
 	Frames        atomic.Uint64
 	Messages      atomic.Uint64
 	Batches       atomic.Uint64 // FIB transactions
+	BulkBatches   atomic.Uint64 // of them in place (tries cloned once)
 	SkippedFrames atomic.Uint64 // frames of a type other than netlink
 	Sweeps        atomic.Uint64
 	SweptRoutes   atomic.Uint64
 	StaleFlushes  atomic.Uint64 // lost sessions whose routes timed out
+	// MaxBatchNanos is the longest transaction so far, from its first
+	// frame to its commit: the most a route waited to become visible.
+	MaxBatchNanos atomic.Int64
 	Connected     atomic.Bool
 	C             Counters // route and nexthop messages
 
@@ -313,5 +323,7 @@ func (s *Server) sweep(sess *session, why string) {
 	s.stats.Sweeps.Add(1)
 	s.stats.SweptRoutes.Add(uint64(n))
 	s.log.Info("fpm: swept the routes zebra did not replay", "trigger", why, "removed", n, "kept", marked,
-		"after", time.Since(sess.start).Round(time.Millisecond))
+		"after", time.Since(sess.start).Round(time.Millisecond),
+		"max_batch", time.Duration(s.stats.MaxBatchNanos.Load()).Round(time.Millisecond),
+		"batches", s.stats.Batches.Load(), "bulk_batches", s.stats.BulkBatches.Load())
 }
