@@ -30,9 +30,10 @@
 // deleted). A trigger during a cycle makes it start over once done,
 // without sweeping.
 //
-// Messages are applied in batches: everything queued on a socket, up to
-// MaxBatchDelay, in one FIB transaction (in place while routes are dumped
-// or when the batch is large against the FIB).
+// Messages are applied in batches (gather): what arrives until the stream
+// pauses for IdleCommit, 1/8 of the FIB's size arrived, or MaxBatchDelay
+// passed, in one FIB transaction (in place while routes are dumped or when
+// the batch is large against the FIB).
 //
 // Locking: Run owns the socket and the state; Stats are atomic.
 package kmirror
@@ -66,9 +67,12 @@ type Options struct {
 	Neigh func(NeighUpdate) error
 	// ReceiveBuffer is the socket's receive buffer in bytes (0: 64 MiB).
 	ReceiveBuffer int
-	// MaxBatchDelay bounds the time one transaction gathers (0: 100 ms).
+	// MaxBatchDelay bounds the time one transaction gathers (0: 500 ms).
 	MaxBatchDelay time.Duration
-	Logger        *slog.Logger
+	// IdleCommit applies what was gathered once the socket stayed empty
+	// this long (0: 20 ms).
+	IdleCommit time.Duration
+	Logger     *slog.Logger
 }
 
 // NeighUpdate is one neighbour change for the Neigh hook. State is the
@@ -147,7 +151,10 @@ func New(opts Options) (*Mirror, error) {
 		opts.ReceiveBuffer = 64 << 20
 	}
 	if opts.MaxBatchDelay <= 0 {
-		opts.MaxBatchDelay = 100 * time.Millisecond
+		opts.MaxBatchDelay = 500 * time.Millisecond
+	}
+	if opts.IdleCommit <= 0 {
+		opts.IdleCommit = 20 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -258,12 +265,18 @@ func (m *Mirror) Run(stop <-chan struct{}) error {
 	}
 }
 
-// gather reads what is queued on c into m.raw, up to MaxBatchDelay. It
+// gather reads what arrives on c into m.raw until the batch is due: it
+// holds 1/8 of the FIB's prefixes (at least 4096 messages: in place pays),
+// or the socket stayed empty for IdleCommit, or MaxBatchDelay passed. The
+// socket is drained all along (the kernel drops what does not fit). It
 // reports an overrun seen on the way.
 func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 	m.raw = m.raw[:0]
 	start := time.Now()
-	for time.Since(start) < m.opts.MaxBatchDelay && len(m.raw) < 64<<20 {
+	target := max(4096, m.opts.FIB.MergedSize()/8)
+	n := 0
+	fds := []unix.PollFd{{Fd: int32(c.Fd()), Events: unix.POLLIN}}
+	for time.Since(start) < m.opts.MaxBatchDelay && n < target && len(m.raw) < 64<<20 {
 		b, err := c.TryReceive()
 		if errors.Is(err, rtnl.ErrOverrun) {
 			return true, nil
@@ -272,9 +285,13 @@ func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 			return false, err
 		}
 		if b == nil {
-			break
+			if k, _ := unix.Poll(fds, int(m.opts.IdleCommit.Milliseconds())); k <= 0 {
+				break // idle: the burst is over
+			}
+			continue
 		}
 		m.raw = append(m.raw, b...)
+		n += countMessages(b)
 	}
 	return false, nil
 }
