@@ -62,23 +62,3 @@ func ApplyStream(f *fib.FIB, tr *Translator, stream []byte, batch int) (int, err
 	}
 	return frames, nil
 }
-
-// ApplyStreamTx applies a stream in one open transaction (benchmarks).
-func ApplyStreamTx(tx *fib.Txn, tr *Translator, stream []byte) error {
-	var fr Frame
-	for b := stream; len(b) > 0; {
-		typ, payload, n, err := NextFrame(b)
-		if err != nil || n == 0 {
-			return err
-		}
-		b = b[n:]
-		if typ != TypeNetlink {
-			continue
-		}
-		if err := fr.Decode(payload); err != nil {
-			return err
-		}
-		tr.ApplyFrame(tx, &fr)
-	}
-	return nil
-}
