@@ -20,8 +20,13 @@ package main
 // stopped before netfwd, and killed after a timeout.
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -37,6 +42,8 @@ import (
 
 	"github.com/netfwd/netfwd/internal/ctl"
 	"github.com/netfwd/netfwd/internal/fulltable"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/rtnl"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -155,6 +162,7 @@ protocol device { }
 protocol kernel k4 {
   ipv4 { import none; export all; };
   learn off;
+  scan time 600;
 }
 protocol bgp dn {
   local 10.99.0.1 as 65001;
@@ -715,4 +723,141 @@ func TestRoutesFullTableFPM(t *testing.T) {
 		}
 	}
 	l.compare("bgp", all)
+}
+
+// fibRoutes scrapes netfwd's metrics (inside the router namespace) for the
+// number of routes in table main.
+func (l *routingLab) fibRoutes(addr string) int {
+	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+			var conn net.Conn
+			err := pktio.InNetns(l.rtr, func() (err error) {
+				conn, err = (&net.Dialer{}).DialContext(ctx, network, a)
+				return err
+			})
+			return conn, err
+		}}}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "netfwd_fib_routes{") && strings.Contains(line, `table="main"`) {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// The full table through BIRD's kernel protocol and the mirror, measured
+// (NETFWD_ROUTES_FULL=1): time from the BGP session's Established to the
+// full table in netfwd's FIB, the mirror's overruns (from its log), and a
+// full comparison.
+func TestRoutesFullTableMirror(t *testing.T) {
+	if os.Getenv("NETFWD_ROUTES_FULL") != "1" {
+		t.Skip("set NETFWD_ROUTES_FULL=1 to measure the full table end to end")
+	}
+	l := newRoutingLabN(t, 0)
+	all := len(l.prefixes)
+	const metrics = "127.0.0.1:9479"
+	l.startBird(l.feed, "bird-feed", strings.Replace(birdFeedConf, "protocol bgp up {", "protocol bgp up {\n  disabled;", 1))
+	l.startBird(l.rtr, "bird-rtr", birdRtrConf)
+	nf := l.startNetfwd("--mirror-kernel", "--metrics", metrics)
+	base := l.fibRoutes(metrics)
+	time.Sleep(5 * time.Second) // BIRD loads its static routes
+	nf0 := cpuSeconds(nf.cmd.Process.Pid)
+	kernelDone := l.countKernelRoutes(all)
+	l.birdc(l.feed, "bird-feed", "enable", "up")
+	var established time.Time
+	ok, why := eventually(60*time.Second, func() (bool, string) {
+		if _, up := l.birdSession(l.rtr, "bird-rtr", "dn"); up {
+			established = time.Now()
+			return true, ""
+		}
+		return false, "session not established"
+	})
+	if !ok {
+		t.Fatal(why)
+	}
+	// The mirror logs a large burst once the socket has been idle for a
+	// second, with the time of its last transaction: no polling of the
+	// daemon needed.
+	var last time.Time
+	ok, why = eventually(10*time.Minute, func() (bool, string) {
+		for _, line := range strings.Split(nf.stderr.String(), "\n") {
+			if !strings.Contains(line, "kmirror: applied a burst") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "to="); ok {
+					last, _ = time.Parse(time.RFC3339Nano, v)
+				}
+			}
+		}
+		if last.IsZero() || time.Since(last) < 2*time.Second {
+			return false, "no burst logged"
+		}
+		if n := l.fibRoutes(metrics) - base; n < all { // a burst ended, but not the last
+			time.Sleep(2 * time.Second)
+			return false, fmt.Sprintf("%d of %d routes", n, all)
+		}
+		return true, ""
+	})
+	if !ok {
+		t.Fatal(why)
+	}
+	t.Logf("last transaction of the full table %v after BGP Established (the kernel's last route: %v); netfwd CPU %.1f s",
+		last.Sub(established).Round(10*time.Millisecond), (<-kernelDone).Sub(established).Round(10*time.Millisecond),
+		cpuSeconds(nf.cmd.Process.Pid)-nf0)
+
+	for _, line := range strings.Split(nf.stderr.String(), "\n") {
+		if strings.Contains(line, "kmirror") {
+			t.Log(line)
+		}
+	}
+	l.compare("bird", all)
+}
+
+// countKernelRoutes listens to the router namespace's route notifications
+// (its own 256 MiB buffer) and sends the time of the n-th RTM_NEWROUTE of
+// protocol bird: when the kernel held the whole table.
+func (l *routingLab) countKernelRoutes(n int) <-chan time.Time {
+	var c *rtnl.Conn
+	if err := pktio.InNetns(l.rtr, func() (err error) { c, err = rtnl.Open(rtnl.RTNLGRP_IPV4_ROUTE); return }); err != nil {
+		l.t.Fatal(err)
+	}
+	c.SetReceiveBuffer(256 << 20)
+	c.SetReadTimeout(time.Second)
+	done := make(chan time.Time, 1)
+	go func() {
+		defer c.Close()
+		seen := 0
+		deadline := time.Now().Add(10 * time.Minute)
+		for time.Now().Before(deadline) {
+			b, err := c.Receive()
+			if err != nil && !errors.Is(err, rtnl.ErrTimeout) {
+				break // an overrun: no figure
+			}
+			for len(b) > 0 {
+				h, body, rest, err := rtnl.NextMessage(b)
+				if err != nil {
+					break
+				}
+				b = rest
+				if h.Type == rtnl.RTM_NEWROUTE && len(body) > 5 && body[5] == 12 {
+					if seen++; seen == n {
+						done <- time.Now()
+						return
+					}
+				}
+			}
+		}
+		done <- time.Time{}
+	}()
+	return done
 }

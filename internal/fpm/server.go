@@ -64,12 +64,12 @@ type Options struct {
 	KeepKernelProto bool
 	// MaxBatch bounds the frames of one transaction (0: 1<<20).
 	MaxBatch int
-	// MaxBatchDelay bounds how long a frame waits for its batch (0:
-	// 500 ms): during a long stream a route becomes visible at the latest
-	// this long after it arrived, plus the transaction's time (conn.go).
+	// MaxBatchDelay bounds how long a frame waits for its batch (0: 1 s):
+	// during a long stream a route becomes visible at the latest this long
+	// after it arrived, plus the transaction's time (conn.go).
 	MaxBatchDelay time.Duration
 	// IdleCommit applies the waiting frames when the stream pauses this
-	// long (0: 20 ms): the end of a replay or of an update burst.
+	// long (0: 100 ms): the end of a replay or of an update burst.
 	IdleCommit time.Duration
 }
 
@@ -90,10 +90,10 @@ func (o *Options) normalize() {
 		o.MaxBatch = 1 << 20
 	}
 	if o.MaxBatchDelay <= 0 {
-		o.MaxBatchDelay = 500 * time.Millisecond
+		o.MaxBatchDelay = time.Second
 	}
 	if o.IdleCommit <= 0 {
-		o.IdleCommit = 20 * time.Millisecond
+		o.IdleCommit = 100 * time.Millisecond
 	}
 }
 

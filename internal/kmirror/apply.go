@@ -66,6 +66,7 @@ func (m *Mirror) apply(dump bool) error {
 		restore()
 	}
 	m.stats.Batches.Add(1)
+	m.noteBurst(n)
 	m.flushNeigh()
 	if next {
 		if err := m.requestPhase(); err != nil {

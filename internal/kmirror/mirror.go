@@ -67,10 +67,10 @@ type Options struct {
 	Neigh func(NeighUpdate) error
 	// ReceiveBuffer is the socket's receive buffer in bytes (0: 64 MiB).
 	ReceiveBuffer int
-	// MaxBatchDelay bounds the time one transaction gathers (0: 500 ms).
+	// MaxBatchDelay bounds the time one transaction gathers (0: 1 s).
 	MaxBatchDelay time.Duration
 	// IdleCommit applies what was gathered once the socket stayed empty
-	// this long (0: 20 ms).
+	// this long (0: 100 ms).
 	IdleCommit time.Duration
 	Logger     *slog.Logger
 }
@@ -139,6 +139,11 @@ type Mirror struct {
 	raw  []byte // the batch's messages
 	held []byte // notifications received during a cycle
 
+	// A burst: messages applied since the socket was last idle for a
+	// second (logged when large: how long a big change took).
+	burstStart, burstLast time.Time
+	burstMsgs             int
+
 	closeOnce sync.Once
 }
 
@@ -151,10 +156,10 @@ func New(opts Options) (*Mirror, error) {
 		opts.ReceiveBuffer = 64 << 20
 	}
 	if opts.MaxBatchDelay <= 0 {
-		opts.MaxBatchDelay = 500 * time.Millisecond
+		opts.MaxBatchDelay = time.Second
 	}
 	if opts.IdleCommit <= 0 {
-		opts.IdleCommit = 20 * time.Millisecond
+		opts.IdleCommit = 100 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -233,8 +238,12 @@ func (m *Mirror) Run(stop <-chan struct{}) error {
 		}
 		fds[0] = unix.PollFd{Fd: int32(m.conn.Fd()), Events: unix.POLLIN}
 		fds[1] = unix.PollFd{Fd: int32(m.dumpc.Fd()), Events: unix.POLLIN}
-		if _, err := unix.Poll(fds, 200); err != nil && !errors.Is(err, unix.EINTR) {
+		ready, err := unix.Poll(fds, 200)
+		if err != nil && !errors.Is(err, unix.EINTR) {
 			return fmt.Errorf("kmirror: poll: %w", err)
+		}
+		if ready == 0 {
+			m.burstEnded()
 		}
 		if fds[1].Revents != 0 {
 			overrun, err := m.gather(m.dumpc)
@@ -294,6 +303,32 @@ func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 		n += countMessages(b)
 	}
 	return false, nil
+}
+
+// burstLog is the size from which a burst of changes is logged.
+const burstLog = 10000
+
+// noteBurst records n messages applied now.
+func (m *Mirror) noteBurst(n int) {
+	now := time.Now()
+	if m.burstMsgs == 0 {
+		m.burstStart = now
+	}
+	m.burstMsgs += n
+	m.burstLast = now
+}
+
+// burstEnded logs a large burst once the socket has been idle for a second.
+func (m *Mirror) burstEnded() {
+	if m.burstMsgs == 0 || time.Since(m.burstLast) < time.Second {
+		return
+	}
+	if m.burstMsgs >= burstLog {
+		m.log.Info("kmirror: applied a burst of kernel changes", "messages", m.burstMsgs,
+			"from", m.burstStart.Format(time.RFC3339Nano), "to", m.burstLast.Format(time.RFC3339Nano),
+			"took", m.burstLast.Sub(m.burstStart).Round(time.Millisecond))
+	}
+	m.burstMsgs = 0
 }
 
 // overrun handles lost notifications: a new cycle.
