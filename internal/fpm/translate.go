@@ -149,6 +149,9 @@ func (t *Translator) dev(ifindex uint32) (string, bool) {
 	return d, ok
 }
 
+// ForgetIfaces drops the cached interface name (a link changed).
+func (t *Translator) ForgetIfaces() { t.lastIf, t.lastDev = 0, "" }
+
 // implicit returns a held reference to the shared nexthop of spec.
 func (t *Translator) implicit(tx *fib.Txn, s nexthop.Spec) (*nexthop.Nexthop, error) {
 	reg := tx.Nexthops()

@@ -180,6 +180,7 @@ func (m *Mirror) link(h rtnl.Header, body []byte) {
 		return
 	}
 	m.links.Apply(h.Type, body)
+	m.tr.ForgetIfaces() // a rename or a reused index
 	up := h.Type == rtnl.RTM_NEWLINK && l.Flags&rtnl.IFF_UP != 0
 	was, known := m.up[l.Index]
 	if h.Type == rtnl.RTM_DELLINK {
