@@ -31,6 +31,11 @@ type Address struct {
 	Dev       string
 	Prefix    netip.Prefix // the address with its prefix length (not masked)
 	Secondary bool
+	// Owner: the configuration's addresses derive routes; the kernel
+	// mirror's (owned_address.go) only take part in source selection and
+	// IsLocalAddress, because the mirror copies the kernel's derived routes
+	// as they are.
+	Owner Owner
 }
 
 // ErrAddrNotFound is the kernel's EADDRNOTAVAIL.
@@ -62,7 +67,7 @@ func (tx *Txn) AddAddress(dev string, p netip.Prefix) error {
 // DelAddress removes an address from a device (matching address and length).
 func (tx *Txn) DelAddress(dev string, p netip.Prefix) error {
 	before := tx.devAddrs(dev)
-	i := slices.IndexFunc(tx.next.addrs, func(a Address) bool { return a.Dev == dev && a.Prefix == p })
+	i := slices.IndexFunc(tx.next.addrs, func(a Address) bool { return a.Owner == OwnerConfig && a.Dev == dev && a.Prefix == p })
 	if i < 0 {
 		return ErrAddrNotFound
 	}
@@ -70,7 +75,7 @@ func (tx *Txn) DelAddress(dev string, p netip.Prefix) error {
 	// Deleting a primary address deletes the secondaries of its subnet with
 	// it: Linux's default (net.ipv4.conf.*.promote_secondaries = 0).
 	tx.next.addrs = slices.DeleteFunc(slices.Clone(tx.next.addrs), func(a Address) bool {
-		return a == gone || !gone.Secondary && a.Dev == dev && a.Secondary &&
+		return a == gone || !gone.Secondary && a.Owner == OwnerConfig && a.Dev == dev && a.Secondary &&
 			a.Prefix.Bits() == p.Bits() && a.Prefix.Masked() == p.Masked()
 	})
 	if err := tx.syncDerived(dev, before, tx.f.nhs.DevUp(dev)); err != nil {
@@ -95,10 +100,12 @@ func (f *FIB) IsLocalAddress(a netip.Addr) bool {
 	return false
 }
 
+// devAddrs lists the configuration's addresses of dev (the ones that derive
+// routes).
 func (tx *Txn) devAddrs(dev string) []Address {
 	var out []Address
 	for _, a := range tx.next.addrs {
-		if a.Dev == dev {
+		if a.Dev == dev && a.Owner == OwnerConfig {
 			out = append(out, a)
 		}
 	}
@@ -147,7 +154,7 @@ func derived(addrs []Address, up bool) []*Route {
 
 // sameDerived compares a derived route template with a stored route.
 func sameDerived(a, b *Route) bool {
-	return a.Table == b.Table && a.Prefix == b.Prefix && a.Type == b.Type && a.Proto == b.Proto &&
+	return a.Owner == b.Owner && a.Table == b.Table && a.Prefix == b.Prefix && a.Type == b.Type && a.Proto == b.Proto &&
 		a.Scope == b.Scope && a.Src == b.Src && a.Metric == b.Metric &&
 		a.NH != nil && b.NH != nil && a.NH.Group == nil && b.NH.Group == nil &&
 		a.NH.Kind == b.NH.Kind && a.NH.Dev == b.NH.Dev && !a.NH.Gateway.IsValid() && !b.NH.Gateway.IsValid()
@@ -219,12 +226,12 @@ func (tx *Txn) addDerived(t *Route) error {
 	return nil
 }
 
-// flushDev removes every route whose (non-group) nexthop is an implicit
-// nexthop on dev, in all tables: what the kernel does when a device loses its
-// last address.
+// flushDev removes every configured route whose (non-group) nexthop is an
+// implicit nexthop on dev, in all tables: what the kernel does when a device
+// loses its last address. Learned routes are their source's to remove.
 func (tx *Txn) flushDev(dev string) {
 	tx.removeRoutesWhere(func(r *Route) bool {
-		return r.NH != nil && r.NH.Implicit() && r.NH.Group == nil && r.NH.Dev == dev
+		return r.Owner == OwnerConfig && r.NH != nil && r.NH.Implicit() && r.NH.Group == nil && r.NH.Dev == dev
 	})
 }
 

@@ -118,9 +118,21 @@ func (f *FIB) lookupIndex4(dst wire.Addr4) uint32 {
 }
 
 // The fib benchmark suite reads the merged trie and the compiled table,
-// which are no part of the FIB's API, through internal/fibbench.
+// and tests of writers watch the merged trie's changes, through
+// internal/fibbench: none of it is part of the FIB's API.
 func init() {
 	fibbench.Install(fibbench.Hooks{
+		Observe: func(f any, fn func(fibbench.Change)) {
+			f.(*FIB).observe(func(c commitInfo) {
+				if c.rebuild {
+					fn(fibbench.Change{Rebuild: true})
+					return
+				}
+				for _, m := range c.changes {
+					fn(fibbench.Change{Prefix: m.prefix, NH: m.nh, Deleted: m.deleted})
+				}
+			})
+		},
 		Merged: func(f any) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
 			return f.(*FIB).cur.Load().merged.all()
 		},

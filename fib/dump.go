@@ -69,3 +69,7 @@ func (f *FIB) RouteCounts() map[uint32]map[Type]int {
 	}
 	return out
 }
+
+// Size returns the number of prefixes of the lookup structure (the merged
+// trie of local and main): writers size their batches by it.
+func (f *FIB) Size() int { return f.cur.Load().merged.size() }

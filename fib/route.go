@@ -10,9 +10,14 @@ import (
 	"github.com/netfwd/netfwd/nexthop"
 )
 
-// Route is one configured route.
+// Route is one configured or learned route.
 type Route struct {
-	Table  uint32
+	Table uint32
+	// Owner is the source that installed the route (owner.go); Mark is a
+	// learned route's resync generation, writer-side only (learned.go).
+	// Both fill alignment padding: a Route is still 80 bytes.
+	Owner  Owner
+	Mark   uint8
 	Prefix netip.Prefix
 	Type   Type
 	Proto  Proto
@@ -41,6 +46,9 @@ type Path struct {
 type RouteSpec struct {
 	Prefix netip.Prefix
 	Table  uint32 // 0: main, or local for local and broadcast routes
+	// Owner is whose route it is (add) or whose routes to match (del):
+	// the zero value is the configuration.
+	Owner Owner
 
 	Type    Type
 	TypeSet bool // del: match Type only if set (add: Type is used as is)

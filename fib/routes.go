@@ -9,7 +9,9 @@ package fib
 //   del      removes the first route (metric order) matching every
 //            attribute given
 // Each (table, prefix) keeps its routes ordered by metric, insertion order
-// among equals; the first usable one decides lookups.
+// among equals; the first usable one decides lookups. Every operation sees
+// only the routes of its own owner (owner.go): "exists", "replace the first
+// of that metric" and "delete the first match" are all per owner.
 //
 // Locking: inside a Txn (FIB writer lock).
 
@@ -67,7 +69,7 @@ func (tx *Txn) insert(s RouteSpec, mode insertMode) error {
 // insertRoute stores a built route (its nexthop reference is already held).
 func (tx *Txn) insertRoute(r *Route, mode insertMode) error {
 	list := tx.getList(r.Table, r.Prefix)
-	same := slices.IndexFunc(list, func(o *Route) bool { return o.Metric == r.Metric })
+	same := slices.IndexFunc(list, func(o *Route) bool { return o.Metric == r.Metric && o.Owner == r.Owner })
 	var next []*Route
 	switch mode {
 	case modeAdd:
@@ -94,6 +96,9 @@ func (tx *Txn) insertRoute(r *Route, mode insertMode) error {
 		// the same metric makes the replace a no-op if it is the first of
 		// them, and an error otherwise.
 		for i := same; i < len(list) && list[i].Metric == r.Metric; i++ {
+			if list[i].Owner != r.Owner {
+				continue
+			}
 			if identical(list[i], r) {
 				if i == same {
 					tx.release(r)
@@ -113,10 +118,11 @@ func (tx *Txn) insertRoute(r *Route, mode insertMode) error {
 }
 
 // insertSorted returns a new list with r after every route of lower or
-// equal metric.
+// equal metric, except that at equal metric a configured route goes before
+// learned ones.
 func insertSorted(list []*Route, r *Route) []*Route {
 	i := 0
-	for i < len(list) && list[i].Metric <= r.Metric {
+	for i < len(list) && (list[i].Metric < r.Metric || list[i].Metric == r.Metric && list[i].Owner.rank() <= r.Owner.rank()) {
 		i++
 	}
 	next := make([]*Route, 0, len(list)+1)
@@ -126,7 +132,7 @@ func insertSorted(list []*Route, r *Route) []*Route {
 }
 
 func identical(a, b *Route) bool {
-	return a.Type == b.Type && a.Metric == b.Metric && a.NH == b.NH && a.Proto == b.Proto &&
+	return a.Owner == b.Owner && a.Type == b.Type && a.Metric == b.Metric && a.NH == b.NH && a.Proto == b.Proto &&
 		a.Scope == b.Scope && a.Src == b.Src
 }
 
@@ -143,11 +149,22 @@ func (tx *Txn) DelRoute(s RouteSpec) error {
 	}
 	id := s.table()
 	list := tx.getList(id, s.Prefix)
+	var other *Route
 	for i, r := range list {
-		if tx.matches(r, &s) {
-			tx.removeAt(id, s.Prefix, i)
-			return nil
+		if !tx.matches(r, &s) {
+			continue
 		}
+		if r.Owner != s.Owner {
+			if other == nil {
+				other = r
+			}
+			continue
+		}
+		tx.removeAt(id, s.Prefix, i)
+		return nil
+	}
+	if other != nil {
+		return &OwnedError{Route: other}
 	}
 	return ErrNoRoute
 }
@@ -226,7 +243,7 @@ func (tx *Txn) buildRoute(s RouteSpec) (*Route, error) {
 	if err := checkPrefix(s.Prefix); err != nil {
 		return nil, err
 	}
-	r := &Route{Table: s.table(), Prefix: s.Prefix, Type: s.Type, Proto: s.Proto, Metric: s.Metric, Src: s.Src}
+	r := &Route{Table: s.table(), Owner: s.Owner, Prefix: s.Prefix, Type: s.Type, Proto: s.Proto, Metric: s.Metric, Src: s.Src}
 	if r.Proto == ProtoUnspec {
 		r.Proto = ProtoBoot
 	}

@@ -32,9 +32,12 @@ type Txn struct {
 	ownedTables  map[uint32]bool // bulk: tries already cloned
 	mergedOwned  bool            // bulk: merged trie already cloned
 
-	changes  []mergedChange // the merged trie's changes, for observers
-	overflow bool           // too many changes: observers rebuild instead
-	done     bool
+	changes     []mergedChange // the merged trie's changes, for observers
+	overflow    bool           // too many changes: observers rebuild instead
+	changeLimit int            // 0: rebuildThreshold (learned.go may raise it)
+	done        bool
+
+	learned learnedTxn // learned.go
 }
 
 // rebuildThreshold: past this many merged changes, observers rebuild instead
@@ -57,6 +60,7 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 
 // Commit publishes the transaction's changes.
 func (tx *Txn) Commit() {
+	tx.FlushLearned()
 	tx.finish()
 	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
 		tx.next.own = newOwnAddrs(tx.next.tables[TableLocal])
@@ -83,6 +87,7 @@ func (tx *Txn) Commit() {
 // Abort discards the transaction.
 func (tx *Txn) Abort() {
 	tx.finish()
+	tx.abortLearned()
 	tx.f.nhs.Rollback()
 	tx.f.mu.Unlock()
 }
@@ -112,13 +117,22 @@ func (tx *Txn) getList(id uint32, p netip.Prefix) []*Route {
 // setList stores the routes of (table, prefix); an empty list removes the
 // prefix. It does not touch the merged trie (see updateMerged).
 func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
+	var rl *routeList
+	if len(routes) > 0 {
+		rl = &routeList{routes: routes}
+	}
+	tx.storeList(id, p, rl)
+}
+
+// storeList is setList for a list object (nil removes the prefix).
+func (tx *Txn) storeList(id uint32, p netip.Prefix, rl *routeList) {
 	if !tx.tablesCopied {
 		tx.next.tables = maps.Clone(tx.base.tables)
 		tx.tablesCopied = true
 	}
 	t := tx.next.tables[id]
 	if t == nil {
-		if len(routes) == 0 {
+		if rl == nil {
 			return
 		}
 		t = new(routeTrie)
@@ -131,17 +145,17 @@ func (tx *Txn) setList(id uint32, p netip.Prefix, routes []*Route) {
 			tx.next.tables[id] = t
 			tx.ownedTables[id] = true
 		}
-		if len(routes) == 0 {
+		if rl == nil {
 			t.Delete(p)
 		} else {
-			t.Insert(p, &routeList{routes: routes})
+			t.Insert(p, rl)
 		}
 		return
 	}
-	if len(routes) == 0 {
+	if rl == nil {
 		t = t.DeletePersist(p)
 	} else {
-		t = t.InsertPersist(p, &routeList{routes: routes})
+		t = t.InsertPersist(p, rl)
 	}
 	tx.next.tables[id] = t
 }
@@ -164,7 +178,7 @@ func (tx *Txn) logChange(c mergedChange) {
 	if tx.overflow {
 		return
 	}
-	if len(tx.changes) >= rebuildThreshold {
+	if len(tx.changes) >= max(rebuildThreshold, tx.changeLimit) {
 		tx.overflow, tx.changes = true, nil
 		return
 	}

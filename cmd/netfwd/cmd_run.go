@@ -2,12 +2,14 @@ package main
 
 // `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--io
 // auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled]
-// [--netns NAME]`: the daemon (internal/daemon). SIGHUP reloads the config
-// file, SIGINT/SIGTERM shut down cleanly (exit 0) within shutdownLimit, or
-// the process exits 1 anyway: a supervisor must always be able to stop it.
-// An invalid config (every error as FILE:LINE: reason), a missing interface,
-// a port another daemon holds or a listener that cannot be opened exits 1
-// with nothing started.
+// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]`: the daemon
+// (internal/daemon). --fpm listens for FRR zebra's FPM connection,
+// --mirror-kernel follows the kernel's routes (docs/routes.md). SIGHUP
+// reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0) within
+// shutdownLimit, or the process exits 1 anyway: a supervisor must always be
+// able to stop it. An invalid config (every error as FILE:LINE: reason), a
+// missing interface, a port another daemon holds or a listener that cannot
+// be opened exits 1 with nothing started.
 
 import (
 	"context"
@@ -32,7 +34,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]"
 
 func init() {
 	register(command{
@@ -61,6 +63,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 0, "datapath workers = receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
+	fpmAddr := fs.String("fpm", "", "listen for FRR zebra's FPM connection on ADDR:PORT (in the ports' namespace; zebra: fpm address 127.0.0.1 port 2620)")
+	mirror := fs.Bool("mirror-kernel", false, "follow the kernel's routes, nexthops and neighbours of the ports' namespace")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -70,7 +74,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
-		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log})
+		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
+		FPM: off(*fpmAddr), MirrorKernel: *mirror})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1

@@ -87,6 +87,14 @@ type Options struct {
 	NoLinkMonitor bool
 	// TickInterval is the housekeeping period (0: 100 ms).
 	TickInterval time.Duration
+	// FPM is the listen address of the FPM server for FRR's zebra, opened
+	// in the daemon's namespace ("" = none; routes.go).
+	FPM string
+	// MirrorKernel follows the kernel's routes in the daemon's namespace.
+	MirrorKernel bool
+	// IfaceMap maps kernel interface indices of the daemon's namespace to
+	// netfwd devices for FPM and mirrored routes (nil: by name).
+	IfaceMap func(ifindex uint32) (dev string, ok bool)
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -139,6 +147,7 @@ type Daemon struct {
 	reloadMu sync.Mutex
 
 	linkmon *linkMonitor
+	routes  routeSources // routes.go
 }
 
 // tableUser is a goroutine that holds resources of the ports in the table
@@ -275,6 +284,9 @@ func New(opts Options) (d *Daemon, err error) {
 		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
+	}
+	if err := d.openRouteSources(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -448,8 +460,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.linkmon.run(d.stop, d.linkChanged)
 		}()
 	}
+	d.startRouteSources(&servers)
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
-		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl)
+		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
+		"mirror_kernel", d.opts.MirrorKernel)
 
 	<-ctx.Done()
 	d.log.Info("netfwd shutting down")
@@ -469,6 +483,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.ctlSrv != nil {
 		d.ctlSrv.Close()
 	}
+	d.closeRouteSources()
 	t0 := time.Now()
 	ps := d.ports.Load().list
 	parallel(len(ps), func(i int) { ps[i].shutdown() })
@@ -507,6 +522,7 @@ func (d *Daemon) closeAll() error {
 	for _, w := range d.workers {
 		w.release()
 	}
+	errs = append(errs, d.closeRouteSources())
 	errs = append(errs, d.closePorts())
 	return errors.Join(errs...)
 }

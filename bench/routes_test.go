@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/fpm"
+)
+
+// go test -bench Routes ./bench: the loads of `netfwd bench routes`, one
+// full table per iteration (-benchtime 1x is one load).
+func BenchmarkRoutes(b *testing.B) {
+	s, err := NewRoutesSetup(0)
+	if err != nil {
+		b.Skip(err)
+	}
+	for name, load := range s.RoutesCases() {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := load(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(s.Prefixes)), "ns/route")
+		})
+	}
+	b.Run("fpm-replay", func(b *testing.B) {
+		v, err := s.RoutesCases()["fpm-nhg"]()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for b.Loop() {
+			if _, _, err := s.replay(v.(*fib.FIB)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(s.Prefixes)), "ns/route")
+	})
+}
+
+// The suite runs end to end in quick mode: every case loads the table, the
+// FPM loads cost no more memory per route than the config file's, and the
+// replay changes nothing.
+func TestRoutesSuiteQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 100,000 routes eight times")
+	}
+	recs, err := runRoutes(Options{Quick: true, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := map[string]float64{}
+	for _, r := range recs {
+		if r.Params["procs"] == 1 {
+			if b, ok := r.Extra["bytes_per_route"].(float64); ok {
+				mem[r.Impl] = b
+			}
+		}
+	}
+	for _, impl := range []string{"fpm-nhg", "fpm-inline", "fpm-tcp"} {
+		if mem[impl] == 0 || mem[impl] > mem["config-load"]*1.02 {
+			t.Errorf("%s: %.0f bytes per route, config file %.0f", impl, mem[impl], mem["config-load"])
+		}
+	}
+	_ = fpm.ApplyStream
+}

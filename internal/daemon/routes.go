@@ -1,0 +1,208 @@
+package daemon
+
+// Routes from the network: the FPM server for FRR's zebra (--fpm) and the
+// kernel mirror (--mirror-kernel), wired to the daemon's FIB.
+//
+// Flow: New opens them (openRouteSources): the FPM listener inside the
+// daemon's namespace, where zebra runs and connects to 127.0.0.1; the
+// mirror's sockets in the same namespace; and, for the FPM, a link table
+// following the namespace's interfaces, which maps the kernel interface
+// indices zebra names to netfwd devices by name. Run starts them
+// (startRouteSources) and stops them with everything else; learned routes
+// stay in the FIB until the process ends (or their source's sweep or stale
+// timeout removes them).
+//
+// The interface hook (Options.IfaceMap) is where the host path maps a
+// port's twin interface to the port; by default a kernel interface maps to
+// the netfwd device of the same name (a route through an interface that is
+// no netfwd port stays in the FIB, and its traffic is dropped as "no
+// egress").
+//
+// Locking: resolveMu serialises the synchronous ifindex lookups of
+// interfaces the link table has not seen yet; the sources have their own.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/fpm"
+	"github.com/netfwd/netfwd/internal/kmirror"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/rtnl"
+)
+
+// routeSources are the daemon's routing sources.
+type routeSources struct {
+	fpm        *fpm.Server
+	mirror     *kmirror.Mirror
+	mirrorRuns bool
+
+	links     *rtnl.LinkTable
+	linkConn  *rtnl.Conn // follows links (FPM without a custom IfaceMap)
+	resolveMu sync.Mutex
+	resolve   *rtnl.Conn // guarded by resolveMu
+}
+
+// RouteSources are the counters of the daemon's routing sources (nil when
+// a source is off), for metrics.
+type RouteSources struct {
+	FPM    *fpm.Stats
+	Mirror *kmirror.Stats
+}
+
+// RouteSources returns the routing sources' counters.
+func (d *Daemon) RouteSources() RouteSources {
+	var s RouteSources
+	if d.routes.fpm != nil {
+		s.FPM = d.routes.fpm.Stats()
+	}
+	if d.routes.mirror != nil {
+		s.Mirror = d.routes.mirror.Stats()
+	}
+	return s
+}
+
+// FPMAddr returns the FPM listener's address ("" without one).
+func (d *Daemon) FPMAddr() string {
+	if d.routes.fpm == nil {
+		return ""
+	}
+	return d.routes.fpm.Addr().String()
+}
+
+// openRouteSources opens what the options ask for; on error the caller
+// closes everything.
+func (d *Daemon) openRouteSources() error {
+	o := d.opts
+	r := &d.routes
+	iface := o.IfaceMap
+	if o.FPM != "" && iface == nil {
+		r.links = rtnl.NewLinkTable()
+		err := pktio.InNetns(o.Netns, func() (err error) {
+			if r.linkConn, err = rtnl.Open(rtnl.RTNLGRP_LINK); err != nil {
+				return err
+			}
+			r.resolve, err = rtnl.Open()
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("fpm: interface table: %w", err)
+		}
+		r.linkConn.SetReadTimeout(200 * time.Millisecond)
+		r.resolve.SetReadTimeout(200 * time.Millisecond)
+		iface = d.ifaceByName
+	}
+	if o.FPM != "" {
+		err := pktio.InNetns(o.Netns, func() (err error) {
+			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if o.MirrorKernel {
+		var err error
+		r.mirror, err = kmirror.New(kmirror.Options{FIB: d.e.FIB(), Netns: o.Netns, Iface: o.IfaceMap,
+			Neigh: d.mirrorNeigh, Logger: d.log})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ifaceByName is the default interface hook: the kernel interface's name.
+func (d *Daemon) ifaceByName(ifindex uint32) (string, bool) {
+	r := &d.routes
+	if name, ok := r.links.Name(ifindex); ok {
+		return name, true
+	}
+	// An interface created just before zebra's route names it: ask.
+	r.resolveMu.Lock()
+	defer r.resolveMu.Unlock()
+	return r.links.Resolve(r.resolve, ifindex)
+}
+
+// mirrorNeigh installs a neighbour of the kernel as a `neigh` line would.
+func (d *Daemon) mirrorNeigh(u kmirror.NeighUpdate) error {
+	var line string
+	if u.Delete {
+		line = fmt.Sprintf("neigh del %s dev %s", u.IP, u.Dev)
+	} else {
+		mac := make([]string, 6)
+		for i, b := range u.MAC {
+			mac[i] = fmt.Sprintf("%02x", b)
+		}
+		line = fmt.Sprintf("neigh replace %s lladdr %s dev %s nud %s", u.IP, strings.Join(mac, ":"), u.Dev, u.State)
+	}
+	cmd, ok, err := config.ParseLine(config.Pos{File: "kernel-mirror"}, line)
+	if err != nil || !ok {
+		return fmt.Errorf("kernel neighbour: %q: %v", line, err)
+	}
+	return d.ctl.Apply([]config.Command{cmd})
+}
+
+// startRouteSources starts the sources' goroutines; they end when d.stop
+// closes (the FPM server with closeRouteSources).
+func (d *Daemon) startRouteSources(wg *sync.WaitGroup) {
+	r := &d.routes
+	if r.linkConn != nil {
+		c := r.linkConn
+		r.linkConn = nil // Follow owns and closes it
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.links.Follow(c, d.stop); err != nil {
+				d.log.Error("fpm: interface table", "err", err)
+			}
+		}()
+	}
+	if r.fpm != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.fpm.Serve(); err != nil {
+				d.log.Error("fpm server", "err", err)
+			}
+		}()
+	}
+	if r.mirror != nil {
+		m := r.mirror
+		r.mirrorRuns = true // Run closes its sockets when d.stop closes
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Run(d.stop); err != nil {
+				d.log.Error("kernel mirror", "err", err)
+			}
+		}()
+	}
+}
+
+// closeRouteSources closes the sources (safe to call more than once).
+func (d *Daemon) closeRouteSources() error {
+	r := &d.routes
+	var errs []error
+	if r.fpm != nil {
+		errs = append(errs, r.fpm.Close())
+	}
+	if r.mirror != nil && !r.mirrorRuns {
+		errs = append(errs, r.mirror.Close())
+	}
+	if r.linkConn != nil {
+		errs = append(errs, r.linkConn.Close())
+		r.linkConn = nil
+	}
+	r.resolveMu.Lock()
+	if r.resolve != nil {
+		errs = append(errs, r.resolve.Close())
+		r.resolve = nil
+	}
+	r.resolveMu.Unlock()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,329 @@
+// Package fpm is netfwd's FPM server: FRR's zebra (loaded with
+// `-M dplane_fpm_nl`) connects to it over TCP and streams its routes and
+// nexthop objects as netlink messages in FPM frames; they become learned
+// routes of owner fib.OwnerFPM.
+//
+// Flow: Listen binds; Serve accepts one connection at a time (a new one
+// replaces the old: zebra reconnects after a restart, the old connection may
+// be half-open). Each connection is a session with its own mark and
+// Translator (translate.go): frames are read in batches (conn.go), each
+// batch applied in one FIB transaction, frame by frame, a frame only once
+// all its messages decoded. A malformed frame applies nothing of itself,
+// is counted, and closes the connection: zebra reconnects and replays.
+//
+// Resync (zebra sends no end-of-replay marker): routes a session installs
+// or confirms carry its mark, so the routes of earlier sessions that the
+// new one has not replayed are recognisable without touching any route at
+// the start of the session, and forwarding keeps using them meanwhile. The
+// sweep that removes them runs once per session: when the session has
+// delivered at least one route of every protocol among those stale routes
+// and then been quiet (no route or nexthop message) for SweepQuiet, or
+// SweepMax after it started. (After a restart zebra replays its connected
+// routes at once, but BGP routes only once bgpd has re-established its
+// sessions, seconds later: a quiet period alone would sweep them first.) A
+// session that ends leaves its routes in place (graceful restart); if no
+// new session has started after StaleTime they are all removed.
+//
+// Locking: mu guards the session bookkeeping; FIB changes happen in FIB
+// transactions from the session goroutine (or the stale timer), one at a
+// time (the FIB writer lock).
+package fpm
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/rtnl"
+)
+
+// Options configure a Server.
+type Options struct {
+	FIB *fib.FIB
+	// Iface maps zebra's interface indices (the kernel's, in zebra's
+	// namespace) to netfwd devices. Required.
+	Iface IfaceFunc
+	// Logger (nil: slog.Default()).
+	Logger *slog.Logger
+	// SweepQuiet: a new session sweeps the routes it did not replay after
+	// this long without a route or nexthop message (0: 10 s).
+	SweepQuiet time.Duration
+	// SweepMax: ... or this long after the session started (0: 120 s).
+	SweepMax time.Duration
+	// StaleTime: routes of a lost session are removed if no new session
+	// started within this time (0: 120 s; negative: never).
+	StaleTime time.Duration
+	// KeepKernelProto installs zebra's routes of protocol kernel (its copies
+	// of the namespace's connected routes); by default they are skipped:
+	// netfwd derives connected routes from its own addresses.
+	KeepKernelProto bool
+	// MaxBatch bounds the frames of one transaction (0: 1<<20).
+	MaxBatch int
+	// MaxBatchDelay bounds how long a frame waits for its batch (0: 1 s):
+	// during a long stream a route becomes visible at the latest this long
+	// after it arrived, plus the transaction's time (conn.go).
+	MaxBatchDelay time.Duration
+	// IdleCommit applies the waiting frames when the stream pauses this
+	// long (0: 100 ms): the end of a replay or of an update burst.
+	IdleCommit time.Duration
+}
+
+func (o *Options) normalize() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SweepQuiet <= 0 {
+		o.SweepQuiet = 10 * time.Second
+	}
+	if o.SweepMax <= 0 {
+		o.SweepMax = 120 * time.Second
+	}
+	if o.StaleTime == 0 {
+		o.StaleTime = 120 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1 << 20
+	}
+	if o.MaxBatchDelay <= 0 {
+		o.MaxBatchDelay = time.Second
+	}
+	if o.IdleCommit <= 0 {
+		o.IdleCommit = 100 * time.Millisecond
+	}
+}
+
+// Stats are the server's counters (atomic; the translator's are in C).
+type Stats struct {
+	Connections   atomic.Uint64
+	Frames        atomic.Uint64
+	Messages      atomic.Uint64
+	Batches       atomic.Uint64 // FIB transactions
+	BulkBatches   atomic.Uint64 // of them in place (tries cloned once)
+	SkippedFrames atomic.Uint64 // frames of a type other than netlink
+	Sweeps        atomic.Uint64
+	SweptRoutes   atomic.Uint64
+	StaleFlushes  atomic.Uint64 // lost sessions whose routes timed out
+	// MaxBatchNanos is the longest transaction so far, from its first
+	// frame to its commit: the most a route waited to become visible.
+	MaxBatchNanos atomic.Int64
+	Connected     atomic.Bool
+	C             Counters // route and nexthop messages
+
+	mu        sync.Mutex
+	malformed map[string]uint64 // guarded by mu
+}
+
+func (s *Stats) countMalformed(err error) {
+	reason := err.Error()
+	var e *rtnl.Error
+	if errors.As(err, &e) {
+		reason = e.Reason
+	}
+	s.mu.Lock()
+	if s.malformed == nil {
+		s.malformed = map[string]uint64{}
+	}
+	s.malformed[reason]++
+	s.mu.Unlock()
+}
+
+// Malformed returns the malformed frames by reason.
+func (s *Stats) Malformed() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]uint64, len(s.malformed))
+	for k, v := range s.malformed {
+		out[k] = v
+	}
+	return out
+}
+
+// Server is an FPM server.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	ln    net.Listener
+	stats Stats
+
+	mu     sync.Mutex
+	cur    *session    // guarded by mu
+	mark   uint8       // mark of the latest session; guarded by mu
+	stale  *time.Timer // guarded by mu
+	closed bool        // guarded by mu
+	wg     sync.WaitGroup
+}
+
+// Listen binds the FPM listener on addr (host:port).
+func Listen(addr string, opts Options) (*Server, error) {
+	if opts.FIB == nil || opts.Iface == nil {
+		return nil, errors.New("fpm: FIB and Iface are required")
+	}
+	opts.normalize()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fpm: %w", err)
+	}
+	return &Server{opts: opts, log: opts.Logger, ln: ln}, nil
+}
+
+// Addr returns the listener's address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Stats returns the server's counters.
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// Serve accepts connections until Close.
+func (s *Server) Serve() error {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.stats.Connections.Add(1)
+		s.mu.Lock()
+		old := s.cur
+		s.mu.Unlock()
+		if old != nil {
+			s.log.Info("fpm: new connection replaces the current one", "old", old.conn.RemoteAddr(), "new", c.RemoteAddr())
+			old.conn.Close()
+			<-old.done
+		}
+		sess, ok := s.startSession(c)
+		if !ok {
+			c.Close()
+			return nil
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sess.run()
+		}()
+	}
+}
+
+// Close stops the server: the listener and the current connection close;
+// learned routes stay in the FIB. Closing twice is a no-op.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cur := s.cur
+	if s.stale != nil {
+		s.stale.Stop()
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	if cur != nil {
+		cur.conn.Close()
+	}
+	s.wg.Wait()
+	return err
+}
+
+// startSession registers a session for a new connection with the next mark.
+func (s *Server) startSession(c net.Conn) (*session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	if s.stale != nil {
+		s.stale.Stop()
+		s.stale = nil
+	}
+	s.mark++
+	if s.mark == 0 {
+		s.mark = 1
+	}
+	sess := &session{s: s, conn: c, done: make(chan struct{}), start: time.Now(),
+		tr: NewTranslator(fib.OwnerFPM, s.mark, s.opts.Iface, &s.stats.C)}
+	sess.tr.KeepKernelProto = s.opts.KeepKernelProto
+	sess.lastMsg = sess.start
+	tx := s.opts.FIB.Begin(1)
+	sess.stale = tx.StaleProtos(fib.OwnerFPM, s.mark)
+	tx.Abort()
+	s.cur = sess
+	s.stats.Connected.Store(true)
+	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
+	return sess, true
+}
+
+// endSession drops a finished session's nexthop ids and arms the stale
+// timer.
+func (s *Server) endSession(sess *session, why error) {
+	tx := s.opts.FIB.Begin(1)
+	sess.tr.Close(tx)
+	tx.Commit()
+	s.mu.Lock()
+	if s.cur == sess {
+		s.cur = nil
+		s.stats.Connected.Store(false)
+	}
+	if !s.closed && s.opts.StaleTime > 0 {
+		if s.stale != nil {
+			s.stale.Stop()
+		}
+		s.stale = time.AfterFunc(s.opts.StaleTime, s.flushStale)
+	}
+	s.mu.Unlock()
+	s.log.Info("fpm: connection closed", "remote", sess.conn.RemoteAddr(), "reason", why,
+		"session", time.Since(sess.start).Round(time.Millisecond))
+	close(sess.done)
+}
+
+// flushStale removes every learned route when no session followed a lost
+// one within StaleTime.
+func (s *Server) flushStale() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil || s.closed {
+		return
+	}
+	tx := s.opts.FIB.Begin(s.opts.FIB.Size())
+	n := tx.DropLearned(fib.OwnerFPM)
+	tx.Commit()
+	s.stats.StaleFlushes.Add(1)
+	s.stats.SweptRoutes.Add(uint64(n))
+	s.log.Warn("fpm: no zebra session since the last one ended: removed its routes", "after", s.opts.StaleTime, "routes", n)
+}
+
+// sweep removes the routes that the session did not install or confirm.
+func (s *Server) sweep(sess *session, why string) {
+	f := s.opts.FIB
+	probe := f.Begin(1)
+	all, marked := probe.LearnedCount(fib.OwnerFPM, sess.tr.Mark)
+	probe.Abort()
+	n := 0
+	if stale := all - marked; stale > 0 {
+		hint := stale
+		if stale > f.Size()/16 {
+			hint = f.Size() // in place: many deletions
+		}
+		tx := f.Begin(hint)
+		n = tx.SweepLearned(fib.OwnerFPM, sess.tr.Mark)
+		tx.Commit()
+	}
+	s.stats.Sweeps.Add(1)
+	s.stats.SweptRoutes.Add(uint64(n))
+	s.log.Info("fpm: swept the routes zebra did not replay", "trigger", why, "removed", n, "kept", marked,
+		"after", time.Since(sess.start).Round(time.Millisecond),
+		"max_batch", time.Duration(s.stats.MaxBatchNanos.Load()).Round(time.Millisecond),
+		"batches", s.stats.Batches.Load(), "bulk_batches", s.stats.BulkBatches.Load())
+}
