@@ -147,8 +147,8 @@ func TestDiffFilesErrors(t *testing.T) {
 		t.Fatalf("errors %v", fd.Errs)
 	}
 	got := renderSteps(fd.Steps)
-	want := "a.conf:2 lenient=true route delete {Prefix:10.0.0.0/8 Table:0 Type:unicast TypeSet:true Proto:boot Scope:global ScopeSet:false Metric:0 MetricSet:false Src:invalid IP NhID:0 Gateway:192.0.2.9 Dev: OnLink:false Multipath:[]}\n" +
-		"b.conf:3 lenient=false route add {Prefix:10.1.0.0/16 Table:0 Type:unicast TypeSet:false Proto:unspec Scope:global ScopeSet:false Metric:0 MetricSet:false Src:invalid IP NhID:0 Gateway:192.0.2.9 Dev: OnLink:false Multipath:[]}"
+	want := "a.conf:2 lenient=true route delete {Prefix:10.0.0.0/8 Table:0 Owner:config Type:unicast TypeSet:true Proto:boot Scope:global ScopeSet:false Metric:0 MetricSet:false Src:invalid IP NhID:0 Gateway:192.0.2.9 Dev: OnLink:false Multipath:[]}\n" +
+		"b.conf:3 lenient=false route add {Prefix:10.1.0.0/16 Table:0 Owner:config Type:unicast TypeSet:false Proto:unspec Scope:global ScopeSet:false Metric:0 MetricSet:false Src:invalid IP NhID:0 Gateway:192.0.2.9 Dev: OnLink:false Multipath:[]}"
 	if got != want {
 		t.Fatalf("steps:\n%s\nwant:\n%s", got, want)
 	}
@@ -161,8 +161,8 @@ func TestDiffFilesErrors(t *testing.T) {
 // one field has another sum. RouteSpec and Path growing a field fails here
 // until routeSum encodes it.
 func TestRouteSumCoversSpec(t *testing.T) {
-	if n := reflect.TypeFor[fib.RouteSpec]().NumField(); n != 15 {
-		t.Fatalf("fib.RouteSpec has %d fields, routeSum encodes 15: add the new ones to it and here", n)
+	if n := reflect.TypeFor[fib.RouteSpec]().NumField(); n != 16 {
+		t.Fatalf("fib.RouteSpec has %d fields, routeSum encodes 16: add the new ones to it and here", n)
 	}
 	if n := reflect.TypeFor[fib.Path]().NumField(); n != 4 {
 		t.Fatalf("fib.Path has %d fields, routeSum encodes 4: add the new ones to it and here", n)
@@ -174,6 +174,7 @@ func TestRouteSumCoversSpec(t *testing.T) {
 		"op":        func(r *config.RouteCmd) { r.Op = "append" },
 		"prefix":    func(r *config.RouteCmd) { r.Spec.Prefix = netip.MustParsePrefix("10.0.0.0/9") },
 		"table":     func(r *config.RouteCmd) { r.Spec.Table = 100 },
+		"owner":     func(r *config.RouteCmd) { r.Spec.Owner = fib.OwnerFPM },
 		"type":      func(r *config.RouteCmd) { r.Spec.Type = fib.Blackhole },
 		"typeset":   func(r *config.RouteCmd) { r.Spec.TypeSet = true },
 		"proto":     func(r *config.RouteCmd) { r.Spec.Proto = fib.ProtoBoot },

@@ -520,7 +520,7 @@ func (n *normaliser) routeSum(r *config.RouteCmd) [2]uint64 {
 	b = appendString(b, r.Op)
 	b, _ = s.Prefix.AppendBinary(b)
 	b = binary.LittleEndian.AppendUint32(b, s.Table)
-	b = append(b, byte(s.Type), flag(s.TypeSet), byte(s.Proto), byte(s.Scope), flag(s.ScopeSet))
+	b = append(b, byte(s.Owner), byte(s.Type), flag(s.TypeSet), byte(s.Proto), byte(s.Scope), flag(s.ScopeSet))
 	b = binary.LittleEndian.AppendUint32(b, s.Metric)
 	b = append(b, flag(s.MetricSet))
 	b, _ = s.Src.AppendBinary(appendLen(b, s.Src))

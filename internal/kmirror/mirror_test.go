@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/show"
 	"github.com/netfwd/netfwd/internal/rtnl"
+	"github.com/netfwd/netfwd/internal/show"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/nexthop"
 )
