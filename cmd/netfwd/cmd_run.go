@@ -2,9 +2,11 @@ package main
 
 // `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--io
 // auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled]
-// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]`: the daemon
-// (internal/daemon). --fpm listens for FRR zebra's FPM connection,
-// --mirror-kernel follows the kernel's routes (docs/routes.md). SIGHUP
+// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path
+// [--punt-echo]]`: the daemon (internal/daemon). --fpm listens for FRR
+// zebra's FPM connection, --mirror-kernel follows the kernel's routes
+// (docs/routes.md), --host-path gives the box's own daemons Linux twins of
+// the router's interfaces (docs/hostpath.md). SIGHUP
 // reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0) within
 // shutdownLimit, or the process exits 1 anyway: a supervisor must always be
 // able to stop it. An invalid config (every error as FILE:LINE: reason), a
@@ -34,7 +36,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo]]"
 
 func init() {
 	register(command{
@@ -65,6 +67,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
 	fpmAddr := fs.String("fpm", "", "listen for FRR zebra's FPM connection on ADDR:PORT (in the ports' namespace; zebra: fpm address 127.0.0.1 port 2620)")
 	mirror := fs.Bool("mirror-kernel", false, "follow the kernel's routes, nexthops and neighbours of the ports' namespace")
+	hostPath := fs.Bool("host-path", false, "give every router interface a Linux twin (nf-PORT) for the box's own daemons (docs/hostpath.md)")
+	puntEcho := fs.Bool("punt-echo", false, "with --host-path: the kernel answers pings to the router, not netfwd")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,7 +79,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
-		FPM: off(*fpmAddr), MirrorKernel: *mirror})
+		FPM: off(*fpmAddr), MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1

@@ -21,6 +21,15 @@
 //	flood_total{mode}                            inline, deferred; flood_queue_drops_total
 //	neigh_entries{state}, neigh_lookups_total{result}, neigh_queue_drops_total, arp_drops_total{reason}
 //	icmp_sent_total{type}, icmp_rate_limited_total
+//	punted_total                                 frames the router handed to the host path (l3)
+//	hostpath_{punted,punt_drops,punt_errors,injected,inject_errors,inject_filtered}_total{port}
+//	hostpath_rate_limited_total{port,class}      punts refused by a twin's rate limit
+//	route_source_connected{source}               fpm: zebra connected; kernel: first sync done
+//	route_source_{messages,batches,sweeps,swept_routes}_total{source}
+//	route_source_routes_total{source,op}         added, replaced, unchanged, deleted
+//	route_source_skipped_total{source,reason}    routes not installed, by reason
+//	route_source_malformed_total{reason}         FPM frames that closed the connection
+//	route_source_overruns_total                  kernel mirror: ENOBUFS, resynced
 //
 // Locking: Collect reads atomics and takes the short dump locks of the
 // tables it counts (FDB, neighbour table).
@@ -33,6 +42,9 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/apply"
+	"github.com/netfwd/netfwd/internal/fpm"
+	"github.com/netfwd/netfwd/internal/hostpath"
+	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
@@ -54,6 +66,11 @@ type Source struct {
 	Controller *apply.Controller // for the configured FDB limits (may be nil)
 	// Ports returns the socket counters of the opened ports (may be nil).
 	Ports func() []PortIO
+	// Twins returns the host path's twins (may be nil).
+	Twins func() []*hostpath.Twin
+	// FPM and Mirror are the routing sources' counters (nil when off).
+	FPM    *fpm.Stats
+	Mirror *kmirror.Stats
 }
 
 // fdbBreakdownMax bounds the FDBs whose entries are counted by type at
@@ -111,6 +128,23 @@ func NewCollector(src Source) *Collector {
 		"arp_drops":         desc("arp_drops_total", "ARP frames dropped by reason.", "reason"),
 		"icmp_sent":         desc("icmp_sent_total", "ICMP messages the router sent, by type.", "type"),
 		"icmp_limited":      desc("icmp_rate_limited_total", "ICMP errors suppressed by the rate limit."),
+		"punted":            desc("punted_total", "Frames the router handed to the host path."),
+		"hp_punted":         desc("hostpath_punted_total", "Frames written into the port's twin.", "port"),
+		"hp_punt_drops":     desc("hostpath_punt_drops_total", "Punts dropped: the twin's queue was full or it had no device.", "port"),
+		"hp_punt_errors":    desc("hostpath_punt_errors_total", "Punts refused as malformed or too big, or refused by the kernel.", "port"),
+		"hp_rate_limited":   desc("hostpath_rate_limited_total", "Punts refused by the twin's rate limit, by class.", "port", "class"),
+		"hp_injected":       desc("hostpath_injected_total", "Frames the kernel sent on the twin and netfwd sent out of the port.", "port"),
+		"hp_inject_errors":  desc("hostpath_inject_errors_total", "Frames from the twin that could not be sent (interface down, unreadable).", "port"),
+		"hp_inject_filter":  desc("hostpath_inject_filtered_total", "The kernel's ARP replies, dropped (netfwd answers ARP).", "port"),
+		"rs_connected":      desc("route_source_connected", "fpm: zebra is connected; kernel: the mirror holds the kernel's table.", "source"),
+		"rs_messages":       desc("route_source_messages_total", "Netlink messages read from the source.", "source"),
+		"rs_batches":        desc("route_source_batches_total", "FIB transactions committed from the source.", "source"),
+		"rs_sweeps":         desc("route_source_sweeps_total", "Stale-route sweeps (after a reconnect or a resync).", "source"),
+		"rs_swept":          desc("route_source_swept_routes_total", "Stale routes removed by sweeps.", "source"),
+		"rs_routes":         desc("route_source_routes_total", "Route messages applied, by operation.", "source", "op"),
+		"rs_skipped":        desc("route_source_skipped_total", "Routes not installed, by reason.", "source", "reason"),
+		"rs_malformed":      desc("route_source_malformed_total", "Malformed FPM frames (the connection is closed), by reason.", "reason"),
+		"rs_overruns":       desc("route_source_overruns_total", "Kernel mirror notifications lost (ENOBUFS), each followed by a resync."),
 	}
 	return &Collector{src: src, descs: d}
 }
@@ -193,6 +227,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter("icmp_sent", v, t)
 	}
 	counter("icmp_limited", s.ICMPRateLimited)
+	counter("punted", s.Punted)
 	for table, types := range e.FIB().RouteCounts() {
 		for typ, n := range types {
 			gauge("fib_routes", float64(n), tableName(table), typ.String())
@@ -236,6 +271,48 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				counter("xdp_fill_empty", x.FillRingEmpty, p.Name)
 			}
 		}
+	}
+	if c.src.Twins != nil {
+		for _, t := range c.src.Twins() {
+			st, port := t.Stats(), t.Port()
+			counter("hp_punted", st.Punted, port)
+			counter("hp_punt_drops", st.PuntDrops, port)
+			counter("hp_punt_errors", st.PuntErrors, port)
+			for cl, v := range st.RateLimited {
+				counter("hp_rate_limited", v, port, hostpath.Class(cl).String())
+			}
+			counter("hp_injected", st.Injected, port)
+			counter("hp_inject_errors", st.InjectErrors, port)
+			counter("hp_inject_filter", st.InjectFiltered, port)
+		}
+	}
+	routeSource := func(src string, connected bool, messages, batches, sweeps, swept uint64, rc *fpm.Counters) {
+		b := 0.0
+		if connected {
+			b = 1
+		}
+		gauge("rs_connected", b, src)
+		counter("rs_messages", messages, src)
+		counter("rs_batches", batches, src)
+		counter("rs_sweeps", sweeps, src)
+		counter("rs_swept", swept, src)
+		counter("rs_routes", rc.RoutesAdded.Load(), src, "added")
+		counter("rs_routes", rc.RoutesReplaced.Load(), src, "replaced")
+		counter("rs_routes", rc.RoutesUnchanged.Load(), src, "unchanged")
+		counter("rs_routes", rc.RoutesDeleted.Load(), src, "deleted")
+		for r, v := range rc.Skipped() {
+			counter("rs_skipped", v, src, r)
+		}
+	}
+	if f := c.src.FPM; f != nil {
+		routeSource("fpm", f.Connected.Load(), f.Messages.Load(), f.Batches.Load(), f.Sweeps.Load(), f.SweptRoutes.Load(), &f.C)
+		for r, v := range f.Malformed() {
+			counter("rs_malformed", v, r)
+		}
+	}
+	if m := c.src.Mirror; m != nil {
+		routeSource("kernel", m.Synced.Load(), m.Messages.Load(), m.Batches.Load(), m.Sweeps.Load(), m.SweptRoutes.Load(), &m.C)
+		counter("rs_overruns", m.Overruns.Load())
 	}
 }
 
