@@ -329,7 +329,7 @@ protocol bgp rtr {
 
 func TestHostPathBGPUnderFlood(t *testing.T) {
 	testenv.RequireRoot(t, "trafgen", "bird", "birdc", "vtysh", frrZebra, frrBgpd)
-	e := newE2EArgs(t, lab.Standard(), nil, "--host-path", "--fpm", "127.0.0.1:2620")
+	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path", "--fpm", "127.0.0.1:2620")
 	dir, err := os.MkdirTemp("", "nfhostpath")
 	if err != nil {
 		t.Fatal(err)
@@ -346,9 +346,14 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	l.startBird(e.host("isp").NS, "bird-isp", hostPathBirdPeer)
 
 	// Established in-band, and the route reaches netfwd over FPM.
-	learned := func() string {
-		out, _ := e.ctlErr("route show 198.18.5.0/24")
-		return out
+	learned := func() string { // netfwd's route to 198.18.5.0/24
+		out, _ := e.ctlErr("route show")
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "198.18.5.0/24 ") {
+				return line
+			}
+		}
+		return ""
 	}
 	ok, why := eventually(40*time.Second, func() (bool, string) {
 		n, up, rcvd := bgpdPeer(l.rtr, dir, "203.0.113.1")
@@ -361,7 +366,10 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 		return true, ""
 	})
 	if !ok {
-		t.Fatalf("BGP through the host path: %s", why)
+		rib, _ := testenv.Output("ip", "netns", "exec", l.rtr, "vtysh", "--vty_socket", dir, "-c", "show ip route")
+		kern, _ := testenv.Output("ip", "-n", l.rtr, "route", "show")
+		all, _ := e.ctlErr("route show")
+		t.Fatalf("BGP through the host path: %s\nzebra:\n%s\nkernel:\n%s\nnetfwd:\n%s", why, rib, kern, all)
 	}
 	est0, _, _ := bgpdPeer(l.rtr, dir, "203.0.113.1")
 
@@ -370,7 +378,8 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	// leave) and isp -> h2 (in through eth0, where the peer's arrive).
 	const flood = 60 * time.Second
 	h1, isp := e.host("h1"), e.host("isp")
-	fwd0 := e.scrape().Sum(metricForwarded)
+	m0 := e.scrape()
+	fwd0, drops0 := m0.Sum(metricForwarded), m0.Sum("netfwd_pktio_ring_drops_total")
 	stop1 := trafgenFlood(t, h1.NS, h1.Iface, lab.BridgeMAC.String(), h1.MAC.String(), h1IP, lab.InternetIP, 0)
 	stop2 := trafgenFlood(t, isp.NS, isp.Iface, lab.UplinkMAC.String(), isp.MAC.String(), lab.ISPAddr.Addr(), h2IP, 0)
 	start := time.Now()
@@ -385,8 +394,10 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	}
 	stop1()
 	stop2()
-	forwarded := e.scrape().Sum(metricForwarded) - fwd0
-	t.Logf("flood: %.0f frames forwarded in %.0f s (%.0f kpps); BGP flaps: %d", forwarded, flood.Seconds(), forwarded/flood.Seconds()/1e3, flaps)
+	m := e.scrape()
+	forwarded := m.Sum(metricForwarded) - fwd0
+	t.Logf("flood: %.0f frames forwarded in %.0f s (%.0f kpps), %.0f dropped in full RX rings; BGP flaps: %d",
+		forwarded, flood.Seconds(), forwarded/flood.Seconds()/1e3, m.Sum("netfwd_pktio_ring_drops_total")-drops0, flaps)
 	if forwarded < 1e6 {
 		t.Errorf("the flood forwarded only %.0f frames: not a flood", forwarded)
 	}
@@ -411,7 +422,7 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 // well as without the flood.
 func TestHostPathPuntFlood(t *testing.T) {
 	testenv.RequireRoot(t, "trafgen", "iperf3")
-	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
+	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path")
 	isp, h3 := e.host("isp"), e.host("h3")
 	srv := exec.Command("ip", "netns", "exec", isp.NS, "iperf3", "-s", "-B", lab.InternetIP.String(), "-p", "5302")
 	if err := srv.Start(); err != nil {
