@@ -372,12 +372,20 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 		t.Fatalf("BGP through the host path: %s\nzebra:\n%s\nkernel:\n%s\nnetfwd:\n%s", why, rib, kern, all)
 	}
 	est0, _, _ := bgpdPeer(l.rtr, dir, "203.0.113.1")
+	// Hosts reach the learned prefix (an address of the isp in it) through
+	// netfwd, by the BGP route.
+	isp := e.host("isp")
+	testenv.Run(t, "ip", "-n", isp.NS, "address", "add", "198.18.5.1/32", "dev", "lo")
+	if got := e.routeGet(netip.MustParseAddr("198.18.5.1")); got["prefix"] != "198.18.5.0/24" || got["dev"] != "eth0" {
+		t.Errorf("route get 198.18.5.1: %v", got)
+	}
+	e.pingOK("h1", netip.MustParseAddr("198.18.5.1"), 63)
 
 	// 60 s of 64-byte floods through eth0 in both directions: h1 -> isp's
 	// Internet address (routed out of eth0, where the router's keepalives
 	// leave) and isp -> h2 (in through eth0, where the peer's arrive).
 	const flood = 60 * time.Second
-	h1, isp := e.host("h1"), e.host("isp")
+	h1 := e.host("h1")
 	m0 := e.scrape()
 	fwd0, drops0 := m0.Sum(metricForwarded), m0.Sum("netfwd_pktio_ring_drops_total")
 	stop1 := trafgenFlood(t, h1.NS, h1.Iface, lab.BridgeMAC.String(), h1.MAC.String(), h1IP, lab.InternetIP, 0)
