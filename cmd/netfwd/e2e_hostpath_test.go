@@ -89,9 +89,9 @@ func (e *e2e) iperf3TCP(ns string, addr netip.Addr, from string) float64 {
 	}()
 	var out string
 	var err error
-	for range 50 { // the server needs a moment to listen
+	for range 50 { // the server needs a moment to listen (iperf3 -J may exit 0 on "connection refused")
 		out, err = testenv.Output("ip", "netns", "exec", e.host(from).NS, "iperf3", "-c", addr.String(), "-p", port, "-t", "2", "-J")
-		if err == nil {
+		if err == nil && !strings.Contains(out, "unable to connect") {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -108,6 +108,15 @@ func (e *e2e) iperf3TCP(ns string, addr netip.Addr, from string) float64 {
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("iperf3 output: %v", err)
+	}
+	if res.End.SumReceived.BitsPerSecond == 0 {
+		var hp []string
+		for _, s := range e.scrape().Samples {
+			if strings.HasPrefix(s.Name, "netfwd_hostpath_") && s.Value != 0 {
+				hp = append(hp, fmt.Sprintf("%s%v %v", s.Name, s.Labels, s.Value))
+			}
+		}
+		t.Logf("iperf3 %s -> %s received nothing:\n%s\nserver: %s\nhost path: %s", from, addr, lastBytes(out, 3000), srvOut.String(), strings.Join(hp, "\n"))
 	}
 	return res.End.SumReceived.BitsPerSecond
 }
@@ -444,7 +453,7 @@ func TestHostPathPuntFlood(t *testing.T) {
 		for range 50 {
 			out, err = testenv.Output("ip", "netns", "exec", h3.NS, "iperf3", "-c", lab.InternetIP.String(), "-p", "5302",
 				"-u", "-b", "50M", "-l", "1400", "-t", "4", "-J")
-			if err == nil {
+			if err == nil && !strings.Contains(out, "unable to connect") {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
