@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/hostpath"
+
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
@@ -101,6 +103,12 @@ type Options struct {
 	// PuntEcho hands echo requests to the router's addresses to the twins
 	// (the kernel answers them) instead of answering them in netfwd.
 	PuntEcho bool
+	// TwinNames names the twins of some interfaces (interface -> twin
+	// name); others get hostpath.DefaultName.
+	TwinNames map[string]string
+	// PuntLimits are every twin's punt rate limits (zero entries: the
+	// class's default).
+	PuntLimits hostpath.Limits
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the

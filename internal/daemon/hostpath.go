@@ -152,7 +152,8 @@ func (hp *hostPath) specs() []hostpath.Spec {
 		if ifc.Kind == l3.IfaceBridge && len(addrs[ifc.Name]) == 0 {
 			continue // a bridge is an L3 interface only with addresses
 		}
-		specs = append(specs, hostpath.Spec{Port: ifc.Name, MAC: ifc.MAC, MTU: ifc.MTU, Addrs: addrs[ifc.Name]})
+		specs = append(specs, hostpath.Spec{Port: ifc.Name, Name: hp.d.opts.TwinNames[ifc.Name], MAC: ifc.MAC, MTU: ifc.MTU,
+			Addrs: addrs[ifc.Name], Limits: hp.d.opts.PuntLimits})
 	}
 	slices.SortFunc(specs, func(a, b hostpath.Spec) int { return strings.Compare(a.Port, b.Port) })
 	return specs
