@@ -189,3 +189,19 @@ func TestHostPathPuntAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per punted frame, %d punted", allocs, n)
 	}
 }
+
+// Injecting allocates nothing in the router.
+func TestHostPathInjectAllocs(t *testing.T) {
+	r := newRig(t)
+	ifc := r.e.Router().Iface("eth0")
+	frame := pkt{srcMAC: r.mac("eth0"), dstMAC: r.hw["uplink"], src: "203.0.113.2", dst: "203.0.113.1", ttl: 64, proto: layers.IPProtocolTCP}.bytes(t)
+	sent := 0
+	flush := func(p *l2.Port, frames [][]byte) { sent += len(frames) }
+	allocs := testing.AllocsPerRun(200, func() {
+		r.w.Inject(ifc, frame)
+		r.w.Flush(flush)
+	})
+	if allocs != 0 || sent < 200 {
+		t.Fatalf("%v allocs per injected frame, %d sent", allocs, sent)
+	}
+}
