@@ -209,6 +209,26 @@ func TestHostPathTwins(t *testing.T) {
 		t.Errorf("nf-vlan10 after address add: %s", why)
 	}
 
+	// The twin's carrier follows the port's link (the isp's end goes down).
+	operstate := func() string {
+		var l []struct{ Operstate string }
+		json.Unmarshal([]byte(testenv.Run(t, "ip", "-n", rtr, "-j", "link", "show", "nf-eth0")), &l)
+		if len(l) != 1 {
+			return "?"
+		}
+		return l[0].Operstate
+	}
+	for _, c := range []struct{ updown, want string }{{"down", "DOWN"}, {"up", "UP"}} {
+		testenv.Run(t, "ip", "-n", e.host("isp").NS, "link", "set", e.host("isp").Iface, c.updown)
+		// A TAP that never lost its carrier reports UNKNOWN, after a loss UP.
+		if ok, why := eventually(5*time.Second, func() (bool, string) {
+			s := operstate()
+			return s == c.want || c.want == "UP" && s == "UNKNOWN", s
+		}); !ok {
+			t.Errorf("isp link %s: nf-eth0 is %s, want %s", c.updown, why, c.want)
+		}
+	}
+
 	// Stop: the twins are gone.
 	e.stop()
 	if tw := twins(t, rtr); len(tw) != 0 {
