@@ -435,6 +435,12 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	forwarded := m.Sum(metricForwarded) - fwd0
 	t.Logf("flood: %.0f frames forwarded in %.0f s (%.0f kpps), %.0f dropped in full RX rings; BGP flaps: %d",
 		forwarded, flood.Seconds(), forwarded/flood.Seconds()/1e3, m.Sum("netfwd_pktio_ring_drops_total")-drops0, flaps)
+	if c := m.Sum("netfwd_pktio_control_rx_packets_total", "port", "eth0"); c < 20 {
+		t.Errorf("eth0's control ring delivered %.0f frames: BGP did not take it", c)
+	}
+	if d := m.Sum("netfwd_pktio_control_ring_drops_total"); d != 0 {
+		t.Errorf("%.0f control frames dropped in full control rings", d)
+	}
 	if forwarded < 1e6 {
 		t.Errorf("the flood forwarded only %.0f frames: not a flood", forwarded)
 	}

@@ -284,6 +284,12 @@ func New(opts Options) (d *Daemon, err error) {
 	}
 	d.hk = newHousekeeper(d)
 	if opts.HostPath {
+		w, err := newControlWorker(d)
+		if err != nil {
+			return nil, err
+		}
+		d.workers = append(d.workers, w)
+		w.bind(d.ports.Load())
 		if err := d.openHostPath(); err != nil {
 			return nil, fmt.Errorf("host path: %w", err)
 		}
@@ -604,6 +610,9 @@ func (d *Daemon) metricsSource() metrics.Source {
 				pio.Stats, pio.XDP = x.Stats, &x
 			} else {
 				pio.Stats = p.pk.Stats()
+			}
+			if p.ctl != nil {
+				pio.Control = new(p.ctl.Stats())
 			}
 			out = append(out, pio)
 		}

@@ -37,6 +37,7 @@ import (
 type port struct {
 	name    string
 	pk      *pktio.Port    // AF_PACKET, or nil (portio.go)
+	ctl     *pktio.Port    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
 	xp      *pktio.XDPPort // AF_XDP, or nil
 	ioWhy   string         // why --io auto took AF_PACKET ("" when it did not)
 	l2      *l2.Port
@@ -109,12 +110,12 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if err != nil {
 			return err
 		}
-		pk, xp, why, err := d.openIO(ifi)
+		pk, ctl, xp, why, err := d.openIO(ifi)
 		if err != nil {
 			lock.release()
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		p = &port{name: name, pk: pk, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
+		p = &port{name: name, pk: pk, ctl: ctl, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
 			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
 		if pk != nil && d.opts.HostPath {
 			// The box's stack has the router's addresses (on the twins): it

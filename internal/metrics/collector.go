@@ -10,6 +10,7 @@
 //	pktio_rx_packets_total{port}, pktio_tx_packets_total{port}   what the sockets moved
 //	pktio_ring_drops_total{port}                 frames the kernel could not put in a full RX ring
 //	pktio_ring_freezes_total{port}               times the ring filled up
+//	pktio_control_{rx_packets,ring_drops}_total{port}  the control ring (host path)
 //	pktio_errors_total{port,kind}                truncated, rx_error, tx_refused, tx_bad_offload, tx_error
 //	pktio_offload_total{port,kind}               gso, checksum_completed, checksum_unfixed, vlan_restored
 //	l2_drops_total{reason}, l3_drops_total{reason}   drops by reason (stable names of l2.DropReason, l3.DropReason)
@@ -58,6 +59,8 @@ type PortIO struct {
 	// XDP holds the AF_XDP-only counters (nil for AF_PACKET).
 	IO  string
 	XDP *pktio.XDPStats
+	// Control holds the control ring's counters (nil without one).
+	Control *pktio.Stats
 }
 
 // Source is what the collector reads.
@@ -105,6 +108,8 @@ func NewCollector(src Source) *Collector {
 		"pktio_offload":     desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
 		"port_io":           desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
 		"xdp_tx":            desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
+		"ctl_rx":            desc("pktio_control_rx_packets_total", "Control-plane frames the port's control ring delivered (host path).", "port"),
+		"ctl_ring_drops":    desc("pktio_control_ring_drops_total", "Control-plane frames dropped because the control ring was full.", "port"),
 		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
@@ -263,6 +268,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter("pktio_offload", st.Rx.VLANRestored, p.Name, "vlan_restored")
 			if p.IO != "" {
 				gauge("port_io", 1, p.Name, p.IO)
+			}
+			if c := p.Control; c != nil {
+				counter("ctl_rx", c.Rx.Packets, p.Name)
+				counter("ctl_ring_drops", c.Rx.RingDrops, p.Name)
 			}
 			if x := p.XDP; x != nil {
 				counter("xdp_tx", x.TxByDescriptor, p.Name, "descriptor")
