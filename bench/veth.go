@@ -79,6 +79,13 @@ func planFor(opts Options) (vethPlan, error) {
 		p = vethPlan{rounds: 1, frames: 200_000, warmup: 5_000, lossDur: time.Second,
 			tcpDur: time.Second, tcpRounds: 1}
 	}
+	if opts.Rounds > 0 {
+		p.rounds = opts.Rounds
+	}
+	if opts.Frames > 0 {
+		p.frames = opts.Frames
+		p.warmup = min(p.warmup, max(opts.Frames/10, 1000))
+	}
 	if s := os.Getenv("NETFWD_SOAK"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -102,6 +109,11 @@ func vethSetups() []vethSetup {
 		s = append(s, vethSetup{name: "onecore", procs: 1, cpu: 1})
 	}
 	return s
+}
+
+// selected reports whether name passes a --only or --setup list (empty: all).
+func selected(list []string, name string) bool {
+	return len(list) == 0 || slices.Contains(list, name)
 }
 
 // vethFwd is one forwarder under test on its own topology.
@@ -229,7 +241,15 @@ func runVeth(opts Options) (recs []Record, err error) {
 			err = cerr
 		}
 	}()
-	setups := vethSetups()
+	setups := slices.DeleteFunc(vethSetups(), func(s vethSetup) bool { return !selected(opts.Setups, s.name) })
+	if len(setups) == 0 {
+		return nil, fmt.Errorf("no set-up selected (have unpinned, onecore)")
+	}
+	for _, f := range fwds {
+		if !selected(opts.Only, f.impl) {
+			f.unsupported = errNotSelected
+		}
+	}
 
 	// Saturation, interleaved.
 	for round := range plan.rounds {
@@ -269,6 +289,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 		reflector := medianPPS(byImpl["reflector"].runs[s.name])
 		for _, f := range fwds {
 			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
+			if f.unsupported == errNotSelected {
+				continue
+			}
 			if f.unsupported != nil {
 				recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 					Extra: map[string]any{"error": f.unsupported.Error()}})
@@ -306,7 +329,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 					}))
 				}
 			}
-			if f.impl == "netfwd-afxdp" {
+			if f.impl == "netfwd-afxdp" || f.impl == "netfwd-afpacket" {
 				extra["x_reflector"] = ratio(med, reflector)
 			}
 			if f.mode != "" {
@@ -321,7 +344,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
 			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
-				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
+				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling), xRefl: ratio(med, reflector)}
 			if c, ok := extra["cpu_ns_frame"].(float64); ok {
 				row.cpu = c
 			}
@@ -330,6 +353,11 @@ func runVeth(opts Options) (recs []Record, err error) {
 			}
 			table = append(table, row)
 		}
+	}
+
+	if opts.SaturationOnly {
+		printVethTable(opts, table)
+		return recs, nil
 	}
 
 	// Loss at half of each forwarder's own unpinned saturation.
@@ -391,10 +419,14 @@ func runVeth(opts Options) (recs []Record, err error) {
 	return recs, nil
 }
 
+// errNotSelected marks a forwarder left out by Options.Only.
+var errNotSelected = errors.New("not selected")
+
 // vethRow is one line of the summary table.
 type vethRow struct {
 	impl, setup                  string
 	mpps, best, xLinux, xCeiling float64
+	xRefl                        float64
 	cpu, procsCPU                float64
 	loss50                       float64
 	hasLoss                      bool
@@ -403,7 +435,7 @@ type vethRow struct {
 }
 
 func printVethTable(opts Options, rows []vethRow) {
-	opts.Log("%-9s %-16s %9s %9s %8s %9s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
+	opts.Log("%-9s %-16s %9s %9s %8s %9s %8s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "x refl", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
 	for _, r := range rows {
 		if r.note != "" {
 			opts.Log("%-9s %-16s %s", r.setup, r.impl, r.note)
@@ -422,7 +454,7 @@ func printVethTable(opts Options, rows []vethRow) {
 		if r.gbps != 0 {
 			tcp = fmt.Sprintf("%.2f", r.gbps)
 		}
-		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, cpu, pcpu, loss, tcp)
+		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %8.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, r.xRefl, cpu, pcpu, loss, tcp)
 	}
 }
 
