@@ -461,6 +461,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 	d.startRouteSources(&servers)
+	// The workers bind their queues (AF_XDP: UMEM and sockets, retried
+	// while the kernel still releases a previous process's) on their first
+	// sweep; until then an XDP port passes its frames to the kernel. Say
+	// "running" when they forward.
+	d.waitWorkers(d.ports.Load().gen)
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
 		"mirror_kernel", d.opts.MirrorKernel)
