@@ -65,9 +65,9 @@ func netfwdExe() (string, error) {
 }
 
 // startNetfwd runs netfwd with config in namespace ns on backend io
-// ("afpacket" or "afxdp"), pinned to cpu when cpu >= 0, and waits until it
+// ("afpacket" or "afxdp") with extra flags, pinned to cpu when cpu >= 0, and waits until it
 // runs.
-func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
+func startNetfwd(ns, config, io string, cpu int, extra ...string) (*netfwdChild, error) {
 	exe, err := netfwdExe()
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
 		return nil, err
 	}
 	base := []string{"run", "--config", file, "--netns", ns, "--metrics", "off", "--ctl", "off"}
-	c, err := launch(exe, append(base, "--io", io), cpu)
+	c, err := launch(exe, append(append(base, "--io", io), extra...), cpu)
 	if err != nil && errors.Is(err, errIONotSupported) && io == "afpacket" {
 		c, err = launch(exe, base, cpu) // AF_PACKET is all it has
 	}

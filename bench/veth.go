@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 func init() {
@@ -164,6 +165,22 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		refl.mode, refl.drops = r.Mode(), r.drops
 		return r.stop, r.cpu, nil
 	}
+	// The same with generic XDP: on veth, native XDP moves ra's receive
+	// path to one NAPI ring that a generator on several CPUs overruns (a
+	// trafgen sender aborts); generic XDP runs in each sender's backlog.
+	reflGeneric, err := add("reflector-generic", countAtH2, nil)
+	if err != nil {
+		return fwds, err
+	}
+	reflGeneric.start = func(cpu int) (func() error, func() time.Duration, error) {
+		r, err := startReflector(reflGeneric.net.r, reflGeneric.net.ra, reflGeneric.net.rb, reflGeneric.net.h2MAC, cpu,
+			reflectorConfig{port: pktio.XDPPortConfig{Attach: pktio.XDPAttachGeneric}})
+		if err != nil {
+			return nil, nil, err
+		}
+		reflGeneric.mode, reflGeneric.drops = r.Mode(), r.drops
+		return r.stop, r.cpu, nil
+	}
 	linux, err := add("linux", countAtH2, nil)
 	if err != nil {
 		return fwds, err
@@ -171,13 +188,21 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err := linux.net.linuxRouter(); err != nil {
 		return fwds, err
 	}
-	for _, io := range []string{"afpacket", "afxdp"} {
-		f, err := add("netfwd-"+io, countAtH2, vethFAMAC)
+	for _, v := range []struct{ impl, io, mode string }{
+		{"netfwd-afpacket", "afpacket", ""},
+		{"netfwd-afxdp", "afxdp", "auto"},
+		{"netfwd-afxdp-generic", "afxdp", "generic"},
+	} {
+		f, err := add(v.impl, countAtH2, vethFAMAC)
 		if err != nil {
 			return fwds, err
 		}
+		var extra []string
+		if v.mode != "" {
+			extra = []string{"--xdp-mode", v.mode}
+		}
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
-			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, cpu)
+			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -268,7 +293,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 					return nil, fmt.Errorf("%s %s: %w", f.impl, s.name, err)
 				}
 				f.runs[s.name] = append(f.runs[s.name], r)
-				opts.Log("round %d/%d %-8s %-16s %v", round+1, plan.rounds, s.name, f.impl, r)
+				opts.Log("round %d/%d %-8s %-20s %v", round+1, plan.rounds, s.name, f.impl, r)
 			}
 		}
 	}
@@ -287,6 +312,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 		linux := medianPPS(byImpl["linux"].runs[s.name])
 		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
 		reflector := medianPPS(byImpl["reflector"].runs[s.name])
+		reflGeneric := medianPPS(byImpl["reflector-generic"].runs[s.name])
 		for _, f := range fwds {
 			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
 			if f.unsupported == errNotSelected {
@@ -329,8 +355,11 @@ func runVeth(opts Options) (recs []Record, err error) {
 					}))
 				}
 			}
-			if f.impl == "netfwd-afxdp" || f.impl == "netfwd-afpacket" {
+			if strings.HasPrefix(f.impl, "netfwd-") {
 				extra["x_reflector"] = ratio(med, reflector)
+				if strings.HasSuffix(f.impl, "-generic") { // against the reflector on the same path
+					extra["x_reflector"] = ratio(med, reflGeneric)
+				}
 			}
 			if f.mode != "" {
 				extra["mode"] = f.mode
@@ -344,7 +373,10 @@ func runVeth(opts Options) (recs []Record, err error) {
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
 			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
-				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling), xRefl: ratio(med, reflector)}
+				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
+			if x, ok := extra["x_reflector"].(float64); ok {
+				row.xRefl = x
+			}
 			if c, ok := extra["cpu_ns_frame"].(float64); ok {
 				row.cpu = c
 			}
@@ -435,10 +467,10 @@ type vethRow struct {
 }
 
 func printVethTable(opts Options, rows []vethRow) {
-	opts.Log("%-9s %-16s %9s %9s %8s %9s %8s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "x refl", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
+	opts.Log("%-9s %-20s %9s %9s %8s %9s %8s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "x refl", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
 	for _, r := range rows {
 		if r.note != "" {
-			opts.Log("%-9s %-16s %s", r.setup, r.impl, r.note)
+			opts.Log("%-9s %-20s %s", r.setup, r.impl, r.note)
 			continue
 		}
 		loss, cpu, pcpu, tcp := "", "", "", ""
@@ -454,7 +486,7 @@ func printVethTable(opts Options, rows []vethRow) {
 		if r.gbps != 0 {
 			tcp = fmt.Sprintf("%.2f", r.gbps)
 		}
-		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %8.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, r.xRefl, cpu, pcpu, loss, tcp)
+		opts.Log("%-9s %-20s %9.3f %9.3f %8.2f %9.2f %8.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, r.xRefl, cpu, pcpu, loss, tcp)
 	}
 }
 
