@@ -127,9 +127,9 @@ type vethFwd struct {
 	unsupported error
 	runs        map[string][]runResult // by set-up
 	mode        string                 // data path, when it says (reflector)
-	// drops reads the frames the forwarder itself dropped so far, when it
-	// can say (the reflector: its sockets' counters).
-	drops func() uint64
+	// diag reads the forwarder's own counters so far, when it can say (the
+	// reflector: its sockets' and worker's counters).
+	diag func() fwdDiag
 }
 
 func newVethFwds() (fwds []*vethFwd, err error) {
@@ -162,7 +162,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		refl.mode, refl.drops = r.Mode(), r.drops
+		refl.mode, refl.diag = r.Mode(), r.diag
 		return r.stop, r.cpu, nil
 	}
 	// The same with generic XDP: on veth, native XDP moves ra's receive
@@ -178,7 +178,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		reflGeneric.mode, reflGeneric.drops = r.Mode(), r.drops
+		reflGeneric.mode, reflGeneric.diag = r.Mode(), r.diag
 		return r.stop, r.cpu, nil
 	}
 	linux, err := add("linux", countAtH2, nil)
@@ -237,13 +237,14 @@ func (f *vethFwd) once(plan vethPlan, g genSpec, cpu int) (runResult, error) {
 	}
 	var r runResult
 	if err == nil {
-		var d0 uint64
-		if f.drops != nil {
-			d0 = f.drops()
+		var d0 fwdDiag
+		if f.diag != nil {
+			d0 = f.diag()
 		}
 		r, err = f.net.measure(g, cpuTime)
-		if f.drops != nil {
-			r.fwdDrops, r.fwdDropsKnown = f.drops()-d0, true
+		if f.diag != nil {
+			r.diag, r.fwdDropsKnown = f.diag().sub(d0), true
+			r.fwdDrops = r.diag.drops
 		}
 	}
 	return r, errors.Join(err, stop())
@@ -367,8 +368,12 @@ func runVeth(opts Options) (recs []Record, err error) {
 			if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
 				extra["trafgen_aborts"] = n
 			}
-			if f.drops != nil {
+			if f.diag != nil {
 				extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
+				extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
+				extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
+				extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
+				extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
 			}
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
@@ -449,6 +454,23 @@ func runVeth(opts Options) (recs []Record, err error) {
 	}
 	printVethTable(opts, table)
 	return recs, nil
+}
+
+// fwdDiag are a forwarder's own counters (the reflector's).
+type fwdDiag struct {
+	drops, fillEmpty, sent, kicks, kickAgain, waits, blocked uint64
+}
+
+func (d fwdDiag) sub(o fwdDiag) fwdDiag {
+	return fwdDiag{drops: d.drops - o.drops, fillEmpty: d.fillEmpty - o.fillEmpty, sent: d.sent - o.sent,
+		kicks: d.kicks - o.kicks, kickAgain: d.kickAgain - o.kickAgain, waits: d.waits - o.waits, blocked: d.blocked - o.blocked}
+}
+
+func ratioF(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }
 
 // errNotSelected marks a forwarder left out by Options.Only.

@@ -211,6 +211,7 @@ type runResult struct {
 	background         float64       // CPUs busy before the run (other jobs)
 	procCPU            time.Duration // trafgen + forwarder + ksoftirqd over the run
 	fwdDrops           uint64        // frames the forwarder says it dropped (when it can)
+	diag               fwdDiag       // the forwarder's own counters over the run (when fwdDropsKnown)
 	fwdDropsKnown      bool
 	genFailed          bool // a trafgen process exited with an error
 }
@@ -225,7 +226,8 @@ func (r runResult) pps() float64 {
 func (r runResult) String() string {
 	s := fmt.Sprintf("%.3f Mpps (%d of %d in %v)", r.pps()/1e6, r.delivered, r.offered, r.elapsed.Round(time.Millisecond))
 	if r.fwdDropsKnown {
-		s += fmt.Sprintf(", forwarder dropped %d", r.fwdDrops)
+		s += fmt.Sprintf(", forwarder dropped %d (fill ring empty %d), %.1f frames/kick, %.2f wake-ups/kframe",
+			r.fwdDrops, r.diag.fillEmpty, ratioF(r.diag.sent, r.diag.kicks), 1000*ratioF(r.diag.blocked, r.diag.sent))
 	}
 	if r.genFailed {
 		s += ", a trafgen sender aborted"
