@@ -89,6 +89,8 @@ func NewCollector(src Source) *Collector {
 		"port_io":           desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
 		"xdp_tx":            desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
 		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
+		"xdp_kicks":         desc("xdp_tx_kicks_total", "AF_XDP transmit system calls, by result: sent, again (EAGAIN/EBUSY: more left or the device busy).", "port", "result"),
+		"xdp_kick_gave_up":  desc("xdp_tx_kick_gave_up_total", "AF_XDP transmits that left frames on the TX ring for a later kick (the device made no progress).", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
 		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
@@ -234,6 +236,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				counter("xdp_tx", x.TxCopied, p.Name, "copy")
 				counter("xdp_tx", x.TxNoBuffer, p.Name, "no_buffer")
 				counter("xdp_fill_empty", x.FillRingEmpty, p.Name)
+				counter("xdp_kicks", x.TxKicks-x.TxKickAgain, p.Name, "sent")
+				counter("xdp_kicks", x.TxKickAgain, p.Name, "again")
+				counter("xdp_kick_gave_up", x.TxKickGaveUp, p.Name)
 			}
 		}
 	}
