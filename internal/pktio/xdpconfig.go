@@ -67,10 +67,6 @@ type XDPWorkerConfig struct {
 	// that found frames (spinning or woken), the next one spins for
 	// BusyPoll instead of Spin before it blocks. 0: Spin always.
 	BusyPoll time.Duration
-	// SpinYield makes the spin give the CPU away (sched_yield) between
-	// rounds, so that a generator or the kernel's receive work on the
-	// same CPU runs while the worker waits for it.
-	SpinYield bool
 }
 
 const (

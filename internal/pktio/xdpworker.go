@@ -302,9 +302,6 @@ func (w *XDPWorker) Wait() error {
 			if w.closed.Load() {
 				return ErrClosed
 			}
-			if w.cfg.SpinYield {
-				unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-			}
 			if time.Now().After(deadline) {
 				break
 			}
