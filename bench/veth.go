@@ -206,6 +206,9 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			if v.io == "afxdp" {
+				f.diag = c.diag
+			}
 			return c.stop, c.cpu, nil
 		}
 	}
@@ -373,7 +376,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 				extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
 				extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
 				extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
-				extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
+				if f.impl == "reflector" || f.impl == "reflector-generic" { // the daemon does not export its waits
+					extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
+				}
 			}
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})

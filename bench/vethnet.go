@@ -226,8 +226,11 @@ func (r runResult) pps() float64 {
 func (r runResult) String() string {
 	s := fmt.Sprintf("%.3f Mpps (%d of %d in %v)", r.pps()/1e6, r.delivered, r.offered, r.elapsed.Round(time.Millisecond))
 	if r.fwdDropsKnown {
-		s += fmt.Sprintf(", forwarder dropped %d (fill ring empty %d), %.1f frames/kick, %.2f wake-ups/kframe",
-			r.fwdDrops, r.diag.fillEmpty, ratioF(r.diag.sent, r.diag.kicks), 1000*ratioF(r.diag.blocked, r.diag.sent))
+		s += fmt.Sprintf(", forwarder dropped %d (fill ring empty %d), %.1f frames/kick",
+			r.fwdDrops, r.diag.fillEmpty, ratioF(r.diag.sent, r.diag.kicks))
+		if r.diag.waits != 0 {
+			s += fmt.Sprintf(", %.2f wake-ups/kframe", 1000*ratioF(r.diag.blocked, r.diag.sent))
+		}
 	}
 	if r.genFailed {
 		s += ", a trafgen sender aborted"
