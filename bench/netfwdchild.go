@@ -108,8 +108,8 @@ var metricsAddrRE = regexp.MustCompile(`metrics=(127\.0\.0\.1:[0-9]+)`)
 
 // diag reads the daemon's AF_XDP counters from its metrics (zero when it
 // has none: AF_PACKET, or no metrics address): frames lost on receive
-// (ring drops, fill ring empty), frames sent and transmit kicks. The
-// daemon does not export its waits.
+// (ring drops, fill ring empty), frames sent, transmit kicks and the
+// workers' waits.
 func (c *netfwdChild) diag() fwdDiag {
 	var d fwdDiag
 	if c.metrics == "" {
@@ -141,6 +141,11 @@ func (c *netfwdChild) diag() fwdDiag {
 		case "netfwd_xdp_tx_total":
 			if !strings.Contains(labels, `how="no_buffer"`) {
 				d.sent += n
+			}
+		case "netfwd_xdp_worker_waits_total":
+			d.waits += n
+			if strings.Contains(labels, `result="poll"`) {
+				d.blocked += n
 			}
 		case "netfwd_xdp_tx_kicks_total":
 			d.kicks += n

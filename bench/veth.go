@@ -376,9 +376,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 				extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
 				extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
 				extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
-				if f.impl == "reflector" || f.impl == "reflector-generic" { // the daemon does not export its waits
-					extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
-				}
+				extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
 			}
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})

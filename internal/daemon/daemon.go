@@ -579,5 +579,15 @@ func (d *Daemon) metricsSource() metrics.Source {
 			out = append(out, pio)
 		}
 		return out
+	}, XDPWaits: func() pktio.XDPWaitStats {
+		var sum pktio.XDPWaitStats
+		for _, w := range d.workers {
+			if xw := w.xwPub.Load(); xw != nil {
+				ws := xw.WaitStats()
+				sum.Waits += ws.Waits
+				sum.Blocked += ws.Blocked
+			}
+		}
+		return sum
 	}}
 }

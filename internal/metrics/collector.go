@@ -54,6 +54,8 @@ type Source struct {
 	Controller *apply.Controller // for the configured FDB limits (may be nil)
 	// Ports returns the socket counters of the opened ports (may be nil).
 	Ports func() []PortIO
+	// XDPWaits returns the AF_XDP workers' wait counters, summed (may be nil).
+	XDPWaits func() pktio.XDPWaitStats
 }
 
 // fdbBreakdownMax bounds the FDBs whose entries are counted by type at
@@ -90,6 +92,7 @@ func NewCollector(src Source) *Collector {
 		"xdp_tx":            desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
 		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
 		"xdp_kicks":         desc("xdp_tx_kicks_total", "AF_XDP transmit system calls, by result: sent, again (EAGAIN/EBUSY: more left or the device busy).", "port", "result"),
+		"xdp_waits":         desc("xdp_worker_waits_total", "AF_XDP worker waits that found no frame at once, by how they ended: spin (frames came while spinning) or poll (blocked in poll(2): a wake-up).", "result"),
 		"xdp_kick_gave_up":  desc("xdp_tx_kick_gave_up_total", "AF_XDP transmits that left frames on the TX ring for a later kick (the device made no progress).", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
@@ -240,6 +243,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				counter("xdp_kicks", x.TxKickAgain, p.Name, "again")
 				counter("xdp_kick_gave_up", x.TxKickGaveUp, p.Name)
 			}
+		}
+	}
+	if c.src.XDPWaits != nil {
+		if w := c.src.XDPWaits(); w.Waits != 0 {
+			counter("xdp_waits", w.Waits-w.Blocked, "spin")
+			counter("xdp_waits", w.Blocked, "poll")
 		}
 	}
 }
