@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,12 +40,27 @@ type Options struct {
 	// Quick shrinks inputs and measuring time so a suite finishes in seconds
 	// (CI and smoke tests); the full run reproduces the documented tables.
 	Quick bool
+	// Only restricts a suite to these implementations (veth: forwarders such
+	// as reflector,linux,netfwd-afxdp); empty: all. For short comparisons on
+	// a shared machine; ratios need their baseline in the list.
+	Only []string
+	// Setups restricts the veth suite to these set-ups (unpinned, onecore).
+	Setups []string
+	// Rounds and Frames override the suite's rounds and frames per
+	// measurement (0: the suite's own, or Quick's).
+	Rounds int
+	Frames uint64
+	// SaturationOnly skips what follows the saturation rounds (veth: loss at
+	// 50 %, soak, TCP).
+	SaturationOnly bool
 	// Log receives progress lines (stderr in the CLI); never nil after Normalize.
 	Log func(format string, args ...any)
 }
 
 // Normalize fills defaults.
 func (o *Options) Normalize() {
+	o.Only = slices.DeleteFunc(o.Only, func(s string) bool { return s == "" })
+	o.Setups = slices.DeleteFunc(o.Setups, func(s string) bool { return s == "" })
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}

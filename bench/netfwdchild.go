@@ -14,11 +14,14 @@ package bench
 // starter (syncWriter); a child is started and stopped by one goroutine.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,10 +36,11 @@ import (
 var errIONotSupported = errors.New("not supported by this netfwd")
 
 type netfwdChild struct {
-	cmd    *exec.Cmd
-	stderr *syncWriter
-	exited chan struct{}
-	dir    string
+	cmd     *exec.Cmd
+	stderr  *syncWriter
+	exited  chan struct{}
+	dir     string
+	metrics string // the daemon's metrics address ("": unknown)
 }
 
 // syncWriter is a strings.Builder safe for one writer and readers.
@@ -65,9 +69,9 @@ func netfwdExe() (string, error) {
 }
 
 // startNetfwd runs netfwd with config in namespace ns on backend io
-// ("afpacket" or "afxdp"), pinned to cpu when cpu >= 0, and waits until it
+// ("afpacket" or "afxdp") with extra flags, pinned to cpu when cpu >= 0, and waits until it
 // runs.
-func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
+func startNetfwd(ns, config, io string, cpu int, extra ...string) (*netfwdChild, error) {
 	exe, err := netfwdExe()
 	if err != nil {
 		return nil, err
@@ -81,8 +85,10 @@ func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	base := []string{"run", "--config", file, "--netns", ns, "--metrics", "off", "--ctl", "off"}
-	c, err := launch(exe, append(base, "--io", io), cpu)
+	// Metrics on a free loopback port: read once before and once after a
+	// measurement (diag), nothing in between.
+	base := []string{"run", "--config", file, "--netns", ns, "--metrics", "127.0.0.1:0", "--ctl", "off"}
+	c, err := launch(exe, append(append(base, "--io", io), extra...), cpu)
 	if err != nil && errors.Is(err, errIONotSupported) && io == "afpacket" {
 		c, err = launch(exe, base, cpu) // AF_PACKET is all it has
 	}
@@ -91,7 +97,64 @@ func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
 		return nil, err
 	}
 	c.dir = dir
+	if m := metricsAddrRE.FindStringSubmatch(c.stderr.String()); m != nil {
+		c.metrics = m[1]
+	}
 	return c, nil
+}
+
+// metricsAddrRE finds the metrics address in the "netfwd running" log line.
+var metricsAddrRE = regexp.MustCompile(`metrics=(127\.0\.0\.1:[0-9]+)`)
+
+// diag reads the daemon's AF_XDP counters from its metrics (zero when it
+// has none: AF_PACKET, or no metrics address): frames lost on receive
+// (ring drops, fill ring empty), frames sent, transmit kicks and the
+// workers' waits.
+func (c *netfwdChild) diag() fwdDiag {
+	var d fwdDiag
+	if c.metrics == "" {
+		return d
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + c.metrics + "/metrics")
+	if err != nil {
+		return d
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, rest, _ := strings.Cut(sc.Text(), "{")
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		n := uint64(v)
+		switch name {
+		case "netfwd_pktio_ring_drops_total":
+			d.drops += n
+		case "netfwd_xdp_fill_ring_empty_total":
+			d.fillEmpty += n
+		case "netfwd_xdp_tx_total":
+			if !strings.Contains(labels, `how="no_buffer"`) {
+				d.sent += n
+			}
+		case "netfwd_xdp_worker_waits_total":
+			d.waits += n
+			if strings.Contains(labels, `result="poll"`) {
+				d.blocked += n
+			}
+		case "netfwd_xdp_tx_kicks_total":
+			d.kicks += n
+			if strings.Contains(labels, `result="again"`) {
+				d.kickAgain += n
+			}
+		}
+	}
+	return d
 }
 
 func launch(exe string, args []string, cpu int) (*netfwdChild, error) {

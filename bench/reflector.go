@@ -103,11 +103,14 @@ func (r *reflector) cpu() time.Duration {
 	return statCPU(fmt.Sprintf("/proc/self/task/%d/stat", r.tid))
 }
 
-// drops counts the frames the reflector's sockets dropped: not received
-// (fill ring empty, RX ring full) or not sent.
-func (r *reflector) drops() uint64 {
+// diag reads the reflector's counters: frames its sockets dropped (not
+// received: fill ring empty, RX ring full; or not sent), transmit kicks,
+// and the waits that blocked in poll(2) (a wake-up each).
+func (r *reflector) diag() fwdDiag {
 	in, out := r.in.XDPStats(), r.out.XDPStats()
-	return in.Rx.RingDrops + out.Tx.Errors + out.Tx.Refused
+	ws := r.w.WaitStats()
+	return fwdDiag{drops: in.Rx.RingDrops + out.Tx.Errors + out.Tx.Refused, fillEmpty: in.FillRingEmpty,
+		sent: out.Tx.Packets, kicks: out.TxKicks, kickAgain: out.TxKickAgain, waits: ws.Waits, blocked: ws.Blocked}
 }
 
 // Mode is the sockets' data path ("native copy").

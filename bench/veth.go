@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 func init() {
@@ -78,6 +79,13 @@ func planFor(opts Options) (vethPlan, error) {
 	if opts.Quick {
 		p = vethPlan{rounds: 1, frames: 200_000, warmup: 5_000, lossDur: time.Second,
 			tcpDur: time.Second, tcpRounds: 1}
+	}
+	if opts.Rounds > 0 {
+		p.rounds = opts.Rounds
+	}
+	if opts.Frames > 0 {
+		p.frames = opts.Frames
+		p.warmup = min(p.warmup, max(opts.Frames/10, 1000))
 	}
 	if s := os.Getenv("NETFWD_SOAK"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -104,6 +112,11 @@ func vethSetups() []vethSetup {
 	return s
 }
 
+// selected reports whether name passes a --only or --setup list (empty: all).
+func selected(list []string, name string) bool {
+	return len(list) == 0 || slices.Contains(list, name)
+}
+
 // vethFwd is one forwarder under test on its own topology.
 type vethFwd struct {
 	impl string
@@ -114,9 +127,9 @@ type vethFwd struct {
 	unsupported error
 	runs        map[string][]runResult // by set-up
 	mode        string                 // data path, when it says (reflector)
-	// drops reads the frames the forwarder itself dropped so far, when it
-	// can say (the reflector: its sockets' counters).
-	drops func() uint64
+	// diag reads the forwarder's own counters so far, when it can say (the
+	// reflector: its sockets' and worker's counters).
+	diag func() fwdDiag
 }
 
 func newVethFwds() (fwds []*vethFwd, err error) {
@@ -149,7 +162,23 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		refl.mode, refl.drops = r.Mode(), r.drops
+		refl.mode, refl.diag = r.Mode(), r.diag
+		return r.stop, r.cpu, nil
+	}
+	// The same with generic XDP: on veth, native XDP moves ra's receive
+	// path to one NAPI ring that a generator on several CPUs overruns (a
+	// trafgen sender aborts); generic XDP runs in each sender's backlog.
+	reflGeneric, err := add("reflector-generic", countAtH2, nil)
+	if err != nil {
+		return fwds, err
+	}
+	reflGeneric.start = func(cpu int) (func() error, func() time.Duration, error) {
+		r, err := startReflector(reflGeneric.net.r, reflGeneric.net.ra, reflGeneric.net.rb, reflGeneric.net.h2MAC, cpu,
+			reflectorConfig{port: pktio.XDPPortConfig{Attach: pktio.XDPAttachGeneric}})
+		if err != nil {
+			return nil, nil, err
+		}
+		reflGeneric.mode, reflGeneric.diag = r.Mode(), r.diag
 		return r.stop, r.cpu, nil
 	}
 	linux, err := add("linux", countAtH2, nil)
@@ -159,15 +188,26 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err := linux.net.linuxRouter(); err != nil {
 		return fwds, err
 	}
-	for _, io := range []string{"afpacket", "afxdp"} {
-		f, err := add("netfwd-"+io, countAtH2, vethFAMAC)
+	for _, v := range []struct{ impl, io, mode string }{
+		{"netfwd-afpacket", "afpacket", ""},
+		{"netfwd-afxdp", "afxdp", "auto"},
+		{"netfwd-afxdp-generic", "afxdp", "generic"},
+	} {
+		f, err := add(v.impl, countAtH2, vethFAMAC)
 		if err != nil {
 			return fwds, err
 		}
+		var extra []string
+		if v.mode != "" {
+			extra = []string{"--xdp-mode", v.mode}
+		}
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
-			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, cpu)
+			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
 			if err != nil {
 				return nil, nil, err
+			}
+			if v.io == "afxdp" {
+				f.diag = c.diag
 			}
 			return c.stop, c.cpu, nil
 		}
@@ -200,13 +240,14 @@ func (f *vethFwd) once(plan vethPlan, g genSpec, cpu int) (runResult, error) {
 	}
 	var r runResult
 	if err == nil {
-		var d0 uint64
-		if f.drops != nil {
-			d0 = f.drops()
+		var d0 fwdDiag
+		if f.diag != nil {
+			d0 = f.diag()
 		}
 		r, err = f.net.measure(g, cpuTime)
-		if f.drops != nil {
-			r.fwdDrops, r.fwdDropsKnown = f.drops()-d0, true
+		if f.diag != nil {
+			r.diag, r.fwdDropsKnown = f.diag().sub(d0), true
+			r.fwdDrops = r.diag.drops
 		}
 	}
 	return r, errors.Join(err, stop())
@@ -229,7 +270,15 @@ func runVeth(opts Options) (recs []Record, err error) {
 			err = cerr
 		}
 	}()
-	setups := vethSetups()
+	setups := slices.DeleteFunc(vethSetups(), func(s vethSetup) bool { return !selected(opts.Setups, s.name) })
+	if len(setups) == 0 {
+		return nil, fmt.Errorf("no set-up selected (have unpinned, onecore)")
+	}
+	for _, f := range fwds {
+		if !selected(opts.Only, f.impl) {
+			f.unsupported = errNotSelected
+		}
+	}
 
 	// Saturation, interleaved.
 	for round := range plan.rounds {
@@ -248,7 +297,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 					return nil, fmt.Errorf("%s %s: %w", f.impl, s.name, err)
 				}
 				f.runs[s.name] = append(f.runs[s.name], r)
-				opts.Log("round %d/%d %-8s %-16s %v", round+1, plan.rounds, s.name, f.impl, r)
+				opts.Log("round %d/%d %-8s %-20s %v", round+1, plan.rounds, s.name, f.impl, r)
 			}
 		}
 	}
@@ -267,8 +316,12 @@ func runVeth(opts Options) (recs []Record, err error) {
 		linux := medianPPS(byImpl["linux"].runs[s.name])
 		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
 		reflector := medianPPS(byImpl["reflector"].runs[s.name])
+		reflGeneric := medianPPS(byImpl["reflector-generic"].runs[s.name])
 		for _, f := range fwds {
 			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
+			if f.unsupported == errNotSelected {
+				continue
+			}
 			if f.unsupported != nil {
 				recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 					Extra: map[string]any{"error": f.unsupported.Error()}})
@@ -306,8 +359,11 @@ func runVeth(opts Options) (recs []Record, err error) {
 					}))
 				}
 			}
-			if f.impl == "netfwd-afxdp" {
+			if strings.HasPrefix(f.impl, "netfwd-") {
 				extra["x_reflector"] = ratio(med, reflector)
+				if strings.HasSuffix(f.impl, "-generic") { // against the reflector on the same path
+					extra["x_reflector"] = ratio(med, reflGeneric)
+				}
 			}
 			if f.mode != "" {
 				extra["mode"] = f.mode
@@ -315,13 +371,20 @@ func runVeth(opts Options) (recs []Record, err error) {
 			if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
 				extra["trafgen_aborts"] = n
 			}
-			if f.drops != nil {
+			if f.diag != nil {
 				extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
+				extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
+				extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
+				extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
+				extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
 			}
 			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
 				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
 			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
 				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
+			if x, ok := extra["x_reflector"].(float64); ok {
+				row.xRefl = x
+			}
 			if c, ok := extra["cpu_ns_frame"].(float64); ok {
 				row.cpu = c
 			}
@@ -330,6 +393,11 @@ func runVeth(opts Options) (recs []Record, err error) {
 			}
 			table = append(table, row)
 		}
+	}
+
+	if opts.SaturationOnly {
+		printVethTable(opts, table)
+		return recs, nil
 	}
 
 	// Loss at half of each forwarder's own unpinned saturation.
@@ -391,10 +459,31 @@ func runVeth(opts Options) (recs []Record, err error) {
 	return recs, nil
 }
 
+// fwdDiag are a forwarder's own counters (the reflector's).
+type fwdDiag struct {
+	drops, fillEmpty, sent, kicks, kickAgain, waits, blocked uint64
+}
+
+func (d fwdDiag) sub(o fwdDiag) fwdDiag {
+	return fwdDiag{drops: d.drops - o.drops, fillEmpty: d.fillEmpty - o.fillEmpty, sent: d.sent - o.sent,
+		kicks: d.kicks - o.kicks, kickAgain: d.kickAgain - o.kickAgain, waits: d.waits - o.waits, blocked: d.blocked - o.blocked}
+}
+
+func ratioF(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// errNotSelected marks a forwarder left out by Options.Only.
+var errNotSelected = errors.New("not selected")
+
 // vethRow is one line of the summary table.
 type vethRow struct {
 	impl, setup                  string
 	mpps, best, xLinux, xCeiling float64
+	xRefl                        float64
 	cpu, procsCPU                float64
 	loss50                       float64
 	hasLoss                      bool
@@ -403,10 +492,10 @@ type vethRow struct {
 }
 
 func printVethTable(opts Options, rows []vethRow) {
-	opts.Log("%-9s %-16s %9s %9s %8s %9s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
+	opts.Log("%-9s %-20s %9s %9s %8s %9s %8s %10s %10s %10s %9s", "setup", "forwarder", "Mpps", "best", "x linux", "x ceiling", "x refl", "ns/fr mach", "ns/fr proc", "loss@50%", "TCP Gb/s")
 	for _, r := range rows {
 		if r.note != "" {
-			opts.Log("%-9s %-16s %s", r.setup, r.impl, r.note)
+			opts.Log("%-9s %-20s %s", r.setup, r.impl, r.note)
 			continue
 		}
 		loss, cpu, pcpu, tcp := "", "", "", ""
@@ -422,7 +511,7 @@ func printVethTable(opts Options, rows []vethRow) {
 		if r.gbps != 0 {
 			tcp = fmt.Sprintf("%.2f", r.gbps)
 		}
-		opts.Log("%-9s %-16s %9.3f %9.3f %8.2f %9.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, cpu, pcpu, loss, tcp)
+		opts.Log("%-9s %-20s %9.3f %9.3f %8.2f %9.2f %8.2f %10s %10s %10s %9s", r.setup, r.impl, r.mpps, r.best, r.xLinux, r.xCeiling, r.xRefl, cpu, pcpu, loss, tcp)
 	}
 }
 

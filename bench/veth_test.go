@@ -6,6 +6,8 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/netfwd/netfwd/internal/lab"
@@ -54,14 +56,14 @@ func TestVethSuiteQuick(t *testing.T) {
 		rate, _ := r.Params["rate"].(string)
 		by[key{r.Impl, setup, rate}] = r
 	}
-	for _, impl := range []string{"generator", "ceiling", "reflector", "linux", "netfwd-afpacket", "netfwd-afxdp"} {
+	for _, impl := range []string{"generator", "ceiling", "reflector", "reflector-generic", "linux", "netfwd-afpacket", "netfwd-afxdp", "netfwd-afxdp-generic"} {
 		for _, setup := range []string{"unpinned", "onecore"} {
 			r, ok := by[key{impl, setup, "max"}]
 			switch {
 			case !ok:
 				t.Errorf("no %s %s record", impl, setup)
-			case impl == "netfwd-afxdp" && r.Extra["error"] != nil:
-				t.Logf("netfwd-afxdp: %v", r.Extra["error"])
+			case strings.HasPrefix(impl, "netfwd-afxdp") && r.Extra["error"] != nil:
+				t.Logf("%s: %v", impl, r.Extra["error"])
 			case r.Mops <= 0 || r.NsOp <= 0:
 				t.Errorf("%s %s delivered nothing: %+v", impl, setup, r)
 			case r.Extra["x_linux"] == nil || r.Extra["x_ceiling"] == nil || r.Extra["offered_mpps"].(float64) < r.Mops/2:
@@ -117,5 +119,28 @@ func TestReflectorRewrite(t *testing.T) {
 		if string(f[0:6]) != string(dst) || string(f[6:12]) != string(src) {
 			t.Fatalf("MACs %x", f[:12])
 		}
+	}
+}
+
+// TestVethOptions: --rounds and --frames override the plan (the warm-up
+// shrinks with small runs), --only and --setup select by name.
+func TestVethOptions(t *testing.T) {
+	p, err := planFor(Options{Rounds: 2, Frames: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.rounds != 2 || p.frames != 30_000 || p.warmup != 3_000 {
+		t.Errorf("plan %+v: want 2 rounds of 30000 frames, 3000 warm-up", p)
+	}
+	if p, _ := planFor(Options{Quick: true}); p.rounds != 1 || p.frames != 200_000 {
+		t.Errorf("quick plan %+v", p)
+	}
+	o := Options{Only: []string{"", "linux"}, Setups: []string{""}}
+	o.Normalize()
+	if !slices.Equal(o.Only, []string{"linux"}) || len(o.Setups) != 0 {
+		t.Errorf("normalized %q %q", o.Only, o.Setups)
+	}
+	if !selected(o.Only, "linux") || selected(o.Only, "reflector") || !selected(o.Setups, "onecore") {
+		t.Error("selected() disagrees with the lists")
 	}
 }

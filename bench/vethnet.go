@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,6 +211,7 @@ type runResult struct {
 	background         float64       // CPUs busy before the run (other jobs)
 	procCPU            time.Duration // trafgen + forwarder + ksoftirqd over the run
 	fwdDrops           uint64        // frames the forwarder says it dropped (when it can)
+	diag               fwdDiag       // the forwarder's own counters over the run (when fwdDropsKnown)
 	fwdDropsKnown      bool
 	genFailed          bool // a trafgen process exited with an error
 }
@@ -224,7 +226,11 @@ func (r runResult) pps() float64 {
 func (r runResult) String() string {
 	s := fmt.Sprintf("%.3f Mpps (%d of %d in %v)", r.pps()/1e6, r.delivered, r.offered, r.elapsed.Round(time.Millisecond))
 	if r.fwdDropsKnown {
-		s += fmt.Sprintf(", forwarder dropped %d", r.fwdDrops)
+		s += fmt.Sprintf(", forwarder dropped %d (fill ring empty %d), %.1f frames/kick",
+			r.fwdDrops, r.diag.fillEmpty, ratioF(r.diag.sent, r.diag.kicks))
+		if r.diag.waits != 0 {
+			s += fmt.Sprintf(", %.2f wake-ups/kframe", 1000*ratioF(r.diag.blocked, r.diag.sent))
+		}
 	}
 	if r.genFailed {
 		s += ", a trafgen sender aborted"
@@ -292,7 +298,7 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 		if ticks%5 == 0 || parentDone {
 			gen.sample(parentDone)
 		}
-		if parentDone && (unix.Kill(-gen.pid, 0) == unix.ESRCH || time.Now().After(deadline)) {
+		if parentDone && (gen.allExited() || time.Now().After(deadline)) {
 			break
 		}
 	}
@@ -378,6 +384,7 @@ type genCPU struct {
 	senders []int // trafgen's children, found once they exist
 	orphans []int // senders still running when the parent exited
 	last    map[int]time.Duration
+	scanned bool // the process group was scanned for senders (allExited)
 }
 
 func (g *genCPU) sample(parentDone bool) {
@@ -402,6 +409,74 @@ func (g *genCPU) sample(parentDone bool) {
 			g.last[pid] = d
 		}
 	}
+}
+
+// allExited reports whether trafgen and all its senders have exited. A
+// sender whose parent aborted is an orphan that init must reap; until then
+// it is a zombie that still counts in its process group (kill -0 works),
+// and in containers whose init reaps late that added a second or more of
+// nothing to every run with an aborted sender. Zombies count as exited.
+func (g *genCPU) allExited() bool {
+	if unix.Kill(-g.pid, 0) == unix.ESRCH {
+		return true
+	}
+	if !g.scanned {
+		g.scanned = true // the parent may have died before its children were seen
+		for _, pid := range processGroup(g.pid) {
+			if !slices.Contains(g.senders, pid) && pid != g.pid {
+				g.senders = append(g.senders, pid)
+				if g.orphans != nil {
+					g.orphans = append(g.orphans, pid)
+				}
+			}
+		}
+	}
+	for _, pid := range g.senders {
+		if st := procState(pid); st != 0 && st != 'Z' && st != 'X' {
+			return false
+		}
+	}
+	// No sender left running; anything else in the group (ip netns exec's
+	// own process) is the parent, which has exited.
+	return true
+}
+
+// procState is the state letter of /proc/PID/stat (0: no such process).
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok || rest == "" {
+		return 0
+	}
+	return rest[0]
+}
+
+// processGroup lists the processes of group pgid (/proc scan).
+func processGroup(pgid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		_, rest, ok := strings.Cut(string(b), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 3 {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // total is the parent's rusage (itself and the senders it waited for)

@@ -29,6 +29,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/daemon"
 	"github.com/netfwd/netfwd/internal/hostpath"
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // Defaults of the command-line contract (design notes).
@@ -40,7 +41,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
 
 func init() {
 	register(command{
@@ -66,6 +67,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "listen address of /debug/pprof/ (default: none)")
 	ctlPath := fs.String("ctl", defaultCtl, "control socket path (off: none)")
 	ioKind := fs.String("io", "auto", "packet I/O: auto, afxdp or afpacket")
+	xdpMode := fs.String("xdp-mode", "auto", "AF_XDP ports: how the steering program attaches: auto (native, else generic), native or generic")
+	xdpBusy := fs.Duration("xdp-busy-poll", 0, "AF_XDP workers: while traffic flows, spin this long on the rings before sleeping in poll(2) (0: pktio's default)")
 	workers := fs.Int("workers", 0, "datapath workers = receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
@@ -93,11 +96,18 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: netfwd run "+runUsage)
 		return 2
 	}
+	attach, ok := map[string]pktio.XDPAttach{"auto": pktio.XDPAttachAuto, "native": pktio.XDPAttachNative,
+		"generic": pktio.XDPAttachGeneric}[*xdpMode]
+	if !ok || *xdpBusy < 0 {
+		fmt.Fprintf(stderr, "netfwd run: --xdp-mode %q --xdp-busy-poll %v: want auto, native or generic and a duration >= 0\n", *xdpMode, *xdpBusy)
+		return 2
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
-		TwinNames: twinNames, PuntLimits: limits})
+		TwinNames: twinNames, PuntLimits: limits,
+		XDPPort: pktio.XDPPortConfig{Attach: attach}, XDPWorker: pktio.XDPWorkerConfig{BusyPoll: *xdpBusy}})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1

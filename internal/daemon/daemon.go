@@ -497,6 +497,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.hp.syncLoop(d.stop)
 		}()
 	}
+	// The workers bind their queues (AF_XDP: UMEM and sockets, retried
+	// while the kernel still releases a previous process's) on their first
+	// sweep; until then an XDP port passes its frames to the kernel. Say
+	// "running" when they forward.
+	d.waitWorkers(d.ports.Load().gen)
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
 		"mirror_kernel", d.opts.MirrorKernel, "host_path", d.opts.HostPath)
@@ -617,6 +622,16 @@ func (d *Daemon) metricsSource() metrics.Source {
 			out = append(out, pio)
 		}
 		return out
+	}, XDPWaits: func() pktio.XDPWaitStats {
+		var sum pktio.XDPWaitStats
+		for _, w := range d.workers {
+			if xw := w.xwPub.Load(); xw != nil {
+				ws := xw.WaitStats()
+				sum.Waits += ws.Waits
+				sum.Blocked += ws.Blocked
+			}
+		}
+		return sum
 	}}
 	if d.hp != nil {
 		src.Twins = d.hp.m.Twins

@@ -79,7 +79,9 @@ func (d *Daemon) openXDP(ifi *net.Interface) (*pktio.XDPPort, error) {
 		if driver(ifi.Name) == "veth" {
 			return nil, fmt.Errorf("veth: partial checksums and GSO super-frames of local senders cannot cross AF_XDP (--io afxdp forces it)")
 		}
-		cfg.Attach = pktio.XDPAttachNative // generic XDP is no faster than AF_PACKET
+		if cfg.Attach == pktio.XDPAttachAuto {
+			cfg.Attach = pktio.XDPAttachNative // generic XDP is no faster than AF_PACKET
+		}
 	}
 	cfg.Tx.Tx = pktio.TxSendmmsg // handles of goroutines without a socket: little traffic, no ring memory
 	return pktio.OpenXDP(ifi.Name, cfg)

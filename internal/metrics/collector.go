@@ -74,6 +74,8 @@ type Source struct {
 	// FPM and Mirror are the routing sources' counters (nil when off).
 	FPM    *fpm.Stats
 	Mirror *kmirror.Stats
+	// XDPWaits returns the AF_XDP workers' wait counters, summed (may be nil).
+	XDPWaits func() pktio.XDPWaitStats
 }
 
 // fdbBreakdownMax bounds the FDBs whose entries are counted by type at
@@ -111,6 +113,9 @@ func NewCollector(src Source) *Collector {
 		"ctl_rx":            desc("pktio_control_rx_packets_total", "Control-plane frames the port's control ring delivered (host path).", "port"),
 		"ctl_ring_drops":    desc("pktio_control_ring_drops_total", "Control-plane frames dropped because the control ring was full.", "port"),
 		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
+		"xdp_kicks":         desc("xdp_tx_kicks_total", "AF_XDP transmit system calls, by result: sent, again (EAGAIN/EBUSY: more left or the device busy).", "port", "result"),
+		"xdp_waits":         desc("xdp_worker_waits_total", "AF_XDP worker waits that found no frame at once, by how they ended: spin (frames came while spinning) or poll (blocked in poll(2): a wake-up).", "result"),
+		"xdp_kick_gave_up":  desc("xdp_tx_kick_gave_up_total", "AF_XDP transmits that left frames on the TX ring for a later kick (the device made no progress).", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
 		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
@@ -278,6 +283,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				counter("xdp_tx", x.TxCopied, p.Name, "copy")
 				counter("xdp_tx", x.TxNoBuffer, p.Name, "no_buffer")
 				counter("xdp_fill_empty", x.FillRingEmpty, p.Name)
+				counter("xdp_kicks", x.TxKicks-x.TxKickAgain, p.Name, "sent")
+				counter("xdp_kicks", x.TxKickAgain, p.Name, "again")
+				counter("xdp_kick_gave_up", x.TxKickGaveUp, p.Name)
 			}
 		}
 	}
@@ -322,6 +330,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if m := c.src.Mirror; m != nil {
 		routeSource("kernel", m.Synced.Load(), m.Messages.Load(), m.Batches.Load(), m.Sweeps.Load(), m.SweptRoutes.Load(), &m.C)
 		counter("rs_overruns", m.Overruns.Load())
+	}
+	if c.src.XDPWaits != nil {
+		if w := c.src.XDPWaits(); w.Waits != 0 {
+			counter("xdp_waits", w.Waits-w.Blocked, "spin")
+			counter("xdp_waits", w.Blocked, "poll")
+		}
 	}
 }
 

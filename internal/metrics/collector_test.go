@@ -11,6 +11,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/wire"
@@ -96,5 +97,34 @@ link set eth2 master br0
 	}
 	if sent != 2 {
 		t.Errorf("sent %d frames, want the ARP reply and one flood copy", sent)
+	}
+}
+
+// TestCollectorXDPCounters: an AF_XDP port's kick counters and the
+// workers' waits come out under their documented names, split as
+// documented (sent = kicks - again; spin = waits - blocked).
+func TestCollectorXDPCounters(t *testing.T) {
+	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+	x := pktio.XDPStats{FillRingEmpty: 3, TxByDescriptor: 90, TxCopied: 10, TxKicks: 12, TxKickAgain: 2, TxKickGaveUp: 1}
+	src := Source{Engine: e,
+		Ports: func() []PortIO {
+			return []PortIO{{Name: "p1", IO: "afxdp native", Stats: x.Stats, XDP: &x}}
+		},
+		XDPWaits: func() pktio.XDPWaitStats { return pktio.XDPWaitStats{Waits: 50, Blocked: 7} },
+	}
+	m := scrape(t, src)
+	for k, want := range map[string]float64{
+		`netfwd_xdp_fill_ring_empty_total{port="p1"}`:         3,
+		`netfwd_xdp_tx_kicks_total{port="p1",result="sent"}`:  10,
+		`netfwd_xdp_tx_kicks_total{port="p1",result="again"}`: 2,
+		`netfwd_xdp_tx_kick_gave_up_total{port="p1"}`:         1,
+		`netfwd_xdp_worker_waits_total{result="spin"}`:        43,
+		`netfwd_xdp_worker_waits_total{result="poll"}`:        7,
+		`netfwd_xdp_tx_total{how="descriptor",port="p1"}`:     90,
+		`netfwd_port_io{io="afxdp native",port="p1"}`:         1,
+	} {
+		if got, ok := m[k]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
 	}
 }

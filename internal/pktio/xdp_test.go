@@ -146,7 +146,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 	frames, meta := make([][]byte, 256), make([]Meta, 256)
 	var want [][]byte // what b must see, in order
 	deadline := time.Now().Add(3 * time.Second)
-	got := 0
+	got, sends := 0, 0
 	for got < len(sent) && time.Now().Before(deadline) {
 		n, err := c.sa.TryRecv(frames, meta)
 		if err != nil {
@@ -173,6 +173,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 			t.Fatalf("Send = %d, %v; want %d", k, err, len(out))
 		}
 		got += n
+		sends++
 	}
 	if got != len(sent) {
 		t.Fatalf("forwarded %d of %d", got, len(sent))
@@ -190,6 +191,15 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 	t.Logf("fb %+v", st)
 	if st.TxByDescriptor != uint64(len(sent)) || st.TxCopied != uint64(len(want)-len(sent)) {
 		t.Errorf("by descriptor %d (want %d), copied %d (want %d)", st.TxByDescriptor, len(sent), st.TxCopied, len(want)-len(sent))
+	}
+	// Copy mode: every Send kicks at least once; a batch (at most 102
+	// frames here) fits one kick of TxBudget (256), so extra kicks are
+	// only EAGAIN retries.
+	if st.TxKicks < uint64(sends) || st.TxKicks > uint64(sends)+st.TxKickAgain {
+		t.Errorf("%d kicks (%d EAGAIN) for %d Sends", st.TxKicks, st.TxKickAgain, sends)
+	}
+	if sa := c.fa.XDPStats(); sa.TxKicks != 0 {
+		t.Errorf("fa sent nothing but counts %d kicks", sa.TxKicks)
 	}
 	c.sa.Release()
 	c.w.checkFrames(t)
@@ -338,6 +348,9 @@ func TestXDPDatapathAllocs(t *testing.T) {
 	forwarded := 0
 	allocs := testing.AllocsPerRun(50, func() {
 		gen.send(t, 32)
+		if err := c.w.Wait(); err != nil {
+			t.Fatal(err)
+		}
 		n := 0
 		for range 1000 {
 			k, err := c.sa.TryRecv(frames[n:], meta[n:])
@@ -688,4 +701,64 @@ func TestXDPFillRingsShared(t *testing.T) {
 			t.Errorf("socket %d: %d frames in its fill ring, want about %d", i, s.fillOut, w.fillTarget)
 		}
 	}
+}
+
+// TestXDPWaitBusyPoll: after frames arrived, Wait spins for BusyPoll (not
+// Spin) before it blocks, so a frame that comes a few milliseconds later
+// is taken without a wake-up; once the traffic stopped for longer than
+// BusyPoll, Wait blocks after Spin again. The counters say which happened.
+func TestXDPWaitBusyPoll(t *testing.T) {
+	const busy = 300 * time.Millisecond
+	c := newXDPChain(t, XDPWorkerConfig{Spin: -1, BusyPoll: busy})
+	if d := c.w.spinFor(); d != 0 {
+		t.Fatalf("idle worker spins %v, want 0 (Spin -1)", d)
+	}
+	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 1)
+	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	take := func() { // waits for a frame, for at most 5 Waits
+		t.Helper()
+		for range 5 {
+			if err := c.w.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			n, err := c.sa.TryRecv(frames, meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+		}
+		t.Fatal("no frame")
+	}
+	// Idle: the first Wait blocks in poll (no spin at all) and wakes.
+	gen.send(t, 1)
+	take()
+	w0 := c.w.WaitStats()
+	if w0.Blocked == 0 && w0.Waits != 0 {
+		t.Errorf("idle worker never blocked: %+v", w0)
+	}
+	if d := c.w.spinFor(); d != busy {
+		t.Fatalf("after frames Wait spins %v, want BusyPoll %v", d, busy)
+	}
+	// Traffic flows: frames 20 ms apart are taken while spinning.
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		time.Sleep(20 * time.Millisecond)
+		gen.send(t, 1)
+	}()
+	take()
+	<-sent
+	w1 := c.w.WaitStats()
+	if w1.Blocked != w0.Blocked || w1.Waits == w0.Waits {
+		t.Errorf("busy worker blocked: before %+v, after %+v", w0, w1)
+	}
+	// Quiet for longer than BusyPoll: back to Spin.
+	c.w.lastBusy = time.Now().Add(-2 * busy)
+	if d := c.w.spinFor(); d != 0 {
+		t.Errorf("quiet worker spins %v, want 0", d)
+	}
+	c.sa.Release()
+	c.w.checkFrames(t)
 }

@@ -199,5 +199,7 @@ type xdpCounters struct {
 	txRefused, txBadOffload      atomic.Uint64
 	txNoBuffer, txErrors         atomic.Uint64
 	compUnexpected               atomic.Uint64
+	txKicks, txKickAgain         atomic.Uint64
+	txKickGaveUp                 atomic.Uint64
 	_                            [64]byte
 }

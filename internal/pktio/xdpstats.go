@@ -34,6 +34,13 @@ type XDPStats struct {
 	TxByDescriptor, TxCopied uint64
 	// TxNoBuffer frames were dropped for want of a free UMEM frame.
 	TxNoBuffer uint64
+	// TxKicks are the transmit system calls (copy mode: sendto, each
+	// sending up to TxBudget frames); TxKickAgain those that returned
+	// EAGAIN or EBUSY (more left, or the device busy); TxKickGaveUp the
+	// kicks that left frames on the TX ring because the device made no
+	// progress (sent by a later kick). Frames per kick = Tx.Packets /
+	// TxKicks.
+	TxKicks, TxKickAgain, TxKickGaveUp uint64
 }
 
 func (s *XDPStats) add(o XDPStats) {
@@ -46,6 +53,9 @@ func (s *XDPStats) add(o XDPStats) {
 	s.TxByDescriptor += o.TxByDescriptor
 	s.TxCopied += o.TxCopied
 	s.TxNoBuffer += o.TxNoBuffer
+	s.TxKicks += o.TxKicks
+	s.TxKickAgain += o.TxKickAgain
+	s.TxKickGaveUp += o.TxKickGaveUp
 }
 
 // statsLocked reads the socket's counters and the kernel's.
@@ -56,6 +66,7 @@ func (s *XDPSocket) statsLocked() XDPStats {
 	st.Tx = TxStats{Packets: c.txPackets.Load(), Bytes: c.txBytes.Load(), Refused: c.txRefused.Load(),
 		BadOffload: c.txBadOffload.Load(), Errors: c.txErrors.Load() + c.txNoBuffer.Load()}
 	st.TxByDescriptor, st.TxCopied, st.TxNoBuffer = c.txByDescriptor.Load(), c.txCopied.Load(), c.txNoBuffer.Load()
+	st.TxKicks, st.TxKickAgain, st.TxKickGaveUp = c.txKicks.Load(), c.txKickAgain.Load(), c.txKickGaveUp.Load()
 	if _, open := s.port.socks[s]; open {
 		var k unix.XDPStatistics
 		if getsockoptRaw(s.fd, unix.XDP_STATISTICS, unsafe.Pointer(&k), unsafe.Sizeof(k)) == nil {

@@ -141,12 +141,22 @@ func (s *XDPSocket) kick() error {
 		return nil
 	}
 	stalls := 0
+	var kicks, again uint64
+	defer func() {
+		s.stats.txKicks.Add(kicks)
+		if again != 0 {
+			s.stats.txKickAgain.Add(again)
+		}
+	}()
 	for s.tx.pending() != 0 {
 		s.reapCompletions()
 		before := s.tx.pending()
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+		kicks++
 		switch e {
-		case 0, unix.EAGAIN, unix.EBUSY, unix.EINTR:
+		case 0, unix.EINTR:
+		case unix.EAGAIN, unix.EBUSY:
+			again++
 		case unix.ENETDOWN, unix.ENXIO, unix.ENODEV, unix.EBADF:
 			return e
 		default:
@@ -158,6 +168,7 @@ func (s *XDPSocket) kick() error {
 		}
 		if s.tx.pending() >= before {
 			if stalls++; stalls >= 3 {
+				s.stats.txKickGaveUp.Add(1)
 				return nil // device busy: kicked again by the next Send or Wait
 			}
 		}

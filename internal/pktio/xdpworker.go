@@ -83,6 +83,9 @@ type XDPWorker struct {
 	closed    atomic.Bool
 	unmapped  bool
 	spinIters int // Wait's spin rounds between clock reads
+	lastBusy  time.Time
+	waits     atomic.Uint64
+	blocks    atomic.Uint64
 }
 
 // NewXDPWorker maps a UMEM of cfg.Frames frames. Bind sockets on it, then
@@ -283,13 +286,16 @@ func (w *XDPWorker) Wait() error {
 		return ErrClosed
 	}
 	if w.Ready() {
+		w.lastBusy = time.Now()
 		return nil
 	}
-	if w.cfg.Spin > 0 {
-		deadline := time.Now().Add(w.cfg.Spin)
+	w.waits.Add(1)
+	if spin := w.spinFor(); spin > 0 {
+		deadline := time.Now().Add(spin)
 		for {
 			for range w.spinIters {
 				if w.Ready() {
+					w.lastBusy = time.Now()
 					return nil
 				}
 			}
@@ -301,6 +307,7 @@ func (w *XDPWorker) Wait() error {
 			}
 		}
 	}
+	w.blocks.Add(1)
 	timeout := 1000
 	for _, s := range w.socks {
 		if s != nil && s.tx.pending() != 0 {
@@ -308,7 +315,34 @@ func (w *XDPWorker) Wait() error {
 			timeout = 1
 		}
 	}
-	return w.block(w.pfds, timeout)
+	err := w.block(w.pfds, timeout)
+	if w.Ready() {
+		w.lastBusy = time.Now()
+	}
+	return err
+}
+
+// spinFor is how long Wait spins before it blocks: BusyPoll while frames
+// came within the last BusyPoll (traffic flows: the next burst is
+// probably a few microseconds away, and a wake-up from poll(2) costs a
+// context switch, more on a loaded machine), Spin otherwise.
+func (w *XDPWorker) spinFor() time.Duration {
+	if w.cfg.BusyPoll > w.cfg.Spin && time.Since(w.lastBusy) < w.cfg.BusyPoll {
+		return w.cfg.BusyPoll
+	}
+	return max(w.cfg.Spin, 0)
+}
+
+// XDPWaitStats count the worker's Waits that found nothing ready at once
+// (Waits) and those of them that blocked in poll(2) after spinning
+// (Blocked): a wake-up each. Any goroutine.
+type XDPWaitStats struct {
+	Waits, Blocked uint64
+}
+
+// WaitStats returns the worker's wait counters. Any goroutine.
+func (w *XDPWorker) WaitStats() XDPWaitStats {
+	return XDPWaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load()}
 }
 
 // block polls pfds (the last one is the eventfd) for up to timeout ms.
