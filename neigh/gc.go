@@ -10,23 +10,24 @@ package neigh
 // forced gc: remove removable entries until the list is back to
 // gc_thresh2, in two passes from the list's head: first those that never
 // carried traffic, then the others. Removable (forcedGCRemovable) are
-// FAILED, NOARP and INCOMPLETE entries, and entries not updated for 5 s
-// unless they carried traffic within gc_stale_time. If it removes nothing
+// FAILED and NOARP entries, INCOMPLETE ones unanswered for retrans_time,
+// and others not updated for 5 s unless they carried traffic within
+// gc_stale_time. If it removes nothing
 // and the table is at gc_thresh3, the creation is refused (table_fulls).
 // Permanent entries are exempt from the limits, as in Linux.
 //
 // Linux removes only FAILED/NOARP entries and those not updated for 5 s,
 // and spares those a route holds a reference to. Here the entries in use
 // are spared by their traffic (entry.sent) instead, and unresolved entries
-// go first: under a flood to unresolved hosts the INCOMPLETE entries are a
-// FIFO that new next hops can still enter, and established ones are never
-// pushed out (docs/neigh.md).
+// go after 1 s instead of 5 s: a flood to unresolved hosts churns at most
+// about gc_thresh3 entries a second and never pushes out established ones
+// (docs/neigh.md).
 //
 // A flood keeps the table full of fresh entries, so the forced gc would
 // scan the whole list on every refused creation. It remembers instead when
 // its last complete scan found nothing (and the earliest moment an entry
-// could become removable); until then, or until an entry turns FAILED,
-// NOARP or INCOMPLETE, it returns at once. The result is the same as
+// could become removable); until then, or until an entry turns FAILED or
+// NOARP (or INCOMPLETE: eventSendLocked lowers the bound), it returns at once. The result is the same as
 // scanning (traffic only makes entries less removable).
 //
 // Locking: Table.mu.
@@ -97,7 +98,7 @@ func (t *Table) gcAddLocked(n *entry) {
 
 // forcedGCAlwaysRemovable: states the forced gc removes whatever their age.
 func forcedGCAlwaysRemovable(s State) bool {
-	return s == NUDFailed || s == NUDNoARP || s == NUDIncomplete
+	return s == NUDFailed || s == NUDNoARP
 }
 
 // forcedGCRemovable reports whether the forced gc may remove n at now, and
@@ -111,7 +112,10 @@ func (t *Table) forcedGCRemovable(n *entry, now int64) (bool, int64) {
 		return true, minTime
 	}
 	at := n.updated + forcedGCAge
-	if s.Valid() {
+	switch {
+	case s == NUDIncomplete: // unanswered for retrans_time
+		at = n.updated + t.p.retrans
+	case s.Valid():
 		at = max(at, n.sent.Load()+t.p.stale)
 	}
 	return now > at, at

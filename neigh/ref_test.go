@@ -175,16 +175,18 @@ func (r *refTable) gcList() []*refNeigh {
 	return l
 }
 
-// forcedGC: FAILED, NOARP and INCOMPLETE entries go, and those not updated
-// for 5 s that carried no traffic within gc_stale_time; the ones that never
-// carried traffic first.
+// forcedGC: FAILED and NOARP entries go, INCOMPLETE ones unanswered for
+// retrans_time, and those not updated for 5 s that carried no traffic within
+// gc_stale_time; the ones that never carried traffic first.
 func (r *refTable) forcedGC(now int64, out *refOut) int {
 	r.c.forcedGCRuns++
 	maxClean := r.gcCount() + 1 - r.p.GCThresh2
 	removable := func(n *refNeigh) bool {
 		switch {
-		case n.state == NUDFailed || n.state == NUDNoARP || n.state == NUDIncomplete || n.updated > now:
+		case n.state == NUDFailed || n.state == NUDNoARP || n.updated > now:
 			return true
+		case n.state == NUDIncomplete:
+			return n.updated < now-r.retrans
 		case n.updated >= now-5e9:
 			return false
 		}

@@ -96,8 +96,10 @@ func (t *Table) eventSendLocked(n *entry, pkt []byte, mark uint8, now int64, out
 			}
 			n.probes = t.p.UcastProbes
 			t.delTimerLocked(n)
-			t.setStateLocked(n, NUDIncomplete, out) // removable by the forced gc (it resets the idle shortcut)
+			t.setStateLocked(n, NUDIncomplete, out)
 			n.updated = now
+			// The forced gc may remove it once unanswered for retrans_time.
+			t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, now+t.p.retrans)
 			t.addTimerLocked(n, now+max(t.p.retrans, timerMin))
 			t.enqueueLocked(n, pkt, mark, out)
 			t.probeLocked(n, out) // immediate: the queue's tail is this packet

@@ -577,8 +577,9 @@ func TestNeighForcedGC(t *testing.T) {
 }
 
 // The forced gc spares entries that carry traffic and removes unresolved
-// ones first: a flood of packets to unresolved hosts cannot push out an
-// established neighbour, and does not fill the table for good.
+// ones after retrans_time (not 5 s): a flood of packets to unresolved hosts
+// cannot push out an established neighbour, and does not fill the table for
+// good.
 func TestNeighForcedGCSparesUsed(t *testing.T) {
 	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 8
@@ -597,7 +598,16 @@ func TestNeighForcedGCSparesUsed(t *testing.T) {
 			t.Fatalf("verdict %v", v)
 		}
 	}
-	// Full: the INCOMPLETE entries go (fresh as they are), the others stay.
+	// Full of fresh entries: refused, until the INCOMPLETE entries have
+	// been unanswered for retrans_time; then they go, the others stay.
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
+		t.Fatalf("verdict %v with a full table", v)
+	}
+	h.at(p.RetransTime)
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
+		t.Fatalf("verdict %v with INCOMPLETE entries exactly retrans_time old", v)
+	}
+	h.at(p.RetransTime + 1)
 	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Queued {
 		t.Fatalf("verdict %v with INCOMPLETE entries to remove", v)
 	}
@@ -608,12 +618,12 @@ func TestNeighForcedGCSparesUsed(t *testing.T) {
 		}
 		h.expect(0x0a000100+wire.Addr4(i), want)
 	}
-	if s := h.tab.Stats(); s.TableFulls != 0 || s.ForcedGCEvictions != 4 || s.QueuePurged != 4 {
+	if s := h.tab.Stats(); s.TableFulls != 2 || s.ForcedGCEvictions != 4 || s.QueuePurged != 4 {
 		t.Fatalf("table fulls %d evictions %d purged %d", s.TableFulls, s.ForcedGCEvictions, s.QueuePurged)
 	}
-	// 5 s later, above gc_thresh2: the unused entries go first (in list
-	// order), the one in use is spared, the INCOMPLETE one is newer.
-	h.at(5*time.Second + 1)
+	// 5 s after the last forced gc, above gc_thresh2: the unused entries go
+	// first (in list order), the one in use is spared.
+	h.at(p.RetransTime + 5*time.Second + 2)
 	h.w.Output(tIf, 0x0a000100, hdr)
 	if v := h.resolve(0x0a000202, ipPacket(1, 2, 40)); v != Queued {
 		t.Fatalf("verdict %v", v)
@@ -622,7 +632,7 @@ func TestNeighForcedGCSparesUsed(t *testing.T) {
 	h.expect(0x0a000101, NUDNone)
 	h.expect(0x0a000102, NUDNone)
 	h.expect(0x0a000103, NUDReachable)
-	h.expect(0x0a000201, NUDIncomplete)
+	h.expect(0x0a000201, NUDIncomplete) // removable too, but newer on the list
 }
 
 // Link down flushes an interface's entries (permanent ones too unless kept),
