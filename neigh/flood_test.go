@@ -217,3 +217,59 @@ func TestNeighOutputNeverLocks(t *testing.T) {
 	h.at(time.Second)
 	h.expect(tPeer, NUDDelay)
 }
+
+// The global budget of queued packets: with many unresolved entries each
+// queueing packets, the sum never exceeds UnresQlenBytesTotal; the oldest
+// packets of other entries make room (counted), round robin, so a new
+// entry's first packet is always queued; every packet comes back once.
+func TestNeighQueueGlobalBudget(t *testing.T) {
+	p := DefaultParams()
+	p.UnresQlenBytesTotal = 64 << 10
+	h := newHarness(t, p)
+	pkt := ipPacket(1, 2, 1400)
+	charge := wire.EthernetHeaderLen + len(pkt) + queuedPacketHeader
+	queued, back := 0, 0
+	count := func() {
+		back += len(h.out.Transmit) + len(h.out.Unreachable) + len(h.out.Dropped)
+		h.out.Reset()
+	}
+	for i := range 2000 {
+		ip := 0x0b000000 + wire.Addr4(i%200) // 200 entries, 10 packets each
+		if v := h.resolve(ip, pkt); v != Queued {
+			t.Fatalf("packet %d: %v", i, v)
+		}
+		queued++
+		count()
+		s := h.tab.Stats()
+		if s.QueuedBytes > p.UnresQlenBytesTotal {
+			t.Fatalf("after %d: %d bytes queued, budget %d", i, s.QueuedBytes, p.UnresQlenBytesTotal)
+		}
+		if s.QueuedNow != queued-back {
+			t.Fatalf("after %d: %d queued, %d in, %d back", i, s.QueuedNow, queued, back)
+		}
+	}
+	s := h.tab.Stats()
+	if want := p.UnresQlenBytesTotal / charge; s.QueuedNow != want || s.QueueBudgetDrops != uint64(2000-want) {
+		t.Fatalf("%d queued (want %d), %d budget drops", s.QueuedNow, want, s.QueueBudgetDrops)
+	}
+	// A new next hop gets its first packet in.
+	if v := h.resolve(0x0c000001, pkt); v != Queued {
+		t.Fatal(v)
+	}
+	h.replyToUs(tMAC1, 0x0c000001)
+	found := false
+	for _, f := range h.out.Transmit {
+		found = found || f.IP == 0x0c000001
+	}
+	if !found {
+		t.Fatal("the new next hop's packet was not kept")
+	}
+	// A packet larger than the whole budget is dropped at once.
+	h.out.Reset()
+	small := p
+	small.UnresQlenBytesTotal = 1000
+	h2 := newHarness(t, small)
+	if v := h2.resolve(0x0c000002, pkt); v != Queued || len(h2.out.Dropped) != 1 || h2.tab.Stats().QueueBudgetDrops != 1 {
+		t.Fatalf("%v, dropped %v", v, h2.out.Dropped)
+	}
+}

@@ -225,6 +225,15 @@ func TestE2EARPFlood(t *testing.T) {
 				after.Sum(metricNeighEntries), rss0>>10, rss1>>10)
 			checkDelivery(t, "known next hop", known)
 			checkDelivery(t, "new next hop", newly)
+			notLearned := after.Sum("netfwd_arp_not_learned_total") - before.Sum("netfwd_arp_not_learned_total")
+			limited := after.Sum("netfwd_arp_replies_limited_total") - before.Sum("netfwd_arp_replies_limited_total")
+			t.Logf("arp_not_learned_total +%.0f, arp_replies_limited_total +%.0f", notLearned, limited)
+			if notLearned == 0 || limited == 0 {
+				t.Errorf("the flood was not counted: arp_not_learned_total +%v, arp_replies_limited_total +%v", notLearned, limited)
+			}
+			if n := after.Sum(metricNeighEntries); n > 512+8 {
+				t.Errorf("%v neighbour entries after the flood, want at most gc_thresh2 (512) and the hosts", n)
+			}
 			if !e.alive() {
 				t.Fatal("the daemon exited")
 			}
@@ -266,6 +275,12 @@ func TestE2EUnresolvedFlood(t *testing.T) {
 		after.Sum(metricL3Drops, "reason", "neigh_queue")-before.Sum(metricL3Drops, "reason", "neigh_queue"),
 		rss0>>10, rssPeak>>10, rss1>>10)
 	checkDelivery(t, "known next hop", known)
+	if d := after.Sum("netfwd_neigh_table_fulls_total") - before.Sum("netfwd_neigh_table_fulls_total"); d == 0 {
+		t.Errorf("neigh_table_fulls_total did not move")
+	}
+	if q := after.Sum("netfwd_neigh_queued_bytes"); q > 4<<20 {
+		t.Errorf("neigh_queued_bytes %v over the 4 MiB budget", q)
+	}
 	limit := 32 << 10 // KiB
 	if raceEnabled() {
 		limit *= 4

@@ -20,6 +20,8 @@
 //	fdb_{learned,moved,aged}_total, fdb_limit_hits_total, fdb_max_learned{bridge}
 //	flood_total{mode}                            inline, deferred; flood_queue_drops_total
 //	neigh_entries{state}, neigh_lookups_total{result}, neigh_queue_drops_total, arp_drops_total{reason}
+//	neigh_queue_budget_drops_total, neigh_queued_bytes, neigh_table_fulls_total, neigh_forced_gc_evictions_total
+//	arp_not_learned_total, arp_replies_limited_total   the limits under attack (docs/reliability.md)
 //	icmp_sent_total{type}, icmp_rate_limited_total
 //
 // Locking: Collect reads atomics and takes the short dump locks of the
@@ -74,43 +76,49 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 // NewCollector returns a collector for src.
 func NewCollector(src Source) *Collector {
 	d := map[string]*prometheus.Desc{
-		"port_rx_packets":   desc("port_rx_packets_total", "Frames received on the port and handed to the engine.", "port"),
-		"port_rx_bytes":     desc("port_rx_bytes_total", "Bytes received on the port and handed to the engine.", "port"),
-		"port_tx_packets":   desc("port_tx_packets_total", "Frames the engine queued for the port.", "port"),
-		"port_tx_bytes":     desc("port_tx_bytes_total", "Bytes the engine queued for the port.", "port"),
-		"port_rx_drops":     desc("port_rx_drops_total", "Frames received on the port and dropped (any reason).", "port"),
-		"port_tx_drops":     desc("port_tx_drops_total", "Copies for the port dropped (transmit batch full or transmit error).", "port"),
-		"pktio_rx":          desc("pktio_rx_packets_total", "Frames the port's RX rings delivered.", "port"),
-		"pktio_tx":          desc("pktio_tx_packets_total", "Frames the kernel accepted for transmission on the port.", "port"),
-		"pktio_ring_drops":  desc("pktio_ring_drops_total", "Frames the kernel dropped because an RX ring was full.", "port"),
-		"pktio_freezes":     desc("pktio_ring_freezes_total", "Times an RX ring filled up.", "port"),
-		"pktio_errors":      desc("pktio_errors_total", "Packet I/O errors by kind.", "port", "kind"),
-		"pktio_offload":     desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
-		"port_io":           desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
-		"xdp_tx":            desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
-		"xdp_fill_empty":    desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
-		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
-		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
-		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
-		"fragmented":        desc("fragmented_total", "Packets the router fragmented."),
-		"local":             desc("local_delivered_total", "Packets addressed to the router."),
-		"arp_in":            desc("arp_received_total", "ARP frames the router received."),
-		"fib_lookups":       desc("fib_lookups_total", "FIB lookups."),
-		"fib_routes":        desc("fib_routes", "Routes as configured, by table and type.", "table", "type"),
-		"fdb_entries":       desc("fdb_entries", "FDB entries by type.", "bridge", "type"),
-		"fdb_learned":       desc("fdb_learned_total", "FDB entries learned."),
-		"fdb_moved":         desc("fdb_moved_total", "FDB entries moved to another port."),
-		"fdb_aged":          desc("fdb_aged_total", "FDB entries aged out."),
-		"fdb_limit_hits":    desc("fdb_limit_hits_total", "Sources not learned because a learning limit was reached."),
-		"fdb_max_learned":   desc("fdb_max_learned", "The bridge's learned-entry limit (0: none).", "bridge"),
-		"flood":             desc("flood_total", "Floods by mode.", "mode"),
-		"flood_queue_drops": desc("flood_queue_drops_total", "Large floods dropped because the deferral queue was full."),
-		"neigh_entries":     desc("neigh_entries", "Neighbour entries by state.", "state"),
-		"neigh_lookups":     desc("neigh_lookups_total", "Neighbour lookups of the forwarding path by result.", "result"),
-		"neigh_queue_drops": desc("neigh_queue_drops_total", "Packets dropped from full neighbour resolution queues."),
-		"arp_drops":         desc("arp_drops_total", "ARP frames dropped by reason.", "reason"),
-		"icmp_sent":         desc("icmp_sent_total", "ICMP messages the router sent, by type.", "type"),
-		"icmp_limited":      desc("icmp_rate_limited_total", "ICMP errors suppressed by the rate limit."),
+		"port_rx_packets":     desc("port_rx_packets_total", "Frames received on the port and handed to the engine.", "port"),
+		"port_rx_bytes":       desc("port_rx_bytes_total", "Bytes received on the port and handed to the engine.", "port"),
+		"port_tx_packets":     desc("port_tx_packets_total", "Frames the engine queued for the port.", "port"),
+		"port_tx_bytes":       desc("port_tx_bytes_total", "Bytes the engine queued for the port.", "port"),
+		"port_rx_drops":       desc("port_rx_drops_total", "Frames received on the port and dropped (any reason).", "port"),
+		"port_tx_drops":       desc("port_tx_drops_total", "Copies for the port dropped (transmit batch full or transmit error).", "port"),
+		"pktio_rx":            desc("pktio_rx_packets_total", "Frames the port's RX rings delivered.", "port"),
+		"pktio_tx":            desc("pktio_tx_packets_total", "Frames the kernel accepted for transmission on the port.", "port"),
+		"pktio_ring_drops":    desc("pktio_ring_drops_total", "Frames the kernel dropped because an RX ring was full.", "port"),
+		"pktio_freezes":       desc("pktio_ring_freezes_total", "Times an RX ring filled up.", "port"),
+		"pktio_errors":        desc("pktio_errors_total", "Packet I/O errors by kind.", "port", "kind"),
+		"pktio_offload":       desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
+		"port_io":             desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
+		"xdp_tx":              desc("xdp_tx_total", "AF_XDP frames sent, by how: descriptor (no copy), copy, no_buffer (dropped: no free UMEM frame).", "port", "how"),
+		"xdp_fill_empty":      desc("xdp_fill_ring_empty_total", "Times the kernel found an AF_XDP fill ring empty.", "port"),
+		"l2_drops":            desc("l2_drops_total", "Bridge drops by reason.", "reason"),
+		"l3_drops":            desc("l3_drops_total", "Router drops by reason.", "reason"),
+		"forwarded":           desc("forwarded_total", "Packets the router forwarded."),
+		"fragmented":          desc("fragmented_total", "Packets the router fragmented."),
+		"local":               desc("local_delivered_total", "Packets addressed to the router."),
+		"arp_in":              desc("arp_received_total", "ARP frames the router received."),
+		"fib_lookups":         desc("fib_lookups_total", "FIB lookups."),
+		"fib_routes":          desc("fib_routes", "Routes as configured, by table and type.", "table", "type"),
+		"fdb_entries":         desc("fdb_entries", "FDB entries by type.", "bridge", "type"),
+		"fdb_learned":         desc("fdb_learned_total", "FDB entries learned."),
+		"fdb_moved":           desc("fdb_moved_total", "FDB entries moved to another port."),
+		"fdb_aged":            desc("fdb_aged_total", "FDB entries aged out."),
+		"fdb_limit_hits":      desc("fdb_limit_hits_total", "Sources not learned because a learning limit was reached."),
+		"fdb_max_learned":     desc("fdb_max_learned", "The bridge's learned-entry limit (0: none).", "bridge"),
+		"flood":               desc("flood_total", "Floods by mode.", "mode"),
+		"flood_queue_drops":   desc("flood_queue_drops_total", "Large floods dropped because the deferral queue was full."),
+		"neigh_entries":       desc("neigh_entries", "Neighbour entries by state.", "state"),
+		"neigh_lookups":       desc("neigh_lookups_total", "Neighbour lookups of the forwarding path by result.", "result"),
+		"neigh_queue_drops":   desc("neigh_queue_drops_total", "Packets dropped from full neighbour resolution queues."),
+		"arp_drops":           desc("arp_drops_total", "ARP frames dropped by reason.", "reason"),
+		"neigh_budget_drops":  desc("neigh_queue_budget_drops_total", "Packets dropped from neighbour resolution queues for the global budget."),
+		"neigh_queued_bytes":  desc("neigh_queued_bytes", "Bytes of packets waiting for neighbour resolution (charged size)."),
+		"neigh_table_fulls":   desc("neigh_table_fulls_total", "Neighbour entries not created: the table was at gc_thresh3 with nothing to remove."),
+		"neigh_forced_gc":     desc("neigh_forced_gc_evictions_total", "Neighbour entries removed by the forced gc."),
+		"arp_not_learned":     desc("arp_not_learned_total", "ARP requests to the router from unknown senders not learned: the table was at gc_thresh2."),
+		"arp_replies_limited": desc("arp_replies_limited_total", "ARP requests from senders not learned left unanswered: over the reply limit."),
+		"icmp_sent":           desc("icmp_sent_total", "ICMP messages the router sent, by type.", "type"),
+		"icmp_limited":        desc("icmp_rate_limited_total", "ICMP errors suppressed by the rate limit."),
 	}
 	return &Collector{src: src, descs: d}
 }
@@ -206,6 +214,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter("neigh_lookups", ns.Hits, "hit")
 	counter("neigh_lookups", ns.Misses, "miss")
 	counter("neigh_queue_drops", ns.QueueDrops)
+	counter("neigh_budget_drops", ns.QueueBudgetDrops)
+	gauge("neigh_queued_bytes", float64(ns.QueuedBytes))
+	counter("neigh_table_fulls", ns.TableFulls)
+	counter("neigh_forced_gc", ns.ForcedGCEvictions)
+	counter("arp_not_learned", ns.ARPNotLearned)
+	counter("arp_replies_limited", ns.ARPRepliesLimited)
 	for r, v := range ns.ARPDrops {
 		counter("arp_drops", v, r)
 	}
