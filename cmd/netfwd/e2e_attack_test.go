@@ -292,3 +292,57 @@ func TestE2EUnresolvedFlood(t *testing.T) {
 		t.Fatal("the daemon exited")
 	}
 }
+
+// TestE2EMACFlood (issue 14 item 11): 200,000 random source MACs into an
+// access port of a bridge configured without fdb_max_learned: the FDB stops
+// at the default limit (65,536 learned entries), counts the rest in
+// fdb_limit_hits_total, reports the limit in force as fdb_max_learned, and
+// the daemon's RSS stays bounded; the hosts still talk.
+func TestE2EMACFlood(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	e.pingOK("h1", h3IP, 63)
+	before := e.scrape()
+	rss0 := procStatusKB(t, e.daemonPid(), "VmRSS")
+	const n = 200_000
+	fl := e.startFlood("h1", 60, 0, func(f []byte, i uint64) {
+		if f[12] == 0 {
+			copy(f, lab.BridgeMAC)
+			binary.BigEndian.PutUint16(f[12:], 0x88b5) // dropped by the router, after learning
+		}
+		r := splitmix(i)
+		f[6], f[7], f[8], f[9], f[10], f[11] = 0x02, byte(r), byte(r>>8), byte(r>>16), byte(r>>24), byte(r>>32)
+	})
+	ok, _ := eventually(30*time.Second, func() (bool, string) { return fl.sent.Load() >= n, "" })
+	fl.stop()
+	if !ok {
+		t.Fatalf("sent only %d frames", fl.sent.Load())
+	}
+	var after *lab.Metrics
+	eventually(5*time.Second, func() (bool, string) {
+		after = e.scrape()
+		return after.Sum(metricPortRxPackets, "port", "eth1")-before.Sum(metricPortRxPackets, "port", "eth1") >= float64(fl.sent.Load())*0.9, ""
+	})
+	rss1 := procStatusKB(t, e.daemonPid(), "VmRSS")
+	learned := after.Sum(metricFDBEntries, "bridge", "br0", "type", "learned")
+	hits := after.Sum("netfwd_fdb_limit_hits_total") - before.Sum("netfwd_fdb_limit_hits_total")
+	t.Logf("MAC flood: %d frames sent, %.0f received; FDB learned %.0f, fdb_limit_hits_total +%.0f, fdb_max_learned %v; RSS %d -> %d MiB",
+		fl.sent.Load(), after.Sum(metricPortRxPackets, "port", "eth1")-before.Sum(metricPortRxPackets, "port", "eth1"),
+		learned, hits, after.Sum("netfwd_fdb_max_learned", "bridge", "br0"), rss0>>10, rss1>>10)
+	if learned > 65536 || learned < 65536-16 {
+		t.Errorf("%.0f learned entries, want the default limit 65536", learned)
+	}
+	if hits < 1000 {
+		t.Errorf("fdb_limit_hits_total moved by %v", hits)
+	}
+	if v := after.Sum("netfwd_fdb_max_learned", "bridge", "br0"); v != 65536 {
+		t.Errorf("fdb_max_learned{bridge=br0} = %v, want 65536", v)
+	}
+	limit := 48 << 10 // KiB
+	if raceEnabled() {
+		limit *= 4
+	}
+	if grow := rss1 - rss0; grow > limit {
+		t.Errorf("RSS grew by %d MiB, want at most %d MiB", grow>>10, limit>>10)
+	}
+	e.pingOK("h1", h3IP, 63)
+}

@@ -104,7 +104,7 @@ func NewCollector(src Source) *Collector {
 		"fdb_moved":           desc("fdb_moved_total", "FDB entries moved to another port."),
 		"fdb_aged":            desc("fdb_aged_total", "FDB entries aged out."),
 		"fdb_limit_hits":      desc("fdb_limit_hits_total", "Sources not learned because a learning limit was reached."),
-		"fdb_max_learned":     desc("fdb_max_learned", "The bridge's learned-entry limit (0: none).", "bridge"),
+		"fdb_max_learned":     desc("fdb_max_learned", "The bridge's learned-entry limit in force (65536 unless configured).", "bridge"),
 		"flood":               desc("flood_total", "Floods by mode.", "mode"),
 		"flood_queue_drops":   desc("flood_queue_drops_total", "Large floods dropped because the deferral queue was full."),
 		"neigh_entries":       desc("neigh_entries", "Neighbour entries by state.", "state"),
@@ -181,11 +181,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge("fdb_entries", float64(f.Learned()), b.Name, "learned")
 			gauge("fdb_entries", float64(f.Len()-f.Learned()), b.Name, "configured")
 		}
-		if c.src.Controller != nil {
-			if v, ok := c.src.Controller.FDBMaxLearned(b.Name); ok {
-				gauge("fdb_max_learned", float64(v), b.Name)
-			}
-		}
+		gauge("fdb_max_learned", float64(f.MaxLearned()), b.Name) // in force: the default when not configured
 	}
 
 	s := e.Stats()
