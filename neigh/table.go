@@ -19,9 +19,12 @@ package neigh
 //
 // Locking: datapath readers never lock. They search the index (package
 // hashindex: lock-free readers, one writer) and read an entry's packed word (state + lladdr) with one atomic load. The
-// only thing the datapath writes is an entry's touched flag (a STALE entry
-// was used): it pushes the entry on a lock-free stack, and the next writer
-// call moves it to DELAY with that call's clock. Everything else, every
+// datapath writes only two things: an entry's sent time (the table's coarse
+// clock, when it differs: the forced gc spares entries in use), and its
+// touched flag (a STALE entry was used): it pushes the entry on a lock-free
+// stack, and the next writer call moves it to DELAY with that call's clock.
+// InputARP also reads learnPaused (an atomic mirror of "gc_thresh2 reached")
+// to skip unknown senders without the lock. Everything else, every
 // entry's writer-side fields, the timers, the gc list, the index's writes
 // and the table counters, is guarded by Table.mu; functions that expect
 // it held end in Locked.
