@@ -138,6 +138,7 @@ func runFlood(t *testing.T, kind floodKind) {
 		}
 		h.out.Reset()
 		if i%1000 == 0 {
+			h.w.Publish()
 			s := h.tab.Stats()
 			maxEntries = max(maxEntries, s.Entries)
 			limit := p.GCThresh3
@@ -157,6 +158,7 @@ func runFlood(t *testing.T, kind floodKind) {
 	}
 	stop.Store(true)
 	wg.Wait()
+	h.w.Publish()
 	end := heapInUse()
 	s := h.tab.Stats()
 	t.Logf("%d events: max entries %d, table fulls %d, forced gc evictions %d, lookups during flood %d, heap %d -> %d KiB",

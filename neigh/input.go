@@ -112,9 +112,10 @@ type ARPInput struct {
 // InputARP processes one received ARP frame (Ethernet header first). When it
 // answers, it writes the reply frame into reply and returns its length
 // (transmit it on in.IfIndex); resolutions it causes append to out. drop is
-// ARPOK unless the frame was dropped (counted by reason).
+// ARPOK unless the frame was dropped (counted by reason). The worker's
+// counters become visible at its next Publish (once per batch: a flood of
+// ARP costs no atomic stores per frame).
 func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, out *Actions) (replyLen int, drop ARPDrop) {
-	defer w.Publish()
 	a, drop := parseARPFrame(frame)
 	if drop != ARPOK {
 		w.c[wcARPDropBase+int(drop)]++

@@ -4,8 +4,7 @@ package neigh
 //
 // Flow: the datapath (Output) and ARP input count in a Worker's own
 // plain counters, on cache lines no other worker writes, and publish them to
-// atomic mirrors on Publish (once per batch; Resolve and InputARP publish
-// themselves). Writer-side counters live in the table under Table.mu.
+// atomic mirrors on Publish (once per batch, by the caller). Writer-side counters live in the table under Table.mu.
 // Table.Stats sums the published mirrors and the table's counters.
 //
 // Locking: Worker counters belong to the worker's goroutine; the

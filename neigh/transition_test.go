@@ -84,6 +84,7 @@ func (h *harness) resolve(ip wire.Addr4, pkt []byte) Verdict {
 
 func (h *harness) arp(op uint16, ethDst, sha wire.MAC, sip wire.Addr4, tha wire.MAC, tip wire.Addr4) (int, ARPDrop) {
 	h.t.Helper()
+	defer h.w.Publish() // as the router does once per batch
 	return h.w.InputARP(&h.in, arpFrame(ethDst, op, sha, sip, tha, tip), h.now, h.reply, &h.out)
 }
 
@@ -461,6 +462,7 @@ func TestARPDropReasons(t *testing.T) {
 	if _, d := h.w.InputARP(&h.in, good, h.now, make([]byte, 10), &h.out); d != ARPNoReplyBuffer {
 		t.Fatalf("short reply buffer: %v", d)
 	}
+	h.w.Publish()
 	s := h.tab.Stats()
 	if s.ARPDrops["bad-address-length"] != 2 || s.ARPDrops["martian-sender"] != 3 || s.ARPDropsTotal() != 17 {
 		t.Fatalf("drops %v", s.ARPDrops)
