@@ -1,9 +1,11 @@
 package l3
 
 // Packets for the router itself, and the ICMP errors it sends, as a Linux
-// host would: echo requests are answered; UDP to the router gets port
-// unreachable (no sockets listen), TCP gets a reset, other protocols get
-// protocol unreachable. Fragments are not reassembled.
+// host would: echo requests are answered; with a host path (hostpath.go)
+// everything else goes to the box's own stack; without one UDP to the
+// router gets port unreachable (no sockets listen), TCP gets a reset, other
+// protocols get protocol unreachable, fragments are dropped (no
+// reassembly).
 //
 // Locking: none (worker-local).
 
@@ -13,15 +15,21 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-func (w *Worker) localInput(in *Iface, h wire.IPv4, l2mc bool) {
+func (w *Worker) localInput(in *Iface, f []byte, l3 int, h wire.IPv4, l2mc bool, origin int32) {
+	p := h[h.IHL():]
+	echo := !h.IsFragment() && h.Protocol() == wire.ProtoICMP && len(p) >= wire.ICMPHeaderLen && p[0] == wire.ICMPEcho
+	// The host path takes what the router does not terminate itself
+	// (hostpath.go): everything but echo requests, unless asked for those.
+	if (!echo || w.puntEcho) && w.puntLocal(in, f, l3, origin) {
+		return
+	}
 	if h.IsFragment() {
 		w.drop(DropFragment)
 		return
 	}
-	p := h[h.IHL():]
 	switch h.Protocol() {
 	case wire.ProtoICMP:
-		if len(p) < wire.ICMPHeaderLen || p[0] != wire.ICMPEcho || wire.Checksum(p) != 0 {
+		if !echo || wire.Checksum(p) != 0 {
 			w.drop(DropLocalICMP)
 			return
 		}

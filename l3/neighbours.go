@@ -26,8 +26,10 @@ func (a routerAddrs) IsLocalAddr(_ uint32, ip wire.Addr4) bool {
 	return a.r.fib.IsLocalAddress(ip.Netip())
 }
 
-// arpInput hands an ARP frame to the table and sends the reply it builds.
-func (w *Worker) arpInput(in *Iface, f []byte, l3 int) {
+// arpInput hands an ARP frame to the table and sends the reply it builds;
+// with a host path, a copy of requests for the router's addresses and of
+// replies and announcements goes to the box's stack too (hostpath.go).
+func (w *Worker) arpInput(in *Iface, f []byte, l3 int, ref frameRef) {
 	frame := f
 	if l3 != wire.EthernetHeaderLen { // strip a VLAN tag: the table reads untagged frames
 		if len(f) < l3 {
@@ -44,11 +46,27 @@ func (w *Worker) arpInput(in *Iface, f []byte, l3 int) {
 		w.drop(DropARP)
 	} else {
 		w.c.arpIn++
+		if w.punter != nil && w.arpForHost(f[l3:]) {
+			_, origin := w.frame(ref)
+			w.punt(in, f, l3, origin)
+		}
 	}
 	if n > 0 {
 		w.send(in, reply[:n], -1)
 	}
 	w.handleActs()
+}
+
+// arpForHost reports whether the box's stack should see an ARP packet (it
+// passed the table's checks): a request for one of the router's addresses
+// (the kernel learns the requester), a reply, or an announcement (sender =
+// target).
+func (w *Worker) arpForHost(p []byte) bool {
+	a := wire.ARP(p)
+	if len(p) < wire.ARPLen {
+		return false
+	}
+	return a.Op() != wire.ARPRequest || a.SenderIP() == a.TargetIP() || w.r.fib.IsLocalAddress(a.TargetIP().Netip())
 }
 
 // Tick runs the neighbour timers (call it every 10-100 ms from one worker,

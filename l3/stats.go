@@ -35,7 +35,8 @@ type counters struct {
 	outputErrors uint64 // packets the router generated that could not be sent (now or after waiting for ARP)
 	forwarded    uint64
 	fragmented   uint64 // packets split into fragments
-	local        uint64 // delivered to the router
+	local        uint64 // delivered to the router (answered by it, or punted to the host path)
+	punted       uint64 // frames handed to the host path (among local, and copies of ARP)
 	arpIn        uint64
 	drops        [dropReasonCount]uint64
 	icmpSent     [numICMPKinds]uint64
@@ -45,6 +46,7 @@ type counters struct {
 type publishedCounters struct {
 	in, queued, released, outputErrors, fibLookups   atomic.Uint64
 	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
+	punted                                           atomic.Uint64
 	drops                                            [dropReasonCount]atomic.Uint64
 	icmpSent                                         [numICMPKinds]atomic.Uint64
 	_                                                [64]byte
@@ -64,6 +66,7 @@ func (p *publishedCounters) add(c *counters) {
 	addIf(&p.forwarded, c.forwarded)
 	addIf(&p.fragmented, c.fragmented)
 	addIf(&p.local, c.local)
+	addIf(&p.punted, c.punted)
 	addIf(&p.arpIn, c.arpIn)
 	addIf(&p.icmpLimited, c.icmpLimited)
 	for i := range c.drops {
@@ -87,8 +90,12 @@ func (p *publishedCounters) add(c *counters) {
 type Stats struct {
 	In, Queued, Released, OutputErrors, FIBLookups       uint64
 	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
-	Drops                                                map[string]uint64 // by DropReason name
-	ICMPSent                                             map[string]uint64 // by kind
+	// Punted counts frames handed to the host path (SetPunter): IPv4 and
+	// other packets for the box's own stack (among Local) and copies of
+	// ARP frames (among ARPIn).
+	Punted   uint64
+	Drops    map[string]uint64 // by DropReason name
+	ICMPSent map[string]uint64 // by kind
 }
 
 func sumCounters(blocks []*publishedCounters) Stats {
@@ -102,6 +109,7 @@ func sumCounters(blocks []*publishedCounters) Stats {
 		s.Forwarded += b.forwarded.Load()
 		s.Fragmented += b.fragmented.Load()
 		s.Local += b.local.Load()
+		s.Punted += b.punted.Load()
 		s.ARPIn += b.arpIn.Load()
 		s.ICMPRateLimited += b.icmpLimited.Load()
 		for i := DropReason(1); i < dropReasonCount; i++ {

@@ -60,6 +60,10 @@ type Worker struct {
 	acts, acting neigh.Actions
 	handling     bool
 	arpBuf       [128]byte
+
+	// The host path (hostpath.go): nil without one.
+	punter   Punter
+	puntEcho bool
 }
 
 // Tx returns the worker's transmit batch (the caller flushes it).
@@ -191,7 +195,11 @@ func (w *Worker) ifaceInput(t *ifaceTable, ifc *Iface, f []byte, l3 int, etherTy
 	case wire.EtherTypeIPv4:
 		w.ipInput(ifc, f, l3, l2mc, ref)
 	case wire.EtherTypeARP:
-		w.arpInput(ifc, f, l3)
+		w.arpInput(ifc, f, l3, ref)
+	case wire.EtherTypeIPv6:
+		if _, origin := w.frame(ref); !w.puntLocal(ifc, f, l3, origin) {
+			w.drop(DropEtherType) // netfwd does not route IPv6; its twin is an IPv6 host
+		}
 	default:
 		w.drop(DropEtherType)
 	}
@@ -227,7 +235,14 @@ func (w *Worker) ipInput(in *Iface, f []byte, l3 int, l2mc bool, ref frameRef) {
 		return
 	}
 	if dst.IsLimitedBroadcast() || dst.IsMulticast() {
-		w.drop(DropBroadcast) // no multicast routing, no broadcast services
+		// No multicast routing, no broadcast services: routing protocols'
+		// link-local multicast and broadcasts go to the host path only.
+		if puntMulticast(dst, h.Protocol()) {
+			if _, origin := w.frame(ref); w.puntLocal(in, f, l3, origin) {
+				return
+			}
+		}
+		w.drop(DropBroadcast)
 		return
 	}
 	if dst.IsZeroNet() || dst.IsLoopback() { // never forwarded
@@ -279,9 +294,13 @@ func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nextho
 	case nexthop.Unicast: // in a link-layer broadcast or multicast
 		w.drop(DropL2Broadcast) // Linux forwards only PACKET_HOST frames
 	case nexthop.Local:
-		w.localInput(in, h, p.l2mc)
+		w.localInput(in, f, int(p.l3), h, p.l2mc, origin)
 	case nexthop.Broadcast:
-		w.drop(DropBroadcast) // echo to broadcast is ignored, as Linux does by default
+		// A connected subnet's broadcast: the box's stack may serve it
+		// (host path); echo to broadcast is ignored, as Linux does by default.
+		if !w.puntLocal(in, f, int(p.l3), origin) {
+			w.drop(DropBroadcast)
+		}
 	case nexthop.Blackhole:
 		w.drop(DropBlackhole)
 	case nexthop.Unreachable:

@@ -36,6 +36,10 @@ func (a Addr4) Put(b []byte) { binary.BigEndian.PutUint32(b, uint32(a)) }
 // IsMulticast reports 224.0.0.0/4.
 func (a Addr4) IsMulticast() bool { return a>>28 == 0xe }
 
+// IsLinkLocalMulticast reports 224.0.0.0/24 (routing protocols: never
+// forwarded).
+func (a Addr4) IsLinkLocalMulticast() bool { return a>>8 == 0xe00000 }
+
 // IsLimitedBroadcast reports 255.255.255.255.
 func (a Addr4) IsLimitedBroadcast() bool { return a == 0xffffffff }
 

@@ -22,6 +22,7 @@ const (
 // Protocol numbers the router looks at.
 const (
 	ProtoICMP = 1
+	ProtoIGMP = 2
 	ProtoTCP  = 6
 	ProtoUDP  = 17
 )

@@ -1,6 +1,6 @@
 package main
 
-// `netfwd lab [--keep]`: a network of real Linux hosts in namespaces with
+// `netfwd lab [--keep] [--bgp]`: a network of real Linux hosts in namespaces with
 // netfwd routing between them, in-process: the README's first command. It
 // shows that the router works (internal/lab.RunDemo) and removes everything
 // it created on the way out, on Ctrl-C too. A second Ctrl-C while cleaning
@@ -25,7 +25,7 @@ import (
 func init() {
 	register(command{
 		name:  "lab",
-		usage: "[--keep] [--io auto|afxdp|afpacket] [--metrics ADDR] [--ctl SOCKET] [--throughput DURATION] [-v]   (root: hosts in network namespaces, netfwd between them)",
+		usage: "[--keep] [--bgp] [--io auto|afxdp|afpacket] [--metrics ADDR] [--ctl SOCKET] [--throughput DURATION] [-v]   (root: hosts in network namespaces, netfwd between them)",
 		run:   runLab,
 	})
 }
@@ -39,6 +39,7 @@ func runLab(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	tput := fs.Duration("throughput", 3*time.Second, "length of the throughput run (0 skips it)")
 	verbose := fs.Bool("v", false, "show netfwd's log")
 	ioKind := fs.String("io", "auto", "netfwd's packet I/O: auto, afxdp or afpacket")
+	bgp := fs.Bool("bgp", false, "routing daemons: FRR on the router's twins, BIRD on the isp, eBGP in-band, routes over FPM")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,7 +58,7 @@ func runLab(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o := lab.DemoOptions{Out: stdout, Keep: *keep, Metrics: *metrics, Ctl: *ctlPath, Throughput: *tput, IO: *ioKind}
+	o := lab.DemoOptions{Out: stdout, Keep: *keep, Metrics: *metrics, Ctl: *ctlPath, Throughput: *tput, IO: *ioKind, BGP: *bgp}
 	if *tput == 0 {
 		o.Throughput = -1
 	}

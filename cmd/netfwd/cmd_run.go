@@ -2,9 +2,11 @@ package main
 
 // `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--io
 // auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled]
-// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]`: the daemon
-// (internal/daemon). --fpm listens for FRR zebra's FPM connection,
-// --mirror-kernel follows the kernel's routes (docs/routes.md). SIGHUP
+// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path
+// [--punt-echo]]`: the daemon (internal/daemon). --fpm listens for FRR
+// zebra's FPM connection, --mirror-kernel follows the kernel's routes
+// (docs/routes.md), --host-path gives the box's own daemons Linux twins of
+// the router's interfaces (docs/hostpath.md). SIGHUP
 // reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0) within
 // shutdownLimit, or the process exits 1 anyway: a supervisor must always be
 // able to stop it. An invalid config (every error as FILE:LINE: reason), a
@@ -17,12 +19,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/daemon"
+	"github.com/netfwd/netfwd/internal/hostpath"
 )
 
 // Defaults of the command-line contract (design notes).
@@ -34,7 +40,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
 
 func init() {
 	register(command{
@@ -65,6 +71,21 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
 	fpmAddr := fs.String("fpm", "", "listen for FRR zebra's FPM connection on ADDR:PORT (in the ports' namespace; zebra: fpm address 127.0.0.1 port 2620)")
 	mirror := fs.Bool("mirror-kernel", false, "follow the kernel's routes, nexthops and neighbours of the ports' namespace")
+	hostPath := fs.Bool("host-path", false, "give every router interface a Linux twin (nf-PORT) for the box's own daemons (docs/hostpath.md)")
+	puntEcho := fs.Bool("punt-echo", false, "with --host-path: the kernel answers pings to the router, not netfwd")
+	twinNames := map[string]string{}
+	fs.Func("twin-name", "with --host-path: IFACE=NAME names IFACE's twin (default nf-IFACE; repeatable)", func(v string) error {
+		dev, name, ok := strings.Cut(v, "=")
+		if !ok || dev == "" || name == "" {
+			return fmt.Errorf("want IFACE=NAME, got %q", v)
+		}
+		twinNames[dev] = name
+		return nil
+	})
+	var limits hostpath.Limits
+	fs.Func("punt-limit", "with --host-path: CLASS=RATE[/BURST] punt limit of every twin, frames/s (classes neigh, routing, other; repeatable)", func(v string) error {
+		return parsePuntLimit(&limits, v)
+	})
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,7 +96,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
-		FPM: off(*fpmAddr), MirrorKernel: *mirror})
+		FPM: off(*fpmAddr), MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
+		TwinNames: twinNames, PuntLimits: limits})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1
@@ -106,4 +128,27 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parsePuntLimit reads CLASS=RATE[/BURST] (burst default: a fifth of a
+// second's worth, at least 1).
+func parsePuntLimit(l *hostpath.Limits, v string) error {
+	name, val, ok := strings.Cut(v, "=")
+	c, known := hostpath.ParseClass(name)
+	if !ok || !known {
+		return fmt.Errorf("want CLASS=RATE[/BURST] with CLASS neigh, routing or other, got %q", v)
+	}
+	rate, burst, hasBurst := strings.Cut(val, "/")
+	r, err := strconv.ParseFloat(rate, 64)
+	if err != nil || r <= 0 || math.IsNaN(r) {
+		return fmt.Errorf("%s: rate %q is not a positive number", name, rate)
+	}
+	b := max(1, int(r/5))
+	if hasBurst {
+		if b, err = strconv.Atoi(burst); err != nil || b < 1 {
+			return fmt.Errorf("%s: burst %q is not a positive integer", name, burst)
+		}
+	}
+	l[c] = hostpath.Limit{Rate: r, Burst: b}
+	return nil
 }

@@ -75,10 +75,12 @@ type e2e struct {
 	CtlPath    string
 	// ExtraArgs are more `netfwd run` flags.
 	ExtraArgs []string
-	cmd       *exec.Cmd
-	stderr    *syncBuffer
-	exited    chan struct{}
-	metrics   *http.Client // dials inside the router namespace
+	// Exe is the netfwd binary ("": this test binary, as netfwd).
+	Exe     string
+	cmd     *exec.Cmd
+	stderr  *syncBuffer
+	exited  chan struct{}
+	metrics *http.Client // dials inside the router namespace
 }
 
 // metricsAddr is where the daemon listens, inside the router namespace.
@@ -104,6 +106,44 @@ func testIO() string {
 // newE2EArgs is newE2E with more `netfwd run` flags.
 func newE2EArgs(t *testing.T, spec lab.Spec, prepare func(*lab.Net), args ...string) *e2e {
 	t.Helper()
+	return newE2EExe(t, spec, prepare, "", args...)
+}
+
+var optimized struct {
+	once sync.Once
+	exe  string
+	err  error
+}
+
+// optimizedNetfwd builds netfwd without the race detector, once per test
+// process, for tests that measure under load (the race detector slows the
+// datapath tenfold: a flood test would measure it).
+func optimizedNetfwd(t *testing.T) string {
+	t.Helper()
+	optimized.once.Do(func() {
+		dir, err := os.MkdirTemp("", "netfwd-e2e-bin")
+		if err != nil {
+			optimized.err = err
+			return
+		}
+		exe := filepath.Join(dir, "netfwd")
+		out, err := exec.Command("go", "build", "-o", exe, "github.com/netfwd/netfwd/cmd/netfwd").CombinedOutput()
+		if err != nil {
+			optimized.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		optimized.exe = exe
+	})
+	if optimized.err != nil {
+		t.Fatal(optimized.err)
+	}
+	return optimized.exe
+}
+
+// newE2EExe is newE2EArgs with the netfwd binary exe ("": this test
+// binary).
+func newE2EExe(t *testing.T, spec lab.Spec, prepare func(*lab.Net), exe string, args ...string) *e2e {
+	t.Helper()
 	args = append(args, "--io", testIO())
 	spec.HostTxChecksumOff = testIO() == "afxdp"
 	testenv.RequireRoot(t, "ping")
@@ -119,7 +159,7 @@ func newE2EArgs(t *testing.T, spec lab.Spec, prepare func(*lab.Net), args ...str
 	if prepare != nil {
 		prepare(n)
 	}
-	e := &e2e{t: t, net: n, dir: t.TempDir(), ExtraArgs: args}
+	e := &e2e{t: t, net: n, dir: t.TempDir(), ExtraArgs: args, Exe: exe}
 	e.ConfigFile = filepath.Join(e.dir, "router.conf")
 	e.CtlPath = filepath.Join(e.dir, "netfwd.sock")
 	e.writeConfig(spec.Config())
@@ -144,6 +184,9 @@ func (e *e2e) start() {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.Exe != "" {
+		exe = e.Exe
 	}
 	e.stderr = &syncBuffer{}
 	e.cmd = exec.Command("ip", append([]string{"netns", "exec", e.net.Router, exe, "run",

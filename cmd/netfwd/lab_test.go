@@ -127,6 +127,39 @@ func readUntil(t *testing.T, r *bufio.Reader, want string) string {
 	return b.String()
 }
 
+// TestLabBGP runs `netfwd lab --bgp`: FRR and BIRD in-band through the host
+// path, routes over FPM, a ping into a learned prefix, a withdrawal; and
+// nothing left behind (namespaces, twins go with them, daemons stopped).
+func TestLabBGP(t *testing.T) {
+	testenv.RequireRoot(t, "ping", "bird", "birdc", "vtysh", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd")
+	var out, errb bytes.Buffer
+	code := dispatch([]string{"lab", "--bgp"}, strings.NewReader(""), &out, &errb)
+	text := out.String()
+	if code != 0 {
+		t.Errorf("netfwd lab --bgp exited %d\nstdout:\n%s\nstderr:\n%s", code, text, errb.String())
+	}
+	m := rePrefix.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no namespace prefix in the output:\n%s", text)
+	}
+	if left := labLeftovers(t, m[1]); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	for _, want := range []string{
+		"[ok  ] eBGP FRR <-> BIRD established through netfwd's eth0, 8 prefixes received",
+		"198.18.3.0/24 via 203.0.113.1 dev eth0 proto bgp metric 20",
+		"[ok  ] h1 -> 198.18.3.1 in a learned prefix: 3 of 3 replies",
+		"[ok  ] the withdrawn routes left netfwd's FIB",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", text)
+	}
+}
+
 func TestLabInterrupt(t *testing.T) {
 	testenv.RequireRoot(t, "ping")
 	for _, c := range []struct {

@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/hostpath"
+
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
@@ -95,6 +97,18 @@ type Options struct {
 	// IfaceMap maps kernel interface indices of the daemon's namespace to
 	// netfwd devices for FPM and mirrored routes (nil: by name).
 	IfaceMap func(ifindex uint32) (dev string, ok bool)
+	// HostPath gives every router interface a Linux twin in the ports'
+	// namespace for the box's own daemons (hostpath.go).
+	HostPath bool
+	// PuntEcho hands echo requests to the router's addresses to the twins
+	// (the kernel answers them) instead of answering them in netfwd.
+	PuntEcho bool
+	// TwinNames names the twins of some interfaces (interface -> twin
+	// name); others get hostpath.DefaultName.
+	TwinNames map[string]string
+	// PuntLimits are every twin's punt rate limits (zero entries: the
+	// class's default).
+	PuntLimits hostpath.Limits
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -148,6 +162,7 @@ type Daemon struct {
 
 	linkmon *linkMonitor
 	routes  routeSources // routes.go
+	hp      *hostPath    // hostpath.go; nil without --host-path
 }
 
 // tableUser is a goroutine that holds resources of the ports in the table
@@ -164,6 +179,9 @@ func (d *Daemon) tableUsers() []tableUser {
 	}
 	if d.hk != nil {
 		us = append(us, d.hk)
+	}
+	if d.hp != nil {
+		us = append(us, d.hp.inj)
 	}
 	return us
 }
@@ -265,6 +283,17 @@ func New(opts Options) (d *Daemon, err error) {
 		w.bind(d.ports.Load())
 	}
 	d.hk = newHousekeeper(d)
+	if opts.HostPath {
+		w, err := newControlWorker(d)
+		if err != nil {
+			return nil, err
+		}
+		d.workers = append(d.workers, w)
+		w.bind(d.ports.Load())
+		if err := d.openHostPath(); err != nil {
+			return nil, fmt.Errorf("host path: %w", err)
+		}
+	}
 	if !opts.NoLinkMonitor {
 		if d.linkmon, err = newLinkMonitor(opts.Netns); err != nil {
 			return nil, fmt.Errorf("link monitor: %w", err)
@@ -461,9 +490,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}()
 	}
 	d.startRouteSources(&servers)
+	if d.hp != nil {
+		servers.Add(1)
+		go func() {
+			defer servers.Done()
+			d.hp.syncLoop(d.stop)
+		}()
+	}
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
-		"mirror_kernel", d.opts.MirrorKernel)
+		"mirror_kernel", d.opts.MirrorKernel, "host_path", d.opts.HostPath)
 
 	<-ctx.Done()
 	d.log.Info("netfwd shutting down")
@@ -485,6 +521,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.closeRouteSources()
 	t0 := time.Now()
+	if err := d.hp.close(); err != nil {
+		d.log.Error("host path", "err", err)
+	}
 	ps := d.ports.Load().list
 	parallel(len(ps), func(i int) { ps[i].shutdown() })
 	d.wg.Wait()
@@ -523,6 +562,7 @@ func (d *Daemon) closeAll() error {
 		w.release()
 	}
 	errs = append(errs, d.closeRouteSources())
+	errs = append(errs, d.hp.close())
 	errs = append(errs, d.closePorts())
 	return errors.Join(errs...)
 }
@@ -561,7 +601,7 @@ func listenRetry(addr string, wait time.Duration, log *slog.Logger) (net.Listene
 
 // metricsSource is what the collector reads.
 func (d *Daemon) metricsSource() metrics.Source {
-	return metrics.Source{Engine: d.e, Controller: d.ctl, Ports: func() []metrics.PortIO {
+	src := metrics.Source{Engine: d.e, Controller: d.ctl, Ports: func() []metrics.PortIO {
 		var out []metrics.PortIO
 		for _, p := range d.ports.Load().list {
 			pio := metrics.PortIO{Name: p.name, IO: p.ioName()}
@@ -571,8 +611,17 @@ func (d *Daemon) metricsSource() metrics.Source {
 			} else {
 				pio.Stats = p.pk.Stats()
 			}
+			if p.ctl != nil {
+				pio.Control = new(p.ctl.Stats())
+			}
 			out = append(out, pio)
 		}
 		return out
 	}}
+	if d.hp != nil {
+		src.Twins = d.hp.m.Twins
+	}
+	rs := d.RouteSources()
+	src.FPM, src.Mirror = rs.FPM, rs.Mirror
+	return src
 }

@@ -26,6 +26,7 @@ package daemon
 // where their pktio counterparts are.
 
 import (
+	"errors"
 	"fmt"
 	"net"
 
@@ -40,21 +41,33 @@ const xdpFrameMTU = 2048 - 256 - 14 - 8
 
 // openIO opens the backend of an interface (in the calling thread's
 // namespace). why is the reason auto fell back to AF_PACKET.
-func (d *Daemon) openIO(ifi *net.Interface) (pk *pktio.Port, xp *pktio.XDPPort, why string, err error) {
+func (d *Daemon) openIO(ifi *net.Interface) (pk, ctl *pktio.Port, xp *pktio.XDPPort, why string, err error) {
 	if d.opts.IO != "afpacket" {
 		xp, err = d.openXDP(ifi)
 		if err == nil {
-			return nil, xp, "", nil
+			return nil, nil, xp, "", nil
 		}
 		if d.opts.IO == "afxdp" {
-			return nil, nil, "", err
+			return nil, nil, nil, "", err
 		}
 		why = err.Error()
 	}
 	cfg := d.opts.PktIO
 	cfg.Queues = d.opts.Workers
-	pk, err = pktio.Open(ifi.Name, cfg)
-	return pk, nil, why, err
+	if d.opts.HostPath && cfg.Filter == nil {
+		// Control frames on a ring of their own (controlworker.go).
+		cfg.Filter = pktio.DataFilter()
+		cc := d.opts.PktIO
+		cc.Queues, cc.Blocks, cc.Filter = 1, controlRingBlocks, pktio.ControlFilter()
+		if ctl, err = pktio.Open(ifi.Name, cc); err != nil {
+			return nil, nil, nil, "", fmt.Errorf("control ring: %w", err)
+		}
+	}
+	if pk, err = pktio.Open(ifi.Name, cfg); err != nil && ctl != nil {
+		ctl.Close()
+		ctl = nil
+	}
+	return pk, ctl, nil, why, err
 }
 
 func (d *Daemon) openXDP(ifi *net.Interface) (*pktio.XDPPort, error) {
@@ -109,6 +122,9 @@ func (p *port) shutdown() {
 	if p.pk != nil {
 		p.pk.Shutdown()
 	}
+	if p.ctl != nil {
+		p.ctl.Shutdown()
+	}
 }
 
 func (p *port) stats() pktio.Stats {
@@ -142,5 +158,9 @@ func (p *port) closeIO() error {
 	if p.xp != nil {
 		return p.xp.Close()
 	}
-	return p.pk.Close()
+	var err error
+	if p.ctl != nil {
+		err = p.ctl.Close()
+	}
+	return errors.Join(err, p.pk.Close())
 }

@@ -23,6 +23,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ import (
 type port struct {
 	name    string
 	pk      *pktio.Port    // AF_PACKET, or nil (portio.go)
+	ctl     *pktio.Port    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
 	xp      *pktio.XDPPort // AF_XDP, or nil
 	ioWhy   string         // why --io auto took AF_PACKET ("" when it did not)
 	l2      *l2.Port
@@ -43,6 +45,7 @@ type port struct {
 	mtu     int // the kernel's MTU at open
 	carrier bool
 	lock    *portLock
+	guard   io.Closer // AF_PACKET with a host path: the kernel's own input on the port dropped (nil: none)
 }
 
 // portTable is one published set of ports. Immutable.
@@ -107,13 +110,21 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if err != nil {
 			return err
 		}
-		pk, xp, why, err := d.openIO(ifi)
+		pk, ctl, xp, why, err := d.openIO(ifi)
 		if err != nil {
 			lock.release()
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		p = &port{name: name, pk: pk, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
+		p = &port{name: name, pk: pk, ctl: ctl, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
 			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
+		if pk != nil && d.opts.HostPath {
+			// The box's stack has the router's addresses (on the twins): it
+			// must not also answer on the port itself.
+			if p.guard, err = pktio.DropKernelInput(ifi.Index); err != nil {
+				p.close()
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
 		return nil
 	})
 	if err != nil && d.opts.Netns != "" && !errors.Is(err, pktio.ErrClosed) {
@@ -125,6 +136,9 @@ func (d *Daemon) openPort(name string) (*port, error) {
 // close releases everything of a port no worker uses any more.
 func (p *port) close() error {
 	err := p.closeIO()
+	if p.guard != nil {
+		err = errors.Join(err, p.guard.Close())
+	}
 	p.lock.release()
 	return err
 }

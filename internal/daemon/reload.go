@@ -93,6 +93,7 @@ func (d *Daemon) Reload() error {
 	d.mu.Lock()
 	d.conf = f
 	d.mu.Unlock()
+	d.hp.requestSync()
 	d.log.Info("reloaded", "config", d.opts.ConfigFile, "removed", st.Removed, "added", st.Added, "redone", st.Redone,
 		"steps", len(steps), "new_ports", len(opened))
 	return nil

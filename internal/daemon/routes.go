@@ -107,7 +107,11 @@ func (d *Daemon) openRouteSources() error {
 	}
 	if o.MirrorKernel {
 		var err error
-		r.mirror, err = kmirror.New(kmirror.Options{FIB: d.e.FIB(), Netns: o.Netns, Iface: o.IfaceMap,
+		var rename func(string) string
+		if d.hp != nil {
+			rename = d.portOfTwin
+		}
+		r.mirror, err = kmirror.New(kmirror.Options{FIB: d.e.FIB(), Netns: o.Netns, Iface: o.IfaceMap, Rename: rename,
 			Neigh: d.mirrorNeigh, Logger: d.log})
 		if err != nil {
 			return err
@@ -119,13 +123,23 @@ func (d *Daemon) openRouteSources() error {
 // ifaceByName is the default interface hook: the kernel interface's name.
 func (d *Daemon) ifaceByName(ifindex uint32) (string, bool) {
 	r := &d.routes
-	if name, ok := r.links.Name(ifindex); ok {
-		return name, true
+	name, ok := r.links.Name(ifindex)
+	if !ok {
+		// An interface created just before zebra's route names it: ask.
+		r.resolveMu.Lock()
+		name, ok = r.links.Resolve(r.resolve, ifindex)
+		r.resolveMu.Unlock()
 	}
-	// An interface created just before zebra's route names it: ask.
-	r.resolveMu.Lock()
-	defer r.resolveMu.Unlock()
-	return r.links.Resolve(r.resolve, ifindex)
+	return d.portOfTwin(name), ok
+}
+
+// portOfTwin maps a host-path twin's name to its interface: the daemons'
+// routes through a twin go through the port.
+func (d *Daemon) portOfTwin(name string) string {
+	if p := d.hp.twinPort(name); p != "" {
+		return p
+	}
+	return name
 }
 
 // mirrorNeigh installs a neighbour of the kernel as a `neigh` line would.

@@ -72,6 +72,10 @@ type ioWorker struct {
 	gso    []uint16
 	n      int // frames of the batch being flushed
 	sendFn func(*l2.Port, [][]byte, []int32)
+
+	// control: the worker reads the ports' control rings, not their data
+	// queues (controlworker.go).
+	control bool
 }
 
 func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
@@ -192,6 +196,10 @@ func (iw *ioWorker) bind(t *portTable) {
 	// queues (one fanout member each); an AF_XDP port has as many as its
 	// device (an RSS NIC may have more than there are workers).
 	for _, p := range t.list {
+		if iw.control {
+			iw.bindControl(p)
+			continue
+		}
 		for q := iw.idx; q < p.queues(); q += iw.d.opts.Workers {
 			if iw.hasQueue(p, q) {
 				continue

@@ -62,6 +62,9 @@ type Options struct {
 	// Iface maps kernel interface indices to netfwd devices (nil: the
 	// kernel's interface names).
 	Iface fpm.IfaceFunc
+	// Rename maps a kernel interface name to a netfwd device when Iface
+	// is nil (the host path's twins to their ports); nil: the same name.
+	Rename func(string) string
 	// Neigh receives neighbour changes (nil: neighbours are not mirrored).
 	// It is called outside FIB transactions.
 	Neigh func(NeighUpdate) error
@@ -188,6 +191,12 @@ func New(opts Options) (*Mirror, error) {
 	iface := opts.Iface
 	if iface == nil {
 		iface = m.links.Name
+		if rename := opts.Rename; rename != nil {
+			iface = func(i uint32) (string, bool) {
+				name, ok := m.links.Name(i)
+				return rename(name), ok
+			}
+		}
 	}
 	m.tr = fpm.NewTranslator(fib.OwnerKernel, 0, iface, &m.stats.C)
 	m.tr.KeepKernelProto = true

@@ -48,6 +48,9 @@ type DemoOptions struct {
 	// IO is netfwd's packet I/O (--io: auto, afxdp, afpacket; "" = auto).
 	// With afxdp the hosts finish their own checksums (Spec.HostTxChecksumOff).
 	IO string
+	// BGP runs the routing-daemon demo instead of the forwarding checks
+	// (bgpdemo.go; needs FRR and BIRD).
+	BGP bool
 }
 
 // Check is one verified claim of the demo.
@@ -86,7 +89,8 @@ type demo struct {
 	rep    *DemoReport
 	tool   string // "ping" or "go"
 	h      map[string]*Host
-	netfwd string // how to call netfwd in printed commands
+	netfwd string  // how to call netfwd in printed commands
+	bgp    *bgpLab // with BGP: the daemons (bgpdemo.go)
 }
 
 // RunDemo runs the demo; see the file comment. The error is for failures
@@ -105,6 +109,11 @@ func RunDemo(ctx context.Context, o DemoOptions) (rep *DemoReport, err error) {
 	d := &demo{ctx: ctx, o: o, w: o.Out, rep: &DemoReport{}, tool: "ping", h: map[string]*Host{}, netfwd: selfCommand()}
 	if o.GoTools || !HavePing() {
 		d.tool = "go"
+	}
+	if o.BGP {
+		if missing := BGPTools(); len(missing) > 0 {
+			return d.rep, fmt.Errorf("--bgp needs FRR and BIRD (apt-get install frr bird2); missing: %s", strings.Join(missing, ", "))
+		}
 	}
 	d.printf("netfwd lab: building the network (network namespaces, veth pairs)\n")
 	spec := Standard()
@@ -133,11 +142,20 @@ func RunDemo(ctx context.Context, o DemoOptions) (rep *DemoReport, err error) {
 	if err := d.startRouter(); err != nil {
 		return d.rep, err
 	}
+	steps := []func(){d.pingVLANs, d.pingUplink, d.arp, d.macLearning, d.ttl, d.unreachable, d.throughput, d.counters}
+	if o.BGP {
+		d.printBGPTopology()
+		defer d.bgpStop() // before netfwd stops
+		if err := d.bgpStart(); err != nil {
+			return d.rep, fmt.Errorf("starting the routing daemons: %w", err)
+		}
+		steps = []func(){d.pingUplink, d.bgpSteps}
+	}
 	if d.tool == "go" {
 		d.printf("\nnote: iputils ping is not installed (apt-get install iputils-ping); pinging with netfwd's Go pinger\n")
 		d.printf("      (raw ICMP sockets opened in the host namespaces, same output format)\n")
 	}
-	for _, step := range []func(){d.pingVLANs, d.pingUplink, d.arp, d.macLearning, d.ttl, d.unreachable, d.throughput, d.counters} {
+	for _, step := range steps {
 		if ctx.Err() != nil {
 			return d.rep, ctx.Err()
 		}
@@ -191,7 +209,11 @@ func (d *demo) startRouter() error {
 	} else {
 		l.Close()
 	}
-	r, err := StartNetfwd(d.n, RouterOptions{Metrics: metrics, Ctl: ctlPath, Log: d.o.DaemonLog, IO: d.o.IO})
+	ro := RouterOptions{Metrics: metrics, Ctl: ctlPath, Log: d.o.DaemonLog, IO: d.o.IO}
+	if d.o.BGP {
+		ro.HostPath, ro.FPM = true, "127.0.0.1:2620"
+	}
+	r, err := StartNetfwd(d.n, ro)
 	if err != nil {
 		return err
 	}
@@ -427,7 +449,7 @@ func (d *demo) summary() {
 		}
 	}
 	if d.rep.MetricsURL != "" {
-		d.printf("  metrics:   %s (and /debug/pprof/)\n", d.rep.MetricsURL)
+		d.printf("  metrics:   %s\n", d.rep.MetricsURL)
 	}
 	d.printf("  control:   %s ctl --ctl %s fdb show | neigh show | route show | link show | stats\n", d.netfwd, d.rep.CtlPath)
 	if d.o.Keep {

@@ -35,6 +35,10 @@ type RouterOptions struct {
 	IO string
 	// Log receives the daemon's log (nil: discarded).
 	Log io.Writer
+	// HostPath gives the router's interfaces Linux twins (--host-path).
+	HostPath bool
+	// FPM is the FPM listen address in the router namespace ("" none).
+	FPM string
 	// Dir holds the config file (default: a new temporary directory,
 	// removed by Stop).
 	Dir string
@@ -85,6 +89,8 @@ func StartRouterConfig(netns, config string, o RouterOptions) (*Router, error) {
 		Workers:    o.Workers,
 		IO:         o.IO,
 		Netns:      netns,
+		HostPath:   o.HostPath,
+		FPM:        o.FPM,
 		Logger:     slog.New(slog.NewTextHandler(logw, nil)),
 	})
 	if err != nil {
