@@ -83,6 +83,48 @@ func TestConcurrentWorkersAndConfig(t *testing.T) {
 	}
 }
 
+// TestMACFloodDefaultLimit: a bridge without fdb_max_learned stops
+// learning at DefaultFDBMaxLearned and counts the sources it refused;
+// fdb_max_learned raises the limit at run time, and 0 brings the default
+// back.
+func TestMACFloodDefaultLimit(t *testing.T) {
+	tb := newTestBridge(t, BridgeAttrs{}, "p1", "p2")
+	in := tb.ports["p1"]
+	frame := untagged(mac(1), mac(2))
+	next := uint64(0)
+	flood := func(n int) {
+		for i := 0; i < n; i++ {
+			next++
+			x := next
+			frame[6], frame[7], frame[8], frame[9], frame[10], frame[11] = 0x02, byte(x>>32), byte(x>>24), byte(x>>16), byte(x>>8), byte(x)
+			tb.b.Receive(tb.tx, in, frame)
+			if i%64 == 63 {
+				tb.tx.Flush(nil)
+			}
+		}
+		tb.tx.Flush(nil)
+	}
+	flood(DefaultFDBMaxLearned + 1000)
+	if n := tb.b.FDB().Learned(); n != DefaultFDBMaxLearned {
+		t.Fatalf("learned %d, want the default limit %d", n, DefaultFDBMaxLearned)
+	}
+	if st := tb.d.Stats(); st.FDBLimitHit != 1000 {
+		t.Fatalf("limit hits %d, want 1000", st.FDBLimitHit)
+	}
+	if got := tb.b.FDB().MaxLearned(); got != DefaultFDBMaxLearned {
+		t.Fatalf("MaxLearned %d", got)
+	}
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: new(uint32(DefaultFDBMaxLearned + 500))}})
+	flood(1000)
+	if n := tb.b.FDB().Learned(); n != DefaultFDBMaxLearned+500 {
+		t.Fatalf("learned %d after raising the limit by 500", n)
+	}
+	tb.apply(BridgeSet{Name: "br0", Attrs: BridgeAttrs{FDBMaxLearned: new(uint32(0))}})
+	if got := tb.b.FDB().MaxLearned(); got != DefaultFDBMaxLearned {
+		t.Fatalf("MaxLearned %d after fdb_max_learned 0", got)
+	}
+}
+
 // TestMACFloodStaysAtLimit: a flood of 1M random source MACs (2^20) leaves
 // the FDB at fdb_max_learned, and a second flood of fresh MACs does not grow
 // the heap (refused entries allocate nothing).

@@ -15,7 +15,8 @@ package l2
 // Entry kinds follow Linux: local/permanent (frames for it go to the host),
 // static (never aged, may still move unless sticky), dynamic (aged), and
 // learned (dynamic entries made by the datapath; only these count against
-// fdb_max_learned, Linux 6.7 semantics). A learned flood at the limit is
+// fdb_max_learned, Linux 6.7 semantics, except that 0 or no setting means
+// DefaultFDBMaxLearned, not unlimited). A learned flood at the limit is
 // refused, not evicted.
 //
 // Locking: FDB.mu is the writer lock (lock order: Domain.mu before FDB.mu).
@@ -28,9 +29,27 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-// hardMaxLearned bounds learned entries even when fdb_max_learned is 0
-// (unlimited in Linux): memory must stay bounded under a MAC flood.
+// DefaultFDBMaxLearned is the bridge-wide learned-entry limit when
+// fdb_max_learned is not configured or is 0 (Linux: no limit). A MAC flood
+// into one port of an unconfigured bridge then holds at most ~11 MiB of
+// FDB (about 170 bytes an entry) instead of hundreds; raise it with
+// `fdb_max_learned N` (docs/l2.md).
+const DefaultFDBMaxLearned = 65536
+
+// hardMaxLearned bounds learned entries whatever fdb_max_learned says.
 const hardMaxLearned = 1 << 22
+
+// effectiveMaxLearned is the bridge-wide limit that applies for a
+// configured fdb_max_learned.
+func effectiveMaxLearned(configured uint32) int64 {
+	if configured == 0 {
+		return DefaultFDBMaxLearned
+	}
+	return min(int64(configured), hardMaxLearned)
+}
+
+// MaxLearned is the bridge-wide learned-entry limit in force.
+func (f *FDB) MaxLearned() int { return int(effectiveMaxLearned(f.maxLearned.Load())) }
 
 // FDB is one bridge's forwarding database.
 type FDB struct {
@@ -38,7 +57,7 @@ type FDB struct {
 	m    fdbTable
 	user map[uint64]bool // keys added by configuration; guarded by mu
 
-	maxLearned atomic.Uint32 // bridge-wide learned limit, 0 = unlimited
+	maxLearned atomic.Uint32 // bridge-wide learned limit as configured, 0 = DefaultFDBMaxLearned
 	nLearned   atomic.Int64  // learned entries (changed under mu)
 
 	learned, moved, aged, limitHit atomic.Uint64
@@ -126,7 +145,7 @@ func (f *FDB) learnNewSlow(key uint64, pv *PortVLAN, now int64) learnResult {
 		return learnRefreshed // another worker won the race
 	}
 	n := f.nLearned.Load()
-	if lim := f.maxLearned.Load(); (lim != 0 && n >= int64(lim)) || n >= hardMaxLearned {
+	if n >= effectiveMaxLearned(f.maxLearned.Load()) {
 		f.limitHit.Add(1)
 		return learnIgnored
 	}

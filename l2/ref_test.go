@@ -233,7 +233,10 @@ func (r *refBridge) receive(in *refPort, f []byte, now int64) Verdict {
 			}
 		} else {
 			lim := r.maxLearned
-			if (lim == 0 || r.nLearned < lim) && r.nLearned < hardMaxLearned &&
+			if lim == 0 {
+				lim = DefaultFDBMaxLearned
+			}
+			if r.nLearned < lim && r.nLearned < hardMaxLearned &&
 				(in.maxLearned == 0 || in.nLearned < in.maxLearned) {
 				r.fdb[k] = &refEntry{port: in, learned: true, updated: now}
 				r.nLearned++

@@ -154,7 +154,8 @@ func (a *Actions) dropped(n *entry, p queuedPacket) {
 // packetQueue is a FIFO of packet copies (Linux's arp_queue). Each buffer has
 // wire.EthernetHeaderLen bytes of headroom for the header written when it resolves.
 type packetQueue struct {
-	bufs  []queuedPacket // ring
+	first [2]queuedPacket // the ring's first storage: most queues never hold more
+	bufs  []queuedPacket  // ring
 	head  int
 	n     int
 	bytes int // charged bytes (truesize)
@@ -175,8 +176,11 @@ type queuedPacket struct {
 func (p queuedPacket) packet() []byte { return p.buf[wire.EthernetHeaderLen:] }
 
 func (q *packetQueue) push(p queuedPacket) {
+	if q.bufs == nil {
+		q.bufs = q.first[:]
+	}
 	if q.n == len(q.bufs) {
-		nb := make([]queuedPacket, max(2, 2*len(q.bufs)))
+		nb := make([]queuedPacket, 2*len(q.bufs))
 		for i := 0; i < q.n; i++ {
 			nb[i] = q.bufs[(q.head+i)%len(q.bufs)]
 		}
@@ -198,6 +202,91 @@ func (q *packetQueue) pop() (p queuedPacket, ok bool) {
 	q.n--
 	q.bytes -= queuedTruesize(p.buf)
 	return p, true
+}
+
+// queuePushLocked appends p to n's queue and charges the global budget;
+// an entry whose queue becomes non-empty joins the tail of the pending list.
+func (t *Table) queuePushLocked(n *entry, p queuedPacket) {
+	n.queue.push(p)
+	t.queuedBytes += queuedTruesize(p.buf)
+	t.queuedPackets++
+	if !n.onPend {
+		t.pendAppendLocked(n)
+	}
+}
+
+// queuePopLocked takes n's oldest packet, uncharging the global budget.
+func (t *Table) queuePopLocked(n *entry) (queuedPacket, bool) {
+	p, ok := n.queue.pop()
+	if !ok {
+		return p, false
+	}
+	t.queuedBytes -= queuedTruesize(p.buf)
+	t.queuedPackets--
+	if n.queue.n == 0 {
+		t.pendUnlinkLocked(n)
+	}
+	return p, true
+}
+
+func (t *Table) pendAppendLocked(n *entry) {
+	n.onPend = true
+	n.pendPrev, n.pendNext = t.pendTail, nil
+	if t.pendTail != nil {
+		t.pendTail.pendNext = n
+	} else {
+		t.pendHead = n
+	}
+	t.pendTail = n
+}
+
+func (t *Table) pendUnlinkLocked(n *entry) {
+	if !n.onPend {
+		return
+	}
+	if n.pendPrev != nil {
+		n.pendPrev.pendNext = n.pendNext
+	} else {
+		t.pendHead = n.pendNext
+	}
+	if n.pendNext != nil {
+		n.pendNext.pendPrev = n.pendPrev
+	} else {
+		t.pendTail = n.pendPrev
+	}
+	n.pendPrev, n.pendNext, n.onPend = nil, nil, false
+}
+
+// maxFreeBytes bounds the recycled packet buffers when there is no global
+// budget (with one, they are bounded by it).
+const maxFreeBytes = DefaultUnresQlenBytesTotal
+
+// recycleLocked keeps the buffer of a packet that left a queue without being
+// handed to the caller, for the next packet queued: a flood to unresolved
+// hosts then churns no memory. The buffers kept are bounded in bytes by the
+// global budget, so queued and recycled buffers together hold at most twice it.
+func (t *Table) recycleLocked(b []byte) {
+	limit := t.p.UnresQlenBytesTotal
+	if limit == 0 {
+		limit = maxFreeBytes
+	}
+	if b != nil && t.freeBytes+cap(b) <= limit {
+		t.freeBufs = append(t.freeBufs, b)
+		t.freeBytes += cap(b)
+	}
+}
+
+// bufLocked returns a buffer of n bytes, recycled when the newest recycled
+// one is large enough.
+func (t *Table) bufLocked(n int) []byte {
+	if k := len(t.freeBufs); k > 0 && cap(t.freeBufs[k-1]) >= n {
+		b := t.freeBufs[k-1]
+		t.freeBufs[k-1] = nil
+		t.freeBufs = t.freeBufs[:k-1]
+		t.freeBytes -= cap(b)
+		return b[:n]
+	}
+	return make([]byte, n)
 }
 
 // newest returns the most recently queued packet, or nil.

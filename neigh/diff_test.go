@@ -90,6 +90,7 @@ func smallParams() Params {
 	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 6
 	p.UnresQlenBytes = 600
+	p.UnresQlenBytesTotal = 1500 // a few entries' queues: the global budget is hit often
 	return p
 }
 
@@ -156,12 +157,22 @@ func TestNeighDifferential(t *testing.T) {
 	if race.Enabled || testing.Short() {
 		seeds, steps = 8, 1500
 	}
+	var total refCounters
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runDifferential(t, seed, steps) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			c := runDifferential(t, seed, steps)
+			total.notLearned += c.notLearned
+			total.budgetDrops += c.budgetDrops
+			total.forcedGCEvictions += c.forcedGCEvictions
+		})
+	}
+	// The random steps reach the pressure policies (else they prove nothing).
+	if total.notLearned == 0 || total.budgetDrops == 0 || total.forcedGCEvictions == 0 {
+		t.Errorf("the random steps never reached a limit: %+v", total)
 	}
 }
 
-func runDifferential(t *testing.T, seed uint64, steps int) {
+func runDifferential(t *testing.T, seed uint64, steps int) refCounters {
 	env := newDiffEnv()
 	p := smallParams()
 	now := int64(1_000_000_000_000)
@@ -273,6 +284,7 @@ func runDifferential(t *testing.T, seed uint64, steps int) {
 		}
 		checkTableInvariants(t, tab)
 	}
+	return ref.c
 }
 
 func compareStats(t *testing.T, step int, tab *Table, w *Worker, ref *refTable) {
@@ -284,11 +296,11 @@ func compareStats(t *testing.T, step int, tab *Table, w *Worker, ref *refTable) 
 		s.Queued, s.QueueDrops, s.QueuePurged, s.PeriodicGCRuns, s.ForcedGCRuns, s.GCEvictions,
 		s.ForcedGCEvictions, s.TableFulls, s.RefusedInvalid, s.ARPTxRequestsBcast, s.ARPTxRequestsUcast,
 		s.ARPRxRequests, s.ARPRxReplies, s.ARPTxReplies, s.ARPRequestsNotLocal, s.ARPDAD,
-		s.ARPLearned, s.ARPUpdates, s.ARPUnsolicitedIgnored}
+		s.ARPLearned, s.ARPUpdates, s.ARPUnsolicitedIgnored, s.ARPNotLearned, s.QueueBudgetDrops, s.ARPRepliesLimited}
 	want := []uint64{c.lookups, c.hits, c.misses, c.staleTouches, c.allocs, c.destroys, c.resolveFailed,
 		c.queued, c.queueDrops, c.queuePurged, c.periodicGCRuns, c.forcedGCRuns, c.gcEvictions,
 		c.forcedGCEvictions, c.tableFulls, c.refusedInvalid, c.txBcast, c.txUcast,
-		c.rxReq, c.rxRep, c.txRep, c.notLocal, c.dad, c.learned, c.updates, c.unsolicited}
+		c.rxReq, c.rxRep, c.txRep, c.notLocal, c.dad, c.learned, c.updates, c.unsolicited, c.notLearned, c.budgetDrops, c.repliesLimited}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("step %d: counters differ\n got  %v\n want %v", step, got, want)
 	}
@@ -333,5 +345,27 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 	}
 	if gc != tab.gcEntries {
 		t.Fatalf("gc list %d entries, counted %d", gc, tab.gcEntries)
+	}
+	if tab.learnPaused.Load() != (tab.gcEntries >= tab.p.GCThresh2) {
+		t.Fatalf("learnPaused %v with %d entries", tab.learnPaused.Load(), tab.gcEntries)
+	}
+	// The global queue accounting: the pending list holds exactly the
+	// entries with queued packets, and the sums match.
+	bytes, pkts, pend := 0, 0, 0
+	for n := range tab.index.All() {
+		bytes += n.queue.bytes
+		pkts += n.queue.n
+		if n.onPend != (n.queue.n > 0) {
+			t.Fatalf("entry %x: %d queued, on the pending list %v", n.key, n.queue.n, n.onPend)
+		}
+	}
+	for n := tab.pendHead; n != nil; n = n.pendNext {
+		pend++
+	}
+	if bytes != tab.queuedBytes || pkts != tab.queuedPackets || pend > pkts || (pend == 0) != (pkts == 0) {
+		t.Fatalf("queued %d bytes %d packets in %d entries; table says %d bytes %d packets", bytes, pkts, pend, tab.queuedBytes, tab.queuedPackets)
+	}
+	if l := tab.p.UnresQlenBytesTotal; l > 0 && tab.queuedBytes > l {
+		t.Fatalf("%d bytes queued over the global budget of %d", tab.queuedBytes, l)
 	}
 }

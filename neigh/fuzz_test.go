@@ -21,6 +21,7 @@ func FuzzARPInput(f *testing.F) {
 		h := newHarness(t, DefaultParams())
 		h.resolve(tPeer, ipPacket(1, tPeer, 64)) // an INCOMPLETE entry to resolve
 		n, d := h.w.InputARP(&h.in, frame, h.now, h.reply, &h.out)
+		h.w.Publish()
 		s := h.tab.Stats()
 		received := s.ARPRxRequests + s.ARPRxReplies
 		drops := s.ARPDropsTotal()

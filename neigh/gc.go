@@ -7,16 +7,28 @@ package neigh
 // Flow: every non-permanent entry is on the gc list, in the order it joined
 // it (creation, or leaving PERMANENT). Creating a non-permanent entry when
 // gc_thresh3 entries exist, or gc_thresh2 and no forced gc for 5 s, runs the
-// forced gc: from the list's head, remove entries that are FAILED or NOARP
-// or were not updated for 5 s, until the list is back to gc_thresh2. If it
-// removes nothing and the table is at gc_thresh3, the creation is refused
-// (table_fulls). Permanent entries are exempt from the limits, as in Linux.
+// forced gc: remove removable entries until the list is back to
+// gc_thresh2, in two passes from the list's head: first those that never
+// carried traffic, then the others. Removable (forcedGCRemovable) are
+// FAILED and NOARP entries, INCOMPLETE ones unanswered for retrans_time,
+// and others not updated for 5 s unless they carried traffic within
+// gc_stale_time. If it removes nothing
+// and the table is at gc_thresh3, the creation is refused (table_fulls).
+// Permanent entries are exempt from the limits, as in Linux.
+//
+// Linux removes only FAILED/NOARP entries and those not updated for 5 s,
+// and spares those a route holds a reference to. Here the entries in use
+// are spared by their traffic (entry.sent) instead, and unresolved entries
+// go after 1 s instead of 5 s: a flood to unresolved hosts churns at most
+// about gc_thresh3 entries a second and never pushes out established ones
+// (docs/neigh.md).
 //
 // A flood keeps the table full of fresh entries, so the forced gc would
 // scan the whole list on every refused creation. It remembers instead when
 // its last complete scan found nothing (and the earliest moment an entry
 // could become removable); until then, or until an entry turns FAILED or
-// NOARP, it returns at once. The result is the same as scanning.
+// NOARP (or INCOMPLETE: eventSendLocked lowers the bound), it returns at once. The result is the same as
+// scanning (traffic only makes entries less removable).
 //
 // Locking: Table.mu.
 
@@ -51,6 +63,7 @@ func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exem
 		confirmed: now - 2*t.p.base,
 		heapIdx:   -1,
 	}
+	n.sent.Store(minTime)
 	t.entries++
 	t.stateCount[0]++
 	t.c.allocs++
@@ -74,12 +87,38 @@ func (t *Table) gcAddLocked(n *entry) {
 	}
 	t.gcTail = n
 	t.gcEntries++
-	// n may become removable at updated+5s (or at once if FAILED/NOARP).
-	if s := n.state(); s == NUDFailed || s == NUDNoARP {
+	t.learnPaused.Store(t.gcEntries >= t.p.GCThresh2)
+	// n may become removable at updated+5s (or at once if FAILED/NOARP/INCOMPLETE).
+	if _, at := t.forcedGCRemovable(n, minTime); at == minTime {
 		t.forcedGCIdleUntil = minTime
 	} else {
-		t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, n.updated+forcedGCAge)
+		t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, at)
 	}
+}
+
+// forcedGCAlwaysRemovable: states the forced gc removes whatever their age.
+func forcedGCAlwaysRemovable(s State) bool {
+	return s == NUDFailed || s == NUDNoARP
+}
+
+// forcedGCRemovable reports whether the forced gc may remove n at now, and
+// from when on it may (removable iff now > at; minTime: always).
+func (t *Table) forcedGCRemovable(n *entry, now int64) (bool, int64) {
+	s := n.state()
+	if forcedGCAlwaysRemovable(s) {
+		return true, minTime
+	}
+	if n.updated > now && now != minTime { // the clock went back
+		return true, minTime
+	}
+	at := n.updated + forcedGCAge
+	switch {
+	case s == NUDIncomplete: // unanswered for retrans_time
+		at = n.updated + t.p.retrans
+	case s.Valid():
+		at = max(at, n.sent.Load()+t.p.stale)
+	}
+	return now > at, at
 }
 
 func (t *Table) gcUnlinkLocked(n *entry) {
@@ -98,6 +137,7 @@ func (t *Table) gcUnlinkLocked(n *entry) {
 	}
 	n.gcPrev, n.gcNext, n.onGC = nil, nil, false
 	t.gcEntries--
+	t.learnPaused.Store(t.gcEntries >= t.p.GCThresh2)
 }
 
 // updateGCListLocked is neigh_update_gc_list: permanent entries leave the
@@ -120,29 +160,34 @@ func (t *Table) forcedGCLocked(now int64, out *Actions) int {
 		return 0
 	}
 	maxClean := t.gcEntries + 1 - t.p.GCThresh2 // +1: the entry being created
-	tref := now - forcedGCAge
 	shrunk := 0
-	minUpdated := int64(1<<63 - 1)
+	minAt := int64(1<<63 - 1)
 	complete := true
-	for n := t.gcHead; n != nil; {
-		next := n.gcNext
-		s := n.state()
-		if s == NUDFailed || s == NUDNoARP || n.updated < tref || n.updated > now {
-			t.removeLocked(n, RemovedForcedGC, out)
-			t.c.forcedGCEvictions++
-			shrunk++
-			if shrunk >= maxClean {
-				complete = false
-				break
+scan:
+	for pass := 0; pass < 2; pass++ {
+		for n := t.gcHead; n != nil; {
+			next := n.gcNext
+			ok, at := t.forcedGCRemovable(n, now)
+			switch {
+			case !ok:
+				if pass == 0 {
+					minAt = min(minAt, at)
+				}
+			case pass == 1 || n.sent.Load() == minTime: // never used first
+				t.removeLocked(n, RemovedForcedGC, out)
+				t.c.forcedGCEvictions++
+				shrunk++
+				if shrunk >= maxClean {
+					complete = false
+					break scan
+				}
 			}
-		} else {
-			minUpdated = min(minUpdated, n.updated)
+			n = next
 		}
-		n = next
 	}
 	t.lastFlush = now
 	if complete && shrunk == 0 {
-		t.forcedGCIdleUntil = minUpdated + forcedGCAge
+		t.forcedGCIdleUntil = minAt
 	}
 	return shrunk
 }
@@ -156,11 +201,12 @@ func (t *Table) removeLocked(n *entry, reason RemoveReason, out *Actions) {
 	if _, rebuilt := t.index.Delete(n.key); rebuilt {
 		t.c.hashRebuilds++
 	}
-	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
+	for p, ok := t.queuePopLocked(n); ok; p, ok = t.queuePopLocked(n) {
 		t.c.queuePurged++
 		if out != nil {
 			out.dropped(n, p)
 		}
+		t.recycleLocked(p.buf)
 	}
 	w := n.word.Load()
 	t.stateCount[stateSlot(State(w))]--

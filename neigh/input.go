@@ -14,7 +14,13 @@ package neigh
 //      our addresses is answered, nothing is learned.
 //   3. A request for one of our addresses: the sender's entry is created or
 //      updated to STALE with the sender's address (neigh_event_ns), and the
-//      reply is written into the caller's buffer.
+//      reply is written into the caller's buffer. Under pressure (gc_thresh2
+//      entries or more) an unknown sender is answered but not learned
+//      (ARPNotLearned): a flood of requests from random senders cannot fill
+//      the table the routes' next hops need; the check is lock-free, so such
+//      a flood never takes the table lock either. Replies to senders not
+//      learned are limited per worker (ARPRepliesLimited), so the flood
+//      costs no transmit either.
 //   4. Anything else (requests for other hosts, replies): only an existing
 //      entry for the sender is updated: REACHABLE for a reply unicast to us,
 //      STALE otherwise, overriding its address only after locktime or for
@@ -23,7 +29,11 @@ package neigh
 // Locking: parsing and replies need no lock; learning takes Table.mu.
 // The worker's counters are its own.
 
-import "github.com/netfwd/netfwd/wire"
+import (
+	"time"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // ARPDrop is why a received ARP frame was dropped. The names are stable:
 // metrics use them.
@@ -102,9 +112,10 @@ type ARPInput struct {
 // InputARP processes one received ARP frame (Ethernet header first). When it
 // answers, it writes the reply frame into reply and returns its length
 // (transmit it on in.IfIndex); resolutions it causes append to out. drop is
-// ARPOK unless the frame was dropped (counted by reason).
+// ARPOK unless the frame was dropped (counted by reason). The worker's
+// counters become visible at its next Publish (once per batch: a flood of
+// ARP costs no atomic stores per frame).
 func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, out *Actions) (replyLen int, drop ARPDrop) {
-	defer w.Publish()
 	a, drop := parseARPFrame(frame)
 	if drop != ARPOK {
 		w.c[wcARPDropBase+int(drop)]++
@@ -149,19 +160,37 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 
 	t := w.t
 	if op == wire.ARPRequest && in.Addrs.IsLocalAddr(in.IfIndex, tip) {
-		t.lockAt(now)
-		n := t.index.Get(entryKey(in.IfIndex, sip))
-		if n == nil {
-			if n = t.createLocked(in.IfIndex, sip, in.IfMAC, false, now, out); n != nil {
-				t.c.learned++
+		key := entryKey(in.IfIndex, sip)
+		known := true
+		if t.learnPaused.Load() && t.index.Get(key) == nil {
+			w.c[wcARPNotLearned]++ // lock-free: a flood from random senders ends here
+			known = false
+		} else {
+			t.lockAt(now)
+			n := t.index.Get(key)
+			switch {
+			case n != nil:
+			case t.gcEntries >= t.p.GCThresh2:
+				t.c.arpNotLearned++
+			default:
+				if n = t.createLocked(in.IfIndex, sip, in.IfMAC, false, now, out); n != nil {
+					t.c.learned++
+				}
 			}
+			if n != nil {
+				t.updateLocked(n, &sha, NUDStale, updateOverride, now, out)
+			}
+			known = n != nil
+			t.mu.Unlock()
 		}
-		if n != nil {
-			t.updateLocked(n, &sha, NUDStale, updateOverride, now, out)
+		// A sender that could not be learned is still answered (Linux
+		// answers only when it could create the entry), but at most
+		// unlearnedReplies per worker per unlearnedWindow: a flood from
+		// random senders costs no transmit beyond that (docs/neigh.md).
+		if !known && !w.unlearnedReplyAllowed(now) {
+			w.c[wcARPRepliesLimited]++
+			return 0, ARPOK
 		}
-		t.mu.Unlock()
-		// Answered even when the table is full (Linux only answers when it
-		// could create the entry; see docs/neigh.md).
 		if len(reply) < wire.ARPFrameLen {
 			return w.dropARP(ARPNoReplyBuffer)
 		}
@@ -194,6 +223,26 @@ func (w *Worker) InputARP(in *ARPInput, frame []byte, now int64, reply []byte, o
 		t.c.arpUpdates++
 	}
 	return 0, ARPOK
+}
+
+// Replies to senders that could not be learned: at most unlearnedReplies
+// per worker in each unlearnedWindow (1,000/s per worker).
+const (
+	unlearnedReplies = 100
+	unlearnedWindow  = int64(100 * time.Millisecond)
+)
+
+// unlearnedReplyAllowed takes one reply from the worker's budget for the
+// current window.
+func (w *Worker) unlearnedReplyAllowed(now int64) bool {
+	if win := now / unlearnedWindow; win != w.replyWindow {
+		w.replyWindow, w.repliesLeft = win, unlearnedReplies
+	}
+	if w.repliesLeft == 0 {
+		return false
+	}
+	w.repliesLeft--
+	return true
 }
 
 func (w *Worker) dropARP(d ARPDrop) (int, ARPDrop) {

@@ -6,7 +6,8 @@ package neigh
 //
 // Flow: Output looks {ifindex, ip} up in the index, loads the entry's word
 // once. In a valid state it writes the 14-byte header and returns true.
-// A STALE entry is still used (Linux sends with the old address while it
+// Every hit records the table's coarse clock in the entry (entry.sent), so
+// the forced gc spares entries that carry traffic. A STALE entry is still used (Linux sends with the old address while it
 // re-verifies it): the first worker to see it sets the entry's touched flag
 // (one CAS) and pushes it on the touched stack; the next writer call moves
 // it to DELAY so the timers probe it.
@@ -36,6 +37,10 @@ func (w *Worker) Output(ifindex uint32, ip wire.Addr4, hdr []byte) bool {
 	}
 	writeHeader(hdr, v, n.hdrTail)
 	w.c[wcHits]++
+	// Mark the entry in use for the forced gc: one store per Tick at most.
+	if c := w.t.coarseNow.Load(); n.sent.Load() != c {
+		n.sent.Store(c)
+	}
 	if st == NUDStale && n.touched.Load() == 0 && n.touched.CompareAndSwap(0, 1) {
 		w.c[wcStaleTouches]++
 		w.t.pushTouched(n)

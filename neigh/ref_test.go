@@ -29,6 +29,8 @@ type refNeigh struct {
 	onGC          bool
 	gcOrder       uint64
 	touched       bool
+	sent          int64  // last traffic (datapath: the coarse clock; writer: its clock); minTime never
+	pendOrder     uint64 // when the queue last became non-empty (global budget order)
 }
 
 type refQueued struct {
@@ -45,6 +47,7 @@ type refCounters struct {
 	refusedInvalid, txBcast, txUcast           uint64
 	rxReq, rxRep, txRep, notLocal, dad         uint64
 	learned, updates, unsolicited              uint64
+	notLearned, budgetDrops, repliesLimited    uint64
 	drops                                      [numARPDrops]uint64
 }
 
@@ -54,7 +57,10 @@ type refTable struct {
 	rng                                    *Table // only for its random reachable times (same seed)
 	reachable, lastRand, lastFlush, nextGC int64
 	m                                      map[uint64]*refNeigh
-	gcSeq                                  uint64
+	gcSeq, pendSeq                         uint64
+	coarse                                 int64 // the last Tick's clock
+	replyWindow                            int64 // the (one) worker's budget of replies to senders not learned
+	repliesLeft                            int
 	c                                      refCounters
 }
 
@@ -78,6 +84,7 @@ func newRefTable(p Params, seed uint64, now int64) *refTable {
 		rng: rt, m: map[uint64]*refNeigh{}}
 	r.reachable = rt.reachableTime
 	r.lastFlush = now
+	r.coarse = now
 	r.lastRand = now + r.reachable*20
 	r.nextGC = now + r.reachable
 	return r
@@ -147,7 +154,7 @@ func (r *refTable) create(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exempt 
 			}
 		}
 	}
-	n := &refNeigh{ifindex: ifindex, ip: ip, ifMAC: ifMAC, updated: now, used: now, confirmed: now - 2*r.base}
+	n := &refNeigh{ifindex: ifindex, ip: ip, ifMAC: ifMAC, updated: now, used: now, confirmed: now - 2*r.base, sent: minTime}
 	if !exempt {
 		r.gcSeq++
 		n.onGC, n.gcOrder = true, r.gcSeq
@@ -168,17 +175,33 @@ func (r *refTable) gcList() []*refNeigh {
 	return l
 }
 
+// forcedGC: FAILED and NOARP entries go, INCOMPLETE ones unanswered for
+// retrans_time, and those not updated for 5 s that carried no traffic within
+// gc_stale_time; the ones that never carried traffic first.
 func (r *refTable) forcedGC(now int64, out *refOut) int {
 	r.c.forcedGCRuns++
 	maxClean := r.gcCount() + 1 - r.p.GCThresh2
+	removable := func(n *refNeigh) bool {
+		switch {
+		case n.state == NUDFailed || n.state == NUDNoARP || n.updated > now:
+			return true
+		case n.state == NUDIncomplete:
+			return n.updated < now-r.retrans
+		case n.updated >= now-5e9:
+			return false
+		}
+		return !n.state.Valid() || n.sent < now-r.stale
+	}
 	shrunk := 0
-	for _, n := range r.gcList() {
-		if n.state == NUDFailed || n.state == NUDNoARP || n.updated < now-5e9 || n.updated > now {
-			r.remove(n, RemovedForcedGC, out)
-			r.c.forcedGCEvictions++
-			shrunk++
-			if shrunk >= maxClean {
-				break
+	for pass := 0; pass < 2 && shrunk < maxClean; pass++ {
+		for _, n := range r.gcList() {
+			if removable(n) && (pass == 1 || n.sent == minTime) {
+				r.remove(n, RemovedForcedGC, out)
+				r.c.forcedGCEvictions++
+				shrunk++
+				if shrunk >= maxClean {
+					break
+				}
 			}
 		}
 	}
@@ -231,6 +254,7 @@ func (r *refTable) output(ifindex uint32, ip wire.Addr4) ([]byte, bool) {
 		return nil, false
 	}
 	r.c.hits++
+	n.sent = r.coarse
 	if n.state == NUDStale && !n.touched {
 		n.touched = true
 		r.c.staleTouches++
@@ -256,14 +280,49 @@ func (r *refTable) probe(n *refNeigh, out *refOut) {
 func (r *refTable) enqueue(n *refNeigh, pkt []byte, mark uint8, out *refOut) {
 	need := 14 + len(pkt) + 64
 	for len(n.queue) > 0 && n.queueBytes+need > r.p.UnresQlenBytes {
-		n.queueBytes -= 14 + len(n.queue[0].pkt) + 64
-		out.dropped = append(out.dropped, Frame{IfIndex: n.ifindex, IP: n.ip, Mark: n.queue[0].mark})
-		n.queue = n.queue[1:]
+		r.popQueued(n, out)
 		r.c.queueDrops++
+	}
+	if limit := r.p.UnresQlenBytesTotal; limit > 0 {
+		for {
+			total := 0
+			var victim *refNeigh
+			for _, m := range r.m {
+				total += m.queueBytes
+				if len(m.queue) > 0 && (victim == nil || m.pendOrder < victim.pendOrder) {
+					victim = m
+				}
+			}
+			if total+need <= limit {
+				break
+			}
+			if victim == nil { // the packet alone is over the budget
+				out.dropped = append(out.dropped, Frame{IfIndex: n.ifindex, IP: n.ip, Mark: mark})
+				r.c.budgetDrops++
+				return
+			}
+			r.popQueued(victim, out)
+			r.c.budgetDrops++
+			if len(victim.queue) > 0 {
+				r.pendSeq++
+				victim.pendOrder = r.pendSeq
+			}
+		}
+	}
+	if len(n.queue) == 0 {
+		r.pendSeq++
+		n.pendOrder = r.pendSeq
 	}
 	n.queue = append(n.queue, refQueued{append([]byte(nil), pkt...), mark})
 	n.queueBytes += need
 	r.c.queued++
+}
+
+// popQueued drops n's oldest queued packet.
+func (r *refTable) popQueued(n *refNeigh, out *refOut) {
+	n.queueBytes -= 14 + len(n.queue[0].pkt) + 64
+	out.dropped = append(out.dropped, Frame{IfIndex: n.ifindex, IP: n.ip, Mark: n.queue[0].mark})
+	n.queue = n.queue[1:]
 }
 
 func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []byte, mark uint8, now int64, out *refOut) (Verdict, []byte) {
@@ -281,9 +340,11 @@ func (r *refTable) resolve(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, pkt []
 	n.used = now
 	switch n.state {
 	case NUDReachable, NUDPermanent, NUDNoARP, NUDDelay, NUDProbe:
+		n.sent = now
 		return Send, r.header(n)
 	case NUDStale:
 		r.staleToDelay(n, now, out)
+		n.sent = now
 		return Send, r.header(n)
 	case NUDIncomplete:
 		r.enqueue(n, pkt, mark, out)
@@ -366,6 +427,7 @@ func (r *refTable) update(n *refNeigh, lladdr *wire.MAC, s State, override, admi
 			if n.state == NUDStale {
 				r.staleToDelay(n, now, out)
 			}
+			n.sent = now
 			for _, q := range n.queue {
 				out.transmit = append(out.transmit, Frame{IfIndex: n.ifindex, IP: n.ip, Data: append(r.header(n), q.pkt...), Mark: q.mark})
 			}
@@ -431,6 +493,7 @@ func (r *refTable) timer(n *refNeigh, now int64, out *refOut) {
 
 func (r *refTable) tick(now int64, out *refOut) {
 	r.drain(now)
+	r.coarse = max(r.coarse, now)
 	var due []*refNeigh
 	for _, n := range r.m {
 		if n.hasTimer && n.timerAt <= now {
@@ -538,13 +601,26 @@ func (r *refTable) inputARP(ifindex uint32, ifMAC wire.MAC, local refAddrs, fram
 	r.drain(now)
 	if op == 1 && local[tip] {
 		n := r.m[refKey(ifindex, sip)]
-		if n == nil {
+		switch {
+		case n != nil:
+		case r.gcCount() >= r.p.GCThresh2: // under pressure: answer, learn nothing
+			r.c.notLearned++
+		default:
 			if n = r.create(ifindex, sip, ifMAC, false, now, out); n != nil {
 				r.c.learned++
 			}
 		}
 		if n != nil {
 			r.update(n, &sha, NUDStale, true, false, now, out)
+		} else {
+			if w := now / int64(100e6); w != r.replyWindow {
+				r.replyWindow, r.repliesLeft = w, 100
+			}
+			if r.repliesLeft == 0 {
+				r.c.repliesLimited++
+				return nil, ARPOK
+			}
+			r.repliesLeft--
 		}
 		return reply(tip, sha, sip), ARPOK
 	}

@@ -12,8 +12,12 @@ package neigh
 //   - INCOMPLETE: the packet waits.
 // A waiting packet is copied (the caller reuses its buffer) into a buffer
 // with room for the Ethernet header; the queue keeps at most
-// unres_qlen_bytes, dropping its oldest packets (unres_discards), whose
-// buffers are reused for the new one when large enough.
+// unres_qlen_bytes, dropping its oldest packets (unres_discards). All
+// queues together keep at most UnresQlenBytesTotal: over it, the oldest
+// packet of the entry at the head of the pending list is dropped
+// (QueueBudgetDrops) and that entry moves to the tail, so a flood to many
+// unresolved hosts cannot grow memory, and a newly needed next hop still
+// gets its packet queued. Buffers of dropped packets are recycled.
 //
 // Locking: Table.mu.
 
@@ -94,6 +98,8 @@ func (t *Table) eventSendLocked(n *entry, pkt []byte, mark uint8, now int64, out
 			t.delTimerLocked(n)
 			t.setStateLocked(n, NUDIncomplete, out)
 			n.updated = now
+			// The forced gc may remove it once unanswered for retrans_time.
+			t.forcedGCIdleUntil = min(t.forcedGCIdleUntil, now+t.p.retrans)
 			t.addTimerLocked(n, now+max(t.p.retrans, timerMin))
 			t.enqueueLocked(n, pkt, mark, out)
 			t.probeLocked(n, out) // immediate: the queue's tail is this packet
@@ -108,31 +114,47 @@ func (t *Table) eventSendLocked(n *entry, pkt []byte, mark uint8, now int64, out
 	}
 	r := Resolution{Verdict: Send}
 	writeHeader(r.Header[:], n.word.Load(), n.hdrTail)
+	n.sent.Store(now)
 	return r
 }
 
-// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes,
-// dropping the oldest packets to make room.
+// enqueueLocked copies pkt onto n's queue within unres_qlen_bytes and the
+// global budget, dropping the oldest packets to make room.
 func (t *Table) enqueueLocked(n *entry, pkt []byte, mark uint8, out *Actions) {
 	need := wire.EthernetHeaderLen + len(pkt)
-	var reuse []byte
-	for n.queue.n > 0 && n.queue.bytes+need+queuedPacketHeader > t.p.UnresQlenBytes {
-		p, _ := n.queue.pop()
+	charge := need + queuedPacketHeader
+	for n.queue.n > 0 && n.queue.bytes+charge > t.p.UnresQlenBytes {
+		p, _ := t.queuePopLocked(n)
 		t.c.queueDrops++
 		if out != nil {
 			out.dropped(n, p)
 		}
-		if cap(p.buf) >= need {
-			reuse = p.buf
+		t.recycleLocked(p.buf)
+	}
+	if limit := t.p.UnresQlenBytesTotal; limit > 0 {
+		for t.queuedBytes+charge > limit && t.pendHead != nil {
+			v := t.pendHead
+			p, _ := t.queuePopLocked(v)
+			t.c.queueBudgetDrops++
+			if out != nil {
+				out.dropped(v, p)
+			}
+			t.recycleLocked(p.buf)
+			if v.onPend && v != t.pendTail { // round robin: its next packet waits its turn
+				t.pendUnlinkLocked(v)
+				t.pendAppendLocked(v)
+			}
+		}
+		if t.queuedBytes+charge > limit { // larger than the whole budget
+			t.c.queueBudgetDrops++
+			if out != nil {
+				out.dropped(n, queuedPacket{mark: mark})
+			}
+			return
 		}
 	}
-	var b []byte
-	if reuse != nil {
-		b = reuse[:need]
-	} else {
-		b = make([]byte, need)
-	}
+	b := t.bufLocked(need)
 	copy(b[wire.EthernetHeaderLen:], pkt)
-	n.queue.push(queuedPacket{buf: b, mark: mark})
+	t.queuePushLocked(n, queuedPacket{buf: b, mark: mark})
 	t.c.queued++
 }

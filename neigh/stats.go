@@ -4,8 +4,7 @@ package neigh
 //
 // Flow: the datapath (Output) and ARP input count in a Worker's own
 // plain counters, on cache lines no other worker writes, and publish them to
-// atomic mirrors on Publish (once per batch; Resolve and InputARP publish
-// themselves). Writer-side counters live in the table under Table.mu.
+// atomic mirrors on Publish (once per batch, by the caller). Writer-side counters live in the table under Table.mu.
 // Table.Stats sums the published mirrors and the table's counters.
 //
 // Locking: Worker counters belong to the worker's goroutine; the
@@ -23,6 +22,8 @@ const (
 	wcARPTxReplies
 	wcARPRequestsNotLocal // requests for addresses that are not ours (only update an existing sender entry)
 	wcARPDAD              // duplicate address detection probes answered
+	wcARPNotLearned       // requests to us from unknown senders not learned (table under pressure)
+	wcARPRepliesLimited   // replies to senders not learned that the per-worker limit suppressed
 	wcARPDropBase         // + ARPDrop
 	wcCount               = wcARPDropBase + int(numARPDrops)
 )
@@ -30,12 +31,15 @@ const (
 // Worker is one datapath worker's handle on the table: it holds the
 // worker's counters. Create one per worker goroutine with NewWorker.
 type Worker struct {
-	_   [64]byte
-	t   *Table
-	c   [wcCount]uint64 // owned by the worker goroutine
-	_   [64]byte
-	pub [wcCount]atomic.Uint64 // published copy, read by Stats
-	_   [64]byte
+	_ [64]byte
+	t *Table
+	c [wcCount]uint64 // owned by the worker goroutine
+	// The worker's budget of replies to senders it could not learn.
+	replyWindow int64
+	repliesLeft int
+	_           [64]byte
+	pub         [wcCount]atomic.Uint64 // published copy, read by Stats
+	_           [64]byte
 }
 
 // NewWorker registers a worker.
@@ -66,6 +70,7 @@ type tableCounters struct {
 	tableFulls, refusedInvalid                        uint64
 	arpTxRequestsBcast, arpTxRequestsUcast            uint64
 	learned, arpUpdates, arpUnsolicitedIgnored        uint64
+	arpNotLearned, queueBudgetDrops                   uint64
 	hashRebuilds                                      uint64
 	discarded                                         uint64 // frames and events dropped for lack of a Actions
 }
@@ -86,6 +91,7 @@ type Stats struct {
 	ResolveFailed     uint64 // entries that went FAILED (res_failed)
 	Queued            uint64 // packets queued for resolution
 	QueueDrops        uint64 // oldest queued packets dropped for the byte limit (unres_discards)
+	QueueBudgetDrops  uint64 // queued packets dropped for the global budget (UnresQlenBytesTotal)
 	QueuePurged       uint64 // queued packets dropped with their entry (flush, gc)
 	PeriodicGCRuns    uint64
 	ForcedGCRuns      uint64
@@ -106,6 +112,8 @@ type Stats struct {
 	ARPRequestsNotLocal         uint64            // requests for other hosts (no reply)
 	ARPDAD                      uint64            // DAD probes (sender 0.0.0.0) answered
 	ARPLearned                  uint64            // entries created by requests to us
+	ARPNotLearned               uint64            // requests to us from unknown senders not learned: table at gc_thresh2
+	ARPRepliesLimited           uint64            // of those, not answered: over the per-worker reply limit (1,000/s)
 	ARPUpdates                  uint64            // existing entries updated from ARP
 	ARPUnsolicitedIgnored       uint64            // frames about unknown senders not for us (arp_accept 0)
 	ARPDrops                    map[string]uint64 // by ARPDrop name
@@ -128,10 +136,7 @@ func (t *Table) Stats() Stats {
 		}
 		s.ByState[st.String()] = v
 	}
-	for n := t.gcHead; n != nil; n = n.gcNext {
-		s.QueuedNow += n.queue.n
-		s.QueuedBytes += n.queue.bytes
-	}
+	s.QueuedNow, s.QueuedBytes = t.queuedPackets, t.queuedBytes
 	workers := append([]*Worker(nil), t.workers...)
 	t.mu.Unlock()
 
@@ -150,12 +155,14 @@ func (t *Table) Stats() Stats {
 		s.ARPDrops[r.String()] = w[wcARPDropBase+int(r)]
 	}
 	s.Allocs, s.Destroys, s.ResolveFailed = c.allocs, c.destroys, c.resolveFailed
-	s.Queued, s.QueueDrops, s.QueuePurged = c.queued, c.queueDrops, c.queuePurged
+	s.Queued, s.QueueDrops, s.QueuePurged, s.QueueBudgetDrops = c.queued, c.queueDrops, c.queuePurged, c.queueBudgetDrops
 	s.PeriodicGCRuns, s.ForcedGCRuns = c.periodicGCRuns, c.forcedGCRuns
 	s.GCEvictions, s.ForcedGCEvictions, s.Flushed, s.AdminDeleted = c.gcEvictions, c.forcedGCEvictions, c.flushed, c.adminDel
 	s.TableFulls, s.RefusedInvalid, s.HashRebuilds, s.Discarded = c.tableFulls, c.refusedInvalid, c.hashRebuilds, c.discarded
 	s.ARPTxRequestsBcast, s.ARPTxRequestsUcast = c.arpTxRequestsBcast, c.arpTxRequestsUcast
 	s.ARPLearned, s.ARPUpdates, s.ARPUnsolicitedIgnored = c.learned, c.arpUpdates, c.arpUnsolicitedIgnored
+	s.ARPNotLearned = c.arpNotLearned + w[wcARPNotLearned]
+	s.ARPRepliesLimited = w[wcARPRepliesLimited]
 	return s
 }
 

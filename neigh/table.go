@@ -19,9 +19,12 @@ package neigh
 //
 // Locking: datapath readers never lock. They search the index (package
 // hashindex: lock-free readers, one writer) and read an entry's packed word (state + lladdr) with one atomic load. The
-// only thing the datapath writes is an entry's touched flag (a STALE entry
-// was used): it pushes the entry on a lock-free stack, and the next writer
-// call moves it to DELAY with that call's clock. Everything else, every
+// datapath writes only two things: an entry's sent time (the table's coarse
+// clock, when it differs: the forced gc spares entries in use), and its
+// touched flag (a STALE entry was used): it pushes the entry on a lock-free
+// stack, and the next writer call moves it to DELAY with that call's clock.
+// InputARP also reads learnPaused (an atomic mirror of "gc_thresh2 reached")
+// to skip unknown senders without the lock. Everything else, every
 // entry's writer-side fields, the timers, the gc list, the index's writes
 // and the table counters, is guarded by Table.mu; functions that expect
 // it held end in Locked.
@@ -128,9 +131,14 @@ type Params struct {
 	GCStaleTime         time.Duration // gc_stale_time: unused entries older than this are collected
 	Locktime            time.Duration // locktime: an lladdr is not overridden sooner than this
 	UnresQlenBytes      int           // unres_qlen_bytes: packets queued per unresolved entry
-	GCThresh1           int           // gc_thresh1: no periodic gc below this many entries
-	GCThresh2           int           // gc_thresh2: soft limit, forced gc at most every 5 s above it
-	GCThresh3           int           // gc_thresh3: hard limit on non-permanent entries
+	// UnresQlenBytesTotal bounds the packets queued in all unresolved
+	// entries together (netfwd's; Linux has only the per-entry limit, so a
+	// flood to unresolved hosts could hold gc_thresh3 x unres_qlen_bytes).
+	// 0: no global limit.
+	UnresQlenBytesTotal int
+	GCThresh1           int // gc_thresh1: no periodic gc below this many entries
+	GCThresh2           int // gc_thresh2: soft limit, forced gc at most every 5 s above it
+	GCThresh3           int // gc_thresh3: hard limit on non-permanent entries
 }
 
 // DefaultParams returns Linux's defaults for the ARP table. Linux's
@@ -147,6 +155,7 @@ func DefaultParams() Params {
 		GCStaleTime:         60 * time.Second,
 		Locktime:            1 * time.Second,
 		UnresQlenBytes:      212992,
+		UnresQlenBytesTotal: DefaultUnresQlenBytesTotal,
 		GCThresh1:           128,
 		GCThresh2:           512,
 		GCThresh3:           1024,
@@ -160,13 +169,18 @@ func (p Params) validate() error {
 		return errors.New("neigh: times must be positive")
 	case p.UcastProbes < 0 || p.McastProbes < 0 || p.McastReprobes < 0:
 		return errors.New("neigh: probe counts must not be negative")
-	case p.UnresQlenBytes < 0:
+	case p.UnresQlenBytes < 0 || p.UnresQlenBytesTotal < 0:
 		return errors.New("neigh: unres_qlen_bytes must not be negative")
 	case p.GCThresh1 < 0 || p.GCThresh2 < 0 || p.GCThresh3 <= 0:
 		return errors.New("neigh: gc thresholds must be positive")
 	}
 	return nil
 }
+
+// DefaultUnresQlenBytesTotal is the default global budget of queued
+// packets: 4 MiB, about 2,800 full-size packets or twenty entries' worth of
+// unres_qlen_bytes.
+const DefaultUnresQlenBytesTotal = 4 << 20
 
 // Config configures a table.
 type Config struct {
@@ -215,6 +229,11 @@ type entry struct {
 	hdrTail     uint64                // immutable: header bytes 6..13 (source MAC, EtherType) little-endian
 	touched     atomic.Uint32         // 1 while on the table's touched stack
 	nextTouched atomic.Pointer[entry] // touched stack link
+	// sent is when the entry last carried traffic: the datapath stores the
+	// table's coarse clock (set by Tick) when it differs, the writer its
+	// clock when it sends or releases through the entry; minTime: never.
+	// The forced gc spares entries that sent within gc_stale_time.
+	sent atomic.Int64
 
 	// Writer-side, guarded by Table.mu.
 	ifMAC     wire.MAC
@@ -228,7 +247,10 @@ type entry struct {
 	queue     packetQueue
 	gcPrev    *entry
 	gcNext    *entry
-	onGC      bool // on the gc list: every non-permanent entry is
+	onGC      bool   // on the gc list: every non-permanent entry is
+	pendPrev  *entry // list of entries with queued packets (global budget)
+	pendNext  *entry
+	onPend    bool
 	dead      bool // removed from the table
 }
 
@@ -290,6 +312,10 @@ type Table struct {
 	// Datapath-visible.
 	index       hashindex.Index[entry]
 	touchedHead atomic.Pointer[entry]
+	coarseNow   atomic.Int64 // Tick's clock, for entry.sent
+	// learnPaused: the table is at gc_thresh2 or more, so ARP requests
+	// from unknown senders create nothing (read lock-free by InputARP).
+	learnPaused atomic.Bool
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
@@ -303,15 +329,23 @@ type Table struct {
 	gcEntries     int   // entries on the gc list (non-permanent)
 	gcHead        *entry
 	gcTail        *entry
-	// forcedGCIdleUntil: a forced gc now would find nothing to remove (every
-	// entry on the gc list was updated within 5 s and none is FAILED or
-	// NOARP). Exact, so skipping the scan changes nothing but its cost.
+	// forcedGCIdleUntil: a forced gc now would find nothing to remove (no
+	// entry on the gc list is FAILED, NOARP or INCOMPLETE, and every one was
+	// updated within 5 s or sent within gc_stale_time). Exact, so skipping
+	// the scan changes nothing but its cost.
 	forcedGCIdleUntil int64
-	timers            timerHeap
-	timerSeq          uint64
-	stateCount        [9]int // entries by state (bit index + 1; 0 = NONE)
-	c                 tableCounters
-	workers           []*Worker
+	// Packets queued in all entries (charged bytes) and the entries that
+	// hold them, in the order their queues became non-empty (the global
+	// budget drops from the head, round robin).
+	queuedBytes, queuedPackets int
+	pendHead, pendTail         *entry
+	freeBufs                   [][]byte // recycled packet buffers (recycleLocked)
+	freeBytes                  int
+	timers                     timerHeap
+	timerSeq                   uint64
+	stateCount                 [9]int // entries by state (bit index + 1; 0 = NONE)
+	c                          tableCounters
+	workers                    []*Worker
 }
 
 // paramsNs holds the parameters in nanoseconds for the arithmetic.
@@ -347,6 +381,7 @@ func NewTable(cfg Config, now int64) (*Table, error) {
 	t.lastRand = now + t.reachableTime*20
 	t.nextGC = now + t.reachableTime
 	t.index.Init()
+	t.coarseNow.Store(now)
 	return t, nil
 }
 
@@ -418,7 +453,7 @@ func (t *Table) storeLocked(n *entry, s State, mac wire.MAC, out *Actions) {
 	if oldState != s {
 		t.stateCount[stateSlot(oldState)]--
 		t.stateCount[stateSlot(s)]++
-		if (s == NUDFailed || s == NUDNoARP) && n.onGC {
+		if forcedGCAlwaysRemovable(s) && n.onGC {
 			t.forcedGCIdleUntil = minTime
 		}
 	}

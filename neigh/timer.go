@@ -88,6 +88,9 @@ func (t *Table) NextDeadline() int64 {
 func (t *Table) Tick(now int64, out *Actions) {
 	t.lockAt(now)
 	defer t.mu.Unlock()
+	if now > t.coarseNow.Load() {
+		t.coarseNow.Store(now)
+	}
 	// Re-armed timers are at least 10 ms ahead, so this loop runs each
 	// expired entry once.
 	for len(t.timers) > 0 && t.timers[0].timerAt <= now {
@@ -179,7 +182,7 @@ func (t *Table) probeLocked(n *entry, out *Actions) {
 func (t *Table) invalidateLocked(n *entry, now int64, out *Actions) {
 	t.c.resolveFailed++
 	n.updated = now
-	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
+	for p, ok := t.queuePopLocked(n); ok; p, ok = t.queuePopLocked(n) {
 		if out == nil {
 			t.c.discarded++
 			continue

@@ -84,6 +84,7 @@ func (h *harness) resolve(ip wire.Addr4, pkt []byte) Verdict {
 
 func (h *harness) arp(op uint16, ethDst, sha wire.MAC, sip wire.Addr4, tha wire.MAC, tip wire.Addr4) (int, ARPDrop) {
 	h.t.Helper()
+	defer h.w.Publish() // as the router does once per batch
 	return h.w.InputARP(&h.in, arpFrame(ethDst, op, sha, sip, tha, tip), h.now, h.reply, &h.out)
 }
 
@@ -461,6 +462,7 @@ func TestARPDropReasons(t *testing.T) {
 	if _, d := h.w.InputARP(&h.in, good, h.now, make([]byte, 10), &h.out); d != ARPNoReplyBuffer {
 		t.Fatalf("short reply buffer: %v", d)
 	}
+	h.w.Publish()
 	s := h.tab.Stats()
 	if s.ARPDrops["bad-address-length"] != 2 || s.ARPDrops["martian-sender"] != 3 || s.ARPDropsTotal() != 17 {
 		t.Fatalf("drops %v", s.ARPDrops)
@@ -523,18 +525,29 @@ func TestNeighForcedGC(t *testing.T) {
 	p := DefaultParams()
 	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 8
 	h := newHarness(t, p)
-	for i := uint32(0); i < 8; i++ {
+	for i := uint32(0); i < 4; i++ {
 		h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, 0x0a000100+wire.Addr4(i), wire.MAC{}, tLocal)
 	}
-	// A request is answered even when its sender cannot be learned.
+	// At gc_thresh2, requests from unknown senders are answered, not learned.
 	if n, _ := h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC1, 0x0a000200, wire.MAC{}, tLocal); n == 0 {
-		t.Fatal("no reply with a full table")
+		t.Fatal("no reply with the table under pressure")
+	}
+	h.expect(0x0a000200, NUDNone)
+	// Known senders are still updated.
+	h.arp(wire.ARPRequest, wire.BroadcastMAC, tMAC2, 0x0a000100, wire.MAC{}, tLocal)
+	if i, _ := h.tab.Get(tIf, 0x0a000100, h.now); i.LLAddr != tMAC2 {
+		t.Fatalf("known sender not updated: %+v", i)
+	}
+	for i := uint32(4); i < 8; i++ {
+		if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a000100 + wire.Addr4(i), LLAddr: tMAC2, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
 		t.Fatalf("verdict %v with a full table", v)
 	}
-	if s := h.tab.Stats(); s.TableFulls != 2 || s.Entries != 8 {
-		t.Fatalf("table fulls %d entries %d", s.TableFulls, s.Entries)
+	if s := h.tab.Stats(); s.TableFulls != 1 || s.Entries != 8 || s.ARPNotLearned != 1 || s.ARPLearned != 4 {
+		t.Fatalf("table fulls %d entries %d not learned %d learned %d", s.TableFulls, s.Entries, s.ARPNotLearned, s.ARPLearned)
 	}
 	// Permanent entries are exempt from the limit.
 	if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a000300, LLAddr: tMAC2, HasLLAddr: true, State: NUDPermanent, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
@@ -557,12 +570,71 @@ func TestNeighForcedGC(t *testing.T) {
 		t.Fatalf("events %v", ev)
 	}
 	for i := uint32(0); i < 8; i++ {
-		want := NUDStale
+		want := NUDReachable // the admin entries not removed
 		if i < 5 {
+			want = NUDNone // the learned ones (never used), then the oldest admin one
+		}
+		h.expect(0x0a000100+wire.Addr4(i), want)
+	}
+}
+
+// The forced gc spares entries that carry traffic and removes unresolved
+// ones after retrans_time (not 5 s): a flood of packets to unresolved hosts
+// cannot push out an established neighbour, and does not fill the table for
+// good.
+func TestNeighForcedGCSparesUsed(t *testing.T) {
+	p := DefaultParams()
+	p.GCThresh1, p.GCThresh2, p.GCThresh3 = 2, 4, 8
+	h := newHarness(t, p)
+	for i := uint32(0); i < 4; i++ {
+		if err := h.tab.Add(Spec{IfIndex: tIf, IP: 0x0a000100 + wire.Addr4(i), LLAddr: tMAC2, HasLLAddr: true, State: NUDReachable, IfMAC: tIfMAC}, h.now, &h.out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hdr := make([]byte, 14)
+	if !h.w.Output(tIf, 0x0a000100, hdr) { // 10.0.1.0 carries traffic
+		t.Fatal("no header")
+	}
+	for i := uint32(4); i < 8; i++ { // unresolved: INCOMPLETE
+		if v := h.resolve(0x0a000100+wire.Addr4(i), ipPacket(1, 2, 40)); v != Queued {
+			t.Fatalf("verdict %v", v)
+		}
+	}
+	// Full of fresh entries: refused, until the INCOMPLETE entries have
+	// been unanswered for retrans_time; then they go, the others stay.
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
+		t.Fatalf("verdict %v with a full table", v)
+	}
+	h.at(p.RetransTime)
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Refused {
+		t.Fatalf("verdict %v with INCOMPLETE entries exactly retrans_time old", v)
+	}
+	h.at(p.RetransTime + 1)
+	if v := h.resolve(0x0a000201, ipPacket(1, 2, 40)); v != Queued {
+		t.Fatalf("verdict %v with INCOMPLETE entries to remove", v)
+	}
+	for i := uint32(0); i < 8; i++ {
+		want := NUDReachable
+		if i >= 4 {
 			want = NUDNone
 		}
 		h.expect(0x0a000100+wire.Addr4(i), want)
 	}
+	if s := h.tab.Stats(); s.TableFulls != 2 || s.ForcedGCEvictions != 4 || s.QueuePurged != 4 {
+		t.Fatalf("table fulls %d evictions %d purged %d", s.TableFulls, s.ForcedGCEvictions, s.QueuePurged)
+	}
+	// 5 s after the last forced gc, above gc_thresh2: the unused entries go
+	// first (in list order), the one in use is spared.
+	h.at(p.RetransTime + 5*time.Second + 2)
+	h.w.Output(tIf, 0x0a000100, hdr)
+	if v := h.resolve(0x0a000202, ipPacket(1, 2, 40)); v != Queued {
+		t.Fatalf("verdict %v", v)
+	}
+	h.expect(0x0a000100, NUDReachable)
+	h.expect(0x0a000101, NUDNone)
+	h.expect(0x0a000102, NUDNone)
+	h.expect(0x0a000103, NUDReachable)
+	h.expect(0x0a000201, NUDIncomplete) // removable too, but newer on the list
 }
 
 // Link down flushes an interface's entries (permanent ones too unless kept),

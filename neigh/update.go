@@ -126,7 +126,8 @@ func (t *Table) sendQueueLocked(n *entry, now int64, out *Actions) {
 		t.staleToDelayLocked(n, now, out)
 	}
 	w := n.word.Load()
-	for p, ok := n.queue.pop(); ok; p, ok = n.queue.pop() {
+	n.sent.Store(now)
+	for p, ok := t.queuePopLocked(n); ok; p, ok = t.queuePopLocked(n) {
 		if out == nil {
 			t.c.discarded++
 			continue

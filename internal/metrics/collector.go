@@ -21,6 +21,8 @@
 //	fdb_{learned,moved,aged}_total, fdb_limit_hits_total, fdb_max_learned{bridge}
 //	flood_total{mode}                            inline, deferred; flood_queue_drops_total
 //	neigh_entries{state}, neigh_lookups_total{result}, neigh_queue_drops_total, arp_drops_total{reason}
+//	neigh_queue_budget_drops_total, neigh_queued_bytes, neigh_table_fulls_total, neigh_forced_gc_evictions_total
+//	arp_not_learned_total, arp_replies_limited_total   the limits under attack (docs/reliability.md)
 //	icmp_sent_total{type}, icmp_rate_limited_total
 //	punted_total                                 frames the router handed to the host path (l3)
 //	hostpath_{punted,punt_drops,punt_errors,injected,inject_errors,inject_filtered}_total{port}
@@ -129,13 +131,19 @@ func NewCollector(src Source) *Collector {
 		"fdb_moved":         desc("fdb_moved_total", "FDB entries moved to another port."),
 		"fdb_aged":          desc("fdb_aged_total", "FDB entries aged out."),
 		"fdb_limit_hits":    desc("fdb_limit_hits_total", "Sources not learned because a learning limit was reached."),
-		"fdb_max_learned":   desc("fdb_max_learned", "The bridge's learned-entry limit (0: none).", "bridge"),
+		"fdb_max_learned":   desc("fdb_max_learned", "The bridge's learned-entry limit in force (65536 unless configured).", "bridge"),
 		"flood":             desc("flood_total", "Floods by mode.", "mode"),
 		"flood_queue_drops": desc("flood_queue_drops_total", "Large floods dropped because the deferral queue was full."),
 		"neigh_entries":     desc("neigh_entries", "Neighbour entries by state.", "state"),
 		"neigh_lookups":     desc("neigh_lookups_total", "Neighbour lookups of the forwarding path by result.", "result"),
 		"neigh_queue_drops": desc("neigh_queue_drops_total", "Packets dropped from full neighbour resolution queues."),
 		"arp_drops":         desc("arp_drops_total", "ARP frames dropped by reason.", "reason"),
+		"neigh_budget":      desc("neigh_queue_budget_drops_total", "Packets dropped from neighbour resolution queues for the global budget."),
+		"neigh_queued":      desc("neigh_queued_bytes", "Bytes of packets waiting for neighbour resolution (charged size)."),
+		"neigh_table_fulls": desc("neigh_table_fulls_total", "Neighbour entries not created: the table was at gc_thresh3 with nothing to remove."),
+		"neigh_forced_gc":   desc("neigh_forced_gc_evictions_total", "Neighbour entries removed by the forced gc."),
+		"arp_not_learned":   desc("arp_not_learned_total", "ARP requests to the router from unknown senders not learned: the table was at gc_thresh2."),
+		"arp_limited":       desc("arp_replies_limited_total", "ARP requests from senders not learned left unanswered: over the reply limit."),
 		"icmp_sent":         desc("icmp_sent_total", "ICMP messages the router sent, by type.", "type"),
 		"icmp_limited":      desc("icmp_rate_limited_total", "ICMP errors suppressed by the rate limit."),
 		"punted":            desc("punted_total", "Frames the router handed to the host path."),
@@ -217,11 +225,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge("fdb_entries", float64(f.Learned()), b.Name, "learned")
 			gauge("fdb_entries", float64(f.Len()-f.Learned()), b.Name, "configured")
 		}
-		if c.src.Controller != nil {
-			if v, ok := c.src.Controller.FDBMaxLearned(b.Name); ok {
-				gauge("fdb_max_learned", float64(v), b.Name)
-			}
-		}
+		gauge("fdb_max_learned", float64(f.MaxLearned()), b.Name) // in force: the default when not configured
 	}
 
 	s := e.Stats()
@@ -251,6 +255,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter("neigh_lookups", ns.Hits, "hit")
 	counter("neigh_lookups", ns.Misses, "miss")
 	counter("neigh_queue_drops", ns.QueueDrops)
+	counter("neigh_budget", ns.QueueBudgetDrops)
+	gauge("neigh_queued", float64(ns.QueuedBytes))
+	counter("neigh_table_fulls", ns.TableFulls)
+	counter("neigh_forced_gc", ns.ForcedGCEvictions)
+	counter("arp_not_learned", ns.ARPNotLearned)
+	counter("arp_limited", ns.ARPRepliesLimited)
 	for r, v := range ns.ARPDrops {
 		counter("arp_drops", v, r)
 	}
