@@ -507,7 +507,7 @@ func TestHostPathPuntFlood(t *testing.T) {
 	}
 	base, baseSent := transit()
 	punted0 := e.scrape().Sum("netfwd_hostpath_punted_total", "port", "eth0")
-	const floodPPS = 100000
+	const floodPPS = 30000
 	t0 := time.Now()
 	stop := trafgenFlood(t, isp.NS, isp.Iface, lab.UplinkMAC.String(), isp.MAC.String(), lab.ISPAddr.Addr(), lab.UplinkAddr.Addr(), floodPPS)
 	time.Sleep(500 * time.Millisecond)
