@@ -458,23 +458,7 @@ func (tx *Txn) RepointLearned(owner Owner, old, new *nexthop.Nexthop) int {
 // DelLearnedUsing deletes the owner's routes through nexthop nh (the
 // kernel's `ip nexthop del`: routes using it go) and returns how many.
 func (tx *Txn) DelLearnedUsing(owner Owner, nh *nexthop.Nexthop) int {
-	uses := func(r *Route) bool { return r.Owner == owner && r.NH == nh }
-	n := 0
-	for _, ref := range tx.prefixesWhere(uses) {
-		list := tx.getList(ref.table, ref.prefix)
-		keep := make([]*Route, 0, len(list))
-		for _, r := range list {
-			if uses(r) {
-				tx.release(r)
-				n++
-			} else {
-				keep = append(keep, r)
-			}
-		}
-		tx.setList(ref.table, ref.prefix, keep)
-		tx.deferMerged(ref.table, ref.prefix)
-	}
-	return n
+	return tx.removeLearnedWhere(func(r *Route) bool { return r.Owner == owner && r.NH == nh })
 }
 
 // Bulk reports whether the transaction updates its tries in place (a large
