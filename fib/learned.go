@@ -14,7 +14,7 @@ package fib
 // local around it (the common case) updates the merged trie directly from
 // its own list; everything else takes the general updateMerged.
 //
-// Merged-trie updates of deletions are deferred to FlushLearned (called by
+// Merged-trie updates of deletions are deferred to flushLearned (called by
 // Commit): a route deleted and added back in one transaction (zebra's
 // RTM_DELROUTE + RTM_NEWROUTE update) then leaves at most one change of the
 // merged trie, never a delete followed by a set, which the compiled
@@ -82,7 +82,7 @@ var ErrLearnedRoute = errors.New("invalid learned route")
 
 // learnedTxn is a transaction's state of learned-route writes.
 type learnedTxn struct {
-	pending []routeRef // (table, prefix) whose merged entries wait for FlushLearned
+	pending []routeRef // (table, prefix) whose merged entries wait for flushLearned
 	marks   []markUndo // marks changed in place, for Abort
 }
 
@@ -314,16 +314,16 @@ func (tx *Txn) DelLearned(owner Owner, m *LearnedMatch) bool {
 	return false
 }
 
-// deferMerged queues a merged-trie update for FlushLearned.
+// deferMerged queues a merged-trie update for flushLearned.
 func (tx *Txn) deferMerged(table uint32, p netip.Prefix) {
 	if table == TableMain || table == TableLocal {
 		tx.learned.pending = append(tx.learned.pending, routeRef{table, p})
 	}
 }
 
-// FlushLearned applies the merged-trie updates deferred by deletions.
+// flushLearned applies the merged-trie updates deferred by deletions.
 // Commit calls it; a caller may call it earlier.
-func (tx *Txn) FlushLearned() {
+func (tx *Txn) flushLearned() {
 	pending := tx.learned.pending
 	tx.learned.pending = tx.learned.pending[:0]
 	for _, ref := range pending {

@@ -60,7 +60,7 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 
 // Commit publishes the transaction's changes.
 func (tx *Txn) Commit() {
-	tx.FlushLearned()
+	tx.flushLearned()
 	tx.finish()
 	tx.maybeCompact()
 	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
