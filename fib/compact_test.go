@@ -85,9 +85,9 @@ func benchRoute(p netip.Prefix) RouteSpec {
 // cache lines (compact.go).
 func TestBulkLoadLeavesMergedTrieCompact(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 200,000 routes")
+		t.Skip("loads 100,000 routes")
 	}
-	f, _ := loadTable(t, 200_000)
+	f, _ := loadTable(t, 100_000)
 	s := f.cur.Load()
 	got, ok := trieLines(s.fast)
 	if !ok {
