@@ -81,8 +81,8 @@ func benchRoute(p netip.Prefix) RouteSpec {
 }
 
 // After a bulk load the merged trie is as compact as a fresh copy of it:
-// built in place between the per-table tries' allocations it took ~1.6x the
-// cache lines (compact.go).
+// built in place between the per-table tries' allocations it took 1.5x (100,000
+// routes) to 1.6x (the full table) the cache lines (compact.go).
 func TestBulkLoadLeavesMergedTrieCompact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100,000 routes")
