@@ -14,7 +14,7 @@ package fib
 // local around it (the common case) updates the merged trie directly from
 // its own list; everything else takes the general updateMerged.
 //
-// Merged-trie updates of deletions are deferred to FlushLearned (called by
+// Merged-trie updates of deletions are deferred to flushLearned (called by
 // Commit): a route deleted and added back in one transaction (zebra's
 // RTM_DELROUTE + RTM_NEWROUTE update) then leaves at most one change of the
 // merged trie, never a delete followed by a set, which the compiled
@@ -82,7 +82,7 @@ var ErrLearnedRoute = errors.New("invalid learned route")
 
 // learnedTxn is a transaction's state of learned-route writes.
 type learnedTxn struct {
-	pending []routeRef // (table, prefix) whose merged entries wait for FlushLearned
+	pending []routeRef // (table, prefix) whose merged entries wait for flushLearned
 	marks   []markUndo // marks changed in place, for Abort
 }
 
@@ -314,16 +314,16 @@ func (tx *Txn) DelLearned(owner Owner, m *LearnedMatch) bool {
 	return false
 }
 
-// deferMerged queues a merged-trie update for FlushLearned.
+// deferMerged queues a merged-trie update for flushLearned.
 func (tx *Txn) deferMerged(table uint32, p netip.Prefix) {
 	if table == TableMain || table == TableLocal {
 		tx.learned.pending = append(tx.learned.pending, routeRef{table, p})
 	}
 }
 
-// FlushLearned applies the merged-trie updates deferred by deletions.
+// flushLearned applies the merged-trie updates deferred by deletions.
 // Commit calls it; a caller may call it earlier.
-func (tx *Txn) FlushLearned() {
+func (tx *Txn) flushLearned() {
 	pending := tx.learned.pending
 	tx.learned.pending = tx.learned.pending[:0]
 	for _, ref := range pending {
@@ -458,23 +458,7 @@ func (tx *Txn) RepointLearned(owner Owner, old, new *nexthop.Nexthop) int {
 // DelLearnedUsing deletes the owner's routes through nexthop nh (the
 // kernel's `ip nexthop del`: routes using it go) and returns how many.
 func (tx *Txn) DelLearnedUsing(owner Owner, nh *nexthop.Nexthop) int {
-	uses := func(r *Route) bool { return r.Owner == owner && r.NH == nh }
-	n := 0
-	for _, ref := range tx.prefixesWhere(uses) {
-		list := tx.getList(ref.table, ref.prefix)
-		keep := make([]*Route, 0, len(list))
-		for _, r := range list {
-			if uses(r) {
-				tx.release(r)
-				n++
-			} else {
-				keep = append(keep, r)
-			}
-		}
-		tx.setList(ref.table, ref.prefix, keep)
-		tx.deferMerged(ref.table, ref.prefix)
-	}
-	return n
+	return tx.removeLearnedWhere(func(r *Route) bool { return r.Owner == owner && r.NH == nh })
 }
 
 // Bulk reports whether the transaction updates its tries in place (a large

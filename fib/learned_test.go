@@ -123,7 +123,7 @@ func (m *lmodel) configDel(k lmKey, typ Type, metric uint32) error {
 		return nil
 	}
 	if other {
-		return &OwnedError{}
+		return &ownedError{}
 	}
 	return ErrNoRoute
 }
@@ -291,7 +291,7 @@ func learnedRound(t *testing.T, seed uint64) {
 				typ := []Type{Blackhole, Unreachable}[r.IntN(2)]
 				err := tx.DelRoute(RouteSpec{Prefix: k.prefix, Table: k.table, Type: typ, TypeSet: true, Metric: metric, MetricSet: true})
 				want := m.configDel(k, typ, metric)
-				var oe *OwnedError
+				var oe *ownedError
 				if (err == nil) != (want == nil) || errors.As(want, &oe) != errors.As(err, &oe) {
 					t.Fatalf("step %d: config del %v %s metric %d: got %v, model %v", step, k, typ, metric, err, want)
 				}
@@ -403,7 +403,7 @@ func TestLearnedOwnership(t *testing.T) {
 	}
 	// Now only the learned route is left: a configured delete refuses it.
 	err := tx.DelRoute(RouteSpec{Prefix: p})
-	var oe *OwnedError
+	var oe *ownedError
 	if !errors.As(err, &oe) || !errors.Is(err, ErrNoRoute) || oe.Route.Owner != OwnerFPM {
 		t.Fatalf("config delete of a learned route: %v", err)
 	}

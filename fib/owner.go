@@ -46,14 +46,14 @@ func (o Owner) rank() int {
 	return 1
 }
 
-// OwnedError says that the only routes a delete would have matched belong
+// ownedError says that the only routes a delete would have matched belong
 // to another owner. It matches ErrNoRoute (errors.Is): from the caller's
 // point of view there is no such route.
-type OwnedError struct {
+type ownedError struct {
 	Route *Route
 }
 
-func (e *OwnedError) Error() string {
+func (e *ownedError) Error() string {
 	dst := e.Route.Prefix.String()
 	if e.Route.Prefix.Bits() == 0 {
 		dst = "default"
@@ -63,4 +63,4 @@ func (e *OwnedError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrNoRoute) true.
-func (e *OwnedError) Is(target error) bool { return target == ErrNoRoute }
+func (e *ownedError) Is(target error) bool { return target == ErrNoRoute }

@@ -164,7 +164,7 @@ func (tx *Txn) DelRoute(s RouteSpec) error {
 		return nil
 	}
 	if other != nil {
-		return &OwnedError{Route: other}
+		return &ownedError{Route: other}
 	}
 	return ErrNoRoute
 }

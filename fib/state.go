@@ -52,6 +52,9 @@ type state struct {
 	tables map[uint32]*routeTrie
 	addrs  []Address
 	own    *ownAddrs // the local table's local and broadcast addresses
+	// sinceCompact counts the merged trie's changes since it was last
+	// compacted (compact.go).
+	sinceCompact int
 }
 
 func (s *state) lookup(a netip.Addr) *nexthop.Nexthop {

@@ -60,8 +60,9 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 
 // Commit publishes the transaction's changes.
 func (tx *Txn) Commit() {
-	tx.FlushLearned()
+	tx.flushLearned()
 	tx.finish()
+	tx.maybeCompact()
 	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
 		tx.next.own = newOwnAddrs(tx.next.tables[TableLocal])
 	}
@@ -165,12 +166,14 @@ func (tx *Txn) storeList(id uint32, p netip.Prefix, rl *routeList) {
 func (tx *Txn) mergedSet(p netip.Prefix, nh *nexthop.Nexthop) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.set(p, nh, !tx.bulk))
+	tx.next.sinceCompact++
 	tx.logChange(mergedChange{prefix: p, nh: nh})
 }
 
 func (tx *Txn) mergedDelete(p netip.Prefix) {
 	tx.ownMerged()
 	tx.next.setMerged(tx.next.merged.del(p, !tx.bulk))
+	tx.next.sinceCompact++
 	tx.logChange(mergedChange{prefix: p, deleted: true})
 }
 

@@ -223,14 +223,6 @@ func (tx *Tx) CountTxError(p *Port, n int) {
 	tx.touch(p.ID).txDrops += uint64(n)
 }
 
-// Pending returns the number of frames queued for p (tests).
-func (tx *Tx) Pending(p *Port) [][]byte {
-	if int(p.ID) >= len(tx.q) {
-		return nil
-	}
-	return tx.q[p.ID].frames
-}
-
 // SetOrigin says which frame of the caller's current batch is being
 // processed (-1: frames the caller generates itself); every frame queued
 // until the next SetOrigin records it. ReceiveBatch sets it per frame.

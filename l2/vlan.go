@@ -52,9 +52,6 @@ func (pv *PortVLAN) Member() bool { return pv.flags.Load()&pvMember != 0 }
 // Untagged reports whether frames leave this port-VLAN without a tag.
 func (pv *PortVLAN) Untagged() bool { return pv.flags.Load()&(pvUntagged|pvRaw) != 0 }
 
-// IsPVID reports whether the VID is the port's pvid.
-func (pv *PortVLAN) IsPVID() bool { return pv.flags.Load()&pvPVID != 0 }
-
 // memberNode is one element of a VLAN's member list.
 type memberNode struct {
 	pv   *PortVLAN

@@ -8,7 +8,7 @@
 // a port, FlushOrigins (or Flush) hands the frames to send to the caller per
 // port, and one housekeeping worker calls Tick every 10-100 ms. Workers
 // never lock and allocate nothing per frame; the control plane (package
-// internal/control) changes the FIB, the interfaces and the bridge, which
+// internal/apply) changes the FIB, the interfaces and the bridge, which
 // workers see atomically. Stats says how every frame that reached the router
 // ended.
 package l3

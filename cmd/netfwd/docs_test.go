@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -30,4 +33,105 @@ func TestDaemonDocDefaults(t *testing.T) {
 			t.Errorf("docs/daemon.md: --%s defaults to %q; netfwd run: %q (%v)", r[1], r[2], got, ok)
 		}
 	}
+}
+
+// docs/architecture.md's import graph is the module's: the "imports" block
+// lists every package with exactly the module packages it imports (go list,
+// tests not counted), and in the "layers" block every package imports only
+// packages to its right on its line or on a later line.
+func TestArchitectureImports(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const module = "github.com/netfwd/netfwd/"
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("go list: %v", err) // no go tool: nothing to compare with
+	}
+	real := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		deps := []string{}
+		for _, d := range f[1:] {
+			if after, ok := strings.CutPrefix(d, module); ok {
+				deps = append(deps, after)
+			}
+		}
+		sort.Strings(deps)
+		real[strings.TrimPrefix(f[0], module)] = deps
+	}
+
+	documented := map[string][]string{}
+	for line := range strings.Lines(fenced(t, doc, "imports")) {
+		pkg, deps, ok := strings.Cut(line, "->")
+		if !ok {
+			t.Errorf("imports block: %q has no ->", line)
+			continue
+		}
+		list := []string{}
+		for d := range strings.SplitSeq(deps, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				list = append(list, d)
+			}
+		}
+		sort.Strings(list)
+		documented[strings.TrimSpace(pkg)] = list
+	}
+	for pkg, deps := range real {
+		doc, ok := documented[pkg]
+		switch {
+		case !ok:
+			t.Errorf("docs/architecture.md: package %s is missing from the imports block (imports %v)", pkg, deps)
+		case !slices.Equal(doc, deps):
+			t.Errorf("docs/architecture.md: %s imports %v, go list says %v", pkg, doc, deps)
+		}
+	}
+	for pkg := range documented {
+		if _, ok := real[pkg]; !ok {
+			t.Errorf("docs/architecture.md: imports block names %s, which go list does not know", pkg)
+		}
+	}
+
+	// Layers: a position per package, (line, column) in reading order.
+	pos := map[string]int{}
+	n := 0
+	for line := range strings.Lines(fenced(t, doc, "layers")) {
+		for name := range strings.FieldsFuncSeq(line, func(r rune) bool { return r == ',' || r == ' ' || r == '─' || r == '>' || r == '\n' }) {
+			if _, dup := pos[name]; dup {
+				t.Errorf("layers block: %s appears twice", name)
+			}
+			pos[name] = n
+			n++
+		}
+		n += 1000 // a new line: later than every name of this one
+	}
+	for pkg, deps := range real {
+		p, ok := pos[pkg]
+		if !ok {
+			t.Errorf("docs/architecture.md: package %s is missing from the layers block", pkg)
+			continue
+		}
+		for _, d := range deps {
+			if q, ok := pos[d]; ok && q <= p {
+				t.Errorf("layers block: %s imports %s, which is not to its right or below", pkg, d)
+			}
+		}
+	}
+}
+
+// fenced returns the body of the doc's fenced block with the given info string.
+func fenced(t *testing.T, doc []byte, info string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(string(doc), "```"+info+"\n")
+	if !ok {
+		t.Fatalf("docs/architecture.md has no ```%s block", info)
+	}
+	body, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatalf("docs/architecture.md: the ```%s block is not closed", info)
+	}
+	return body
 }

@@ -23,14 +23,20 @@ func Handler(c prometheus.Collector) http.Handler {
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/", index("netfwd: /metrics\n"))
+	return mux
+}
+
+// index answers the root path with a line naming what is served, and
+// every other unknown path with 404.
+func index(text string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write([]byte("netfwd: /metrics\n"))
-	})
-	return mux
+		w.Write([]byte(text))
+	}
 }
 
 // PprofHandler serves /debug/pprof/.
@@ -41,12 +47,6 @@ func PprofHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write([]byte("netfwd: /debug/pprof/\n"))
-	})
+	mux.HandleFunc("/", index("netfwd: /debug/pprof/\n"))
 	return mux
 }

@@ -136,35 +136,24 @@ func (c *Conn) DumpRequest(typ uint16, family uint8) (uint32, error) {
 
 // Receive reads the next datagram. The returned bytes are valid until the
 // next call.
-func (c *Conn) Receive() ([]byte, error) {
-	for {
-		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
-		switch {
-		case err == nil:
-			return c.buf[:n], nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.EAGAIN):
-			return nil, ErrTimeout
-		case errors.Is(err, unix.ENOBUFS):
-			return nil, ErrOverrun
-		}
-		return nil, err
-	}
-}
+func (c *Conn) Receive() ([]byte, error) { return c.recv(0, ErrTimeout) }
 
 // TryReceive reads the next datagram if one is queued (nil if none), without
 // blocking.
-func (c *Conn) TryReceive() ([]byte, error) {
+func (c *Conn) TryReceive() ([]byte, error) { return c.recv(unix.MSG_DONTWAIT, nil) }
+
+// recv reads one datagram; EAGAIN (the receive timeout, or nothing queued
+// with MSG_DONTWAIT) returns onEmpty.
+func (c *Conn) recv(flags int, onEmpty error) ([]byte, error) {
 	for {
-		n, _, err := unix.Recvfrom(c.fd, c.buf, unix.MSG_DONTWAIT)
+		n, _, err := unix.Recvfrom(c.fd, c.buf, flags)
 		switch {
 		case err == nil:
 			return c.buf[:n], nil
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.EAGAIN):
-			return nil, nil
+			return nil, onEmpty
 		case errors.Is(err, unix.ENOBUFS):
 			return nil, ErrOverrun
 		}

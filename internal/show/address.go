@@ -70,11 +70,7 @@ func addressList(st State, q config.AddrShow) []Address {
 func addresses(w io.Writer, st State, q config.AddrShow, asJSON bool) error {
 	list := addressList(st, q)
 	if asJSON {
-		a := jsonArray{w: w}
-		for _, l := range list {
-			a.add(l)
-		}
-		return a.close()
+		return writeJSONArray(w, list)
 	}
 	bw := bufio.NewWriter(w)
 	for _, j := range list {

@@ -92,11 +92,7 @@ func links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		a := jsonArray{w: w}
-		for _, l := range list {
-			a.add(l)
-		}
-		return a.close()
+		return writeJSONArray(w, list)
 	}
 	bw := bufio.NewWriter(w)
 	for _, l := range list {

@@ -65,6 +65,15 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 }
 
 // jsonArray writes a JSON array one element at a time.
+// writeJSONArray writes list as one JSON array.
+func writeJSONArray[T any](w io.Writer, list []T) error {
+	a := jsonArray{w: w}
+	for _, v := range list {
+		a.add(v)
+	}
+	return a.close()
+}
+
 type jsonArray struct {
 	w   io.Writer
 	n   int
