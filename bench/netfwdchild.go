@@ -65,9 +65,10 @@ func netfwdExe() (string, error) {
 }
 
 // startNetfwd runs netfwd with config in namespace ns on backend io
-// ("afpacket" or "afxdp"), pinned to cpu when cpu >= 0, and waits until it
-// runs.
-func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
+// ("afpacket" or "afxdp"), pinned to cpu when cpu >= 0, with extra
+// arguments of `netfwd run` (they override the defaults), and waits until
+// it runs.
+func startNetfwd(ns, config, io string, cpu int, extra ...string) (*netfwdChild, error) {
 	exe, err := netfwdExe()
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func startNetfwd(ns, config, io string, cpu int) (*netfwdChild, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	base := []string{"run", "--config", file, "--netns", ns, "--metrics", "off", "--ctl", "off"}
+	base := append([]string{"run", "--config", file, "--netns", ns, "--metrics", "off", "--ctl", "off"}, extra...)
 	c, err := launch(exe, append(base, "--io", io), cpu)
 	if err != nil && errors.Is(err, errIONotSupported) && io == "afpacket" {
 		c, err = launch(exe, base, cpu) // AF_PACKET is all it has
