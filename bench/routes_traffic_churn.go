@@ -22,8 +22,11 @@ package bench
 // "steady" (no changes), then "churn" (the writer of routes_churn.go
 // changing routes at 10,000/s, every 100th change the hot prefix's
 // nexthop, so the traffic's own route is replaced 100 times a second).
-// Lost = frames h1 sent - frames counted at h2; the churn phase must end
-// with netfwd having applied every message (metrics).
+// Lost = frames h1 sent - frames counted at h2; netfwd's drop counters
+// (metrics, before and after each phase) say where: a full receive ring
+// (the daemon did not keep up: CPU) or the router itself (router_drops: no
+// route, ...; a replaced route that went missing would show there). The
+// churn phase must end with netfwd having applied every message.
 //
 // Locking: none; the writer goroutine owns the FPM connection while it runs.
 
@@ -75,6 +78,7 @@ type trafficChurnResult struct {
 	c             *routeChurn
 	sent          churnStats
 	drops         [2]map[string]float64 // netfwd's drop counters over steady, churn
+	netfwdCPU     [2]time.Duration      // netfwd's CPU time over steady, churn
 	loadTime      time.Duration
 }
 
@@ -189,6 +193,7 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 		if err != nil {
 			return nil, err
 		}
+		cpu0 := child.cpu()
 		var r runResult
 		if !churn {
 			r, err = n.measure(g, child.cpu)
@@ -208,6 +213,7 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 		if err != nil {
 			return nil, err
 		}
+		res.netfwdCPU[i] = child.cpu() - cpu0
 		m1, err := metrics()
 		if err != nil {
 			return nil, err
@@ -308,6 +314,20 @@ func (r *trafficChurnResult) records() []Record {
 		if len(r.drops[i]) > 0 {
 			extra["netfwd_drops"] = r.drops[i]
 		}
+		// Drops by the router itself (no route, ...), not by a full
+		// receive ring: a replaced route that went missing shows here.
+		routeDrops := 0.0
+		for k, v := range r.drops[i] {
+			if strings.HasPrefix(k, "netfwd_l3_drops_total") || strings.HasPrefix(k, "netfwd_l2_drops_total") {
+				routeDrops += v
+			}
+		}
+		extra["router_drops"] = routeDrops
+		extra["netfwd_cpu_s"] = round3(r.netfwdCPU[i].Seconds())
+		extra["seconds"] = round3(p.run.elapsed.Seconds())
+		if p.run.elapsed > 0 {
+			extra["netfwd_cpus"] = round3(r.netfwdCPU[i].Seconds() / p.run.elapsed.Seconds())
+		}
 		if p.rate > 0 {
 			extra["changes"] = r.c.changes
 			extra["changes_per_s"] = round2(r.sent.rate(r.c))
@@ -326,7 +346,7 @@ func (r *trafficChurnResult) records() []Record {
 func logTrafficChurn(o Options, recs []Record) {
 	for _, r := range recs {
 		e := r.Extra
-		o.Log("%-14s %.3f Mpps offered, lost %v of %v (%.4f%%), netfwd drops %v", r.Impl, e["offered_mpps"], e["lost"], e["offered"],
-			100*e["loss"].(float64), e["netfwd_drops"])
+		o.Log("%-14s %.3f Mpps offered, lost %v of %v (%.4f%%), netfwd busy %v CPUs, netfwd drops %v", r.Impl, e["offered_mpps"], e["lost"], e["offered"],
+			100*e["loss"].(float64), e["netfwd_cpus"], e["netfwd_drops"])
 	}
 }
