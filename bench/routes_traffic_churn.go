@@ -79,6 +79,7 @@ type trafficChurnResult struct {
 	sent          churnStats
 	drops         [2]map[string]float64 // netfwd's drop counters over steady, churn
 	netfwdCPU     [2]time.Duration      // netfwd's CPU time over steady, churn
+	wall          [2]time.Duration      // each phase's measurement, trafgen's start to its end (+0.25 s)
 	loadTime      time.Duration
 }
 
@@ -193,7 +194,7 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 		if err != nil {
 			return nil, err
 		}
-		cpu0 := child.cpu()
+		cpu0, t0 := child.cpu(), time.Now()
 		var r runResult
 		if !churn {
 			r, err = n.measure(g, child.cpu)
@@ -213,7 +214,7 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 		if err != nil {
 			return nil, err
 		}
-		res.netfwdCPU[i] = child.cpu() - cpu0
+		res.netfwdCPU[i], res.wall[i] = child.cpu()-cpu0, time.Since(t0)
 		m1, err := metrics()
 		if err != nil {
 			return nil, err
@@ -325,6 +326,7 @@ func (r *trafficChurnResult) records() []Record {
 		extra["router_drops"] = routeDrops
 		extra["netfwd_cpu_s"] = round3(r.netfwdCPU[i].Seconds())
 		extra["seconds"] = round3(p.run.elapsed.Seconds())
+		extra["wall_seconds"] = round3(r.wall[i].Seconds())
 		if p.run.elapsed > 0 {
 			extra["netfwd_cpus"] = round3(r.netfwdCPU[i].Seconds() / p.run.elapsed.Seconds())
 		}
