@@ -58,6 +58,11 @@ type lookupHist struct {
 	batches   uint64
 	misses    uint64 // table addresses without a route (withdrawn, uncovered)
 	hotMisses uint64 // the hot prefix without a route: must stay 0
+
+	// The process's garbage collections during the phase (set by
+	// lookupPhase on the merged histogram).
+	gcCycles uint32
+	gcPause  time.Duration
 }
 
 func (h *lookupHist) add(batch time.Duration) {
@@ -147,6 +152,8 @@ func readLookups(f *fib.FIB, addrs []netip.Addr, start int, hot netip.Addr, h *l
 func lookupPhase(f *fib.FIB, addrs []netip.Addr, hot netip.Addr, readers int, d time.Duration,
 	during func(stop <-chan struct{}) error) (*lookupHist, error) {
 	var stop atomic.Bool
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	hs := make([]*lookupHist, readers)
 	var wg sync.WaitGroup
 	for r := range readers {
@@ -165,7 +172,8 @@ func lookupPhase(f *fib.FIB, addrs []netip.Addr, hot netip.Addr, readers int, d 
 	err := <-errc
 	stop.Store(true)
 	wg.Wait()
-	all := &lookupHist{}
+	runtime.ReadMemStats(&ms1)
+	all := &lookupHist{gcCycles: ms1.NumGC - ms0.NumGC, gcPause: time.Duration(ms1.PauseTotalNs - ms0.PauseTotalNs)}
 	for _, h := range hs {
 		all.merge(h)
 	}
@@ -287,6 +295,7 @@ func (r *lookupChurnResult) records() []Record {
 			"max_ns": round2(float64(h.maxBatch.Nanoseconds()) / lookupBatch), "max_batch_us": round2(float64(h.maxBatch.Nanoseconds()) / 1e3),
 			"lookups": uint64(lookups), "hot_misses": h.hotMisses, "misses": h.misses,
 			"x_quiet_mean": ratio(mean, quietMean), "x_quiet_p99": ratio(h.quantile(0.99), r.quiet.quantile(0.99)),
+			"gc_cycles": h.gcCycles, "gc_pause_ms": round3(float64(h.gcPause.Microseconds()) / 1e3),
 		}
 		if p.rate > 0 {
 			extra["changes"] = r.c.changes
@@ -310,7 +319,7 @@ func (r *lookupChurnResult) records() []Record {
 func logLookupChurn(o Options, recs []Record) {
 	for _, r := range recs {
 		e := r.Extra
-		o.Log("%-13s %5.1f ns/lookup mean  p50 %v  p99 %v  p99.9 %v  max %v ns (batch %v us)  %.2f M lookups/s  hot misses %v",
-			r.Impl, r.NsOp, e["p50_ns"], e["p99_ns"], e["p999_ns"], e["max_ns"], e["max_batch_us"], r.Mops, e["hot_misses"])
+		o.Log("%-13s %5.1f ns/lookup mean  p50 %v  p99 %v  p99.9 %v  max %.0f ns (batch %.0f us)  %.2f M lookups/s  hot misses %v  GC %v cycles, %v ms paused",
+			r.Impl, r.NsOp, e["p50_ns"], e["p99_ns"], e["p999_ns"], e["max_ns"], e["max_batch_us"], r.Mops, e["hot_misses"], e["gc_cycles"], e["gc_pause_ms"])
 	}
 }
