@@ -46,7 +46,7 @@ import (
 )
 
 func init() {
-	Register(Suite{Name: "routes", Doc: "routes from FRR over FPM: the full table decoded and applied in process, vs the same table from a config file", Run: runRoutes})
+	Register(Suite{Name: "routes", Doc: "routes from FRR over FPM: the full table decoded and applied in process vs from a config file; 10,000 changes/s: lookup latency, and loss under traffic (root)", Run: runRoutes})
 }
 
 // RoutesSetup is the table and its encodings shared by the cases.
