@@ -108,8 +108,12 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 	if err != nil {
 		return nil, err
 	}
+	hotConf := strings.Replace(string(conf), "daddr="+vethH2IP, "daddr="+hotDst, 1)
+	if hotConf == string(conf) {
+		return nil, fmt.Errorf("trafgen config without daddr=%s: %s", vethH2IP, conf)
+	}
 	n.trafgenConf = filepath.Join(n.dir, "udp64-hot.trafgen")
-	if err := os.WriteFile(n.trafgenConf, []byte(strings.Replace(string(conf), "daddr="+vethH2IP, "daddr="+hotDst, 1)), 0o644); err != nil {
+	if err := os.WriteFile(n.trafgenConf, []byte(hotConf), 0o644); err != nil {
 		return nil, err
 	}
 	config := n.netfwdConfig() + fmt.Sprintf("neigh add %s lladdr %s dev %s nud permanent\n", vethH2IP2, n.h2MAC, n.rb)
