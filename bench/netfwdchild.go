@@ -69,8 +69,9 @@ func netfwdExe() (string, error) {
 }
 
 // startNetfwd runs netfwd with config in namespace ns on backend io
-// ("afpacket" or "afxdp") with extra flags, pinned to cpu when cpu >= 0, and waits until it
-// runs.
+// ("afpacket" or "afxdp") with extra arguments of `netfwd run` (after the
+// defaults, so they override them), pinned to cpu when cpu >= 0, and waits
+// until it runs.
 func startNetfwd(ns, config, io string, cpu int, extra ...string) (*netfwdChild, error) {
 	exe, err := netfwdExe()
 	if err != nil {

@@ -17,11 +17,20 @@ package bench
 // Each case reports routes per second (wall), CPU seconds (all threads,
 // GC included) and heap bytes per route once loaded. GOMAXPROCS is 1 for
 // the "one core" rows and the machine's count for the others.
-// (b) end to end with BIRD and FRR and (c) churn under traffic are not
-// measured here yet (docs/routes.md).
+// (c) churn, 10,000 route changes per second over FPM (routes_churn.go):
+//   lookup-quiet  FIB lookup latency percentiles in process, no changes
+//   lookup-churn  the same readers while the changes stream in through the
+//                 real FPM server (routes_lookup_churn.go)
+//   traffic-steady, traffic-churn (root, trafgen): netfwd as a child
+//                 process forwarding at 50 % of its saturation to a learned
+//                 prefix, without and with the changes: lost frames
+//                 (routes_traffic_churn.go)
+// (b) end to end with BIRD and FRR is not measured here yet
+// (docs/routes.md).
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -37,7 +46,7 @@ import (
 )
 
 func init() {
-	Register(Suite{Name: "routes", Doc: "routes from FRR over FPM: the full table decoded and applied in process, vs the same table from a config file", Run: runRoutes})
+	Register(Suite{Name: "routes", Doc: "routes from FRR over FPM: the full table decoded and applied in process vs from a config file; 10,000 changes/s: lookup latency, and loss under traffic (root)", Run: runRoutes})
 }
 
 // RoutesSetup is the table and its encodings shared by the cases.
@@ -249,5 +258,35 @@ func runRoutes(o Options) ([]Record, error) {
 			kept = nil
 		}
 	}
-	return recs, nil
+	churn, err := runChurnCases(s.Prefixes, o)
+	if err != nil {
+		return nil, err
+	}
+	return append(recs, churn...), nil
+}
+
+// runChurnCases runs the cases of (c): churn for 60 s (quick: 10 s) each.
+func runChurnCases(prefixes []netip.Prefix, o Options) ([]Record, error) {
+	d := 60 * time.Second
+	if o.Quick {
+		d = 10 * time.Second
+	}
+	lc, err := runLookupChurn(prefixes, d, o)
+	if err != nil {
+		return nil, fmt.Errorf("lookup-churn: %w", err)
+	}
+	recs := lc.records()
+	logLookupChurn(o, recs)
+	tc, err := runTrafficChurn(prefixes, o)
+	if errors.Is(err, errTrafficChurnSkipped) {
+		o.Log("traffic-churn: skipped: %v", err)
+		return append(recs, Record{Suite: "routes", Impl: "traffic-churn", Params: map[string]any{"churn_per_s": churnRate},
+			Extra: map[string]any{"error": err.Error()}}), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("traffic-churn: %w", err)
+	}
+	trecs := tc.records()
+	logTrafficChurn(o, trecs)
+	return append(recs, trecs...), nil
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"testing"
 
 	"github.com/netfwd/netfwd/fib"
@@ -41,10 +42,17 @@ func BenchmarkRoutes(b *testing.B) {
 
 // The suite runs end to end in quick mode: every case loads the table, the
 // FPM loads cost no more memory per route than the config file's, and the
-// replay changes nothing.
+// replay changes nothing; the churn records (routes_churn_test.go) make
+// sense, the traffic ones where root and trafgen are here.
 func TestRoutesSuiteQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("loads 100,000 routes eight times")
+		t.Skip("loads 100,000 routes eight times, churns them for 30 s")
+	}
+	traffic := os.Geteuid() == 0 && haveTrafgen() == nil
+	if traffic {
+		buildNetfwd(t)
+	} else if os.Getenv("NETFWD_E2E") == "1" {
+		t.Error("NETFWD_E2E=1 but the traffic-churn case cannot run (root, trafgen)")
 	}
 	recs, err := runRoutes(Options{Quick: true, Log: t.Logf})
 	if err != nil {
@@ -68,4 +76,8 @@ func TestRoutesSuiteQuick(t *testing.T) {
 		}
 	}
 	_ = fpm.ApplyStream
+	checkLookupChurnRecords(t, recs)
+	if traffic {
+		checkTrafficChurnRecords(t, recs)
+	}
 }
