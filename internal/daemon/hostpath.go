@@ -32,6 +32,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/hex"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -58,6 +59,8 @@ type hostPath struct {
 	inj *injector
 
 	kick chan struct{} // a reconcile now (reload, ctl)
+
+	byTwinName atomic.Pointer[map[string]string] // twin name -> port, for twinPort
 
 	// Reconcile state (syncLoop's goroutine).
 	last    []hostpath.Spec
@@ -100,15 +103,15 @@ func (iw *ioWorker) punt(ifc *l3.Iface, f []byte, l3off int, origin int32) bool 
 	return true
 }
 
-// twinPort maps a twin's interface name to its port ("" if none).
+// twinPort maps a twin's interface name to its port ("" if none). FPM and
+// the kernel mirror ask once per route message: a map published by the
+// reconcile loop, not a walk of the twins.
 func (hp *hostPath) twinPort(name string) string {
 	if hp == nil {
 		return ""
 	}
-	for _, t := range hp.m.Twins() {
-		if t.Name() == name {
-			return t.Port()
-		}
+	if m := hp.byTwinName.Load(); m != nil {
+		return (*m)[name]
 	}
 	return ""
 }
@@ -180,6 +183,15 @@ func (hp *hostPath) reconcile() {
 		byName[ifc.Name] = ifc
 	}
 	twins := hp.m.Twins()
+	names := make(map[string]string, len(twins))
+	for _, t := range twins {
+		if t.Name() != "" {
+			names[t.Name()] = t.Port()
+		}
+	}
+	if old := hp.byTwinName.Load(); old == nil || !maps.Equal(*old, names) {
+		hp.byTwinName.Store(&names)
+	}
 	for _, t := range twins {
 		ifc := byName[t.Port()]
 		if ifc == nil {
