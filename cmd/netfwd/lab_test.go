@@ -39,13 +39,16 @@ func labLeftovers(t *testing.T, prefix string) []string {
 	return append(left, matches...)
 }
 
-func TestLabCommand(t *testing.T) {
-	testenv.RequireRoot(t, "ping")
+// runLabOK runs `netfwd lab ARGS` in process: it must exit 0 and leave
+// nothing of its namespaces behind. It returns the output and the
+// namespace prefix.
+func runLabOK(t *testing.T, args ...string) (text, prefix string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := dispatch([]string{"lab", "--throughput", "1s"}, strings.NewReader(""), &out, &errb)
-	text := out.String()
+	code := dispatch(append([]string{"lab"}, args...), strings.NewReader(""), &out, &errb)
+	text = out.String()
 	if code != 0 {
-		t.Errorf("netfwd lab exited %d\nstdout:\n%s\nstderr:\n%s", code, text, errb.String())
+		t.Errorf("netfwd lab %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, text, errb.String())
 	}
 	m := rePrefix.FindStringSubmatch(text)
 	if m == nil {
@@ -54,13 +57,19 @@ func TestLabCommand(t *testing.T) {
 	if left := labLeftovers(t, m[1]); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
+	return text, m[1]
+}
+
+func TestLabCommand(t *testing.T) {
+	testenv.RequireRoot(t, "ping")
+	text, prefix := runLabOK(t, "--throughput", "1s")
 	for _, want := range []string{
 		"[ok  ] h1 (VLAN 10) -> h3 (VLAN 20)",
 		"[ok  ] TTL 1: \"Time to live exceeded\" from the router 10.0.10.1",
 		"[ok  ] learned h1",
 		"[ok  ] netfwd resolved h3",
 		"metrics:   http://127.0.0.1:",
-		"removed namespaces " + m[1],
+		"removed namespaces " + prefix,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
@@ -132,19 +141,7 @@ func readUntil(t *testing.T, r *bufio.Reader, want string) string {
 // nothing left behind (namespaces, twins go with them, daemons stopped).
 func TestLabBGP(t *testing.T) {
 	testenv.RequireRoot(t, "ping", "bird", "birdc", "vtysh", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd")
-	var out, errb bytes.Buffer
-	code := dispatch([]string{"lab", "--bgp"}, strings.NewReader(""), &out, &errb)
-	text := out.String()
-	if code != 0 {
-		t.Errorf("netfwd lab --bgp exited %d\nstdout:\n%s\nstderr:\n%s", code, text, errb.String())
-	}
-	m := rePrefix.FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("no namespace prefix in the output:\n%s", text)
-	}
-	if left := labLeftovers(t, m[1]); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
-	}
+	text, _ := runLabOK(t, "--bgp")
 	for _, want := range []string{
 		"[ok  ] eBGP FRR <-> BIRD established through netfwd's eth0, 8 prefixes received",
 		"198.18.3.0/24 via 203.0.113.1 dev eth0 proto bgp metric 20",
