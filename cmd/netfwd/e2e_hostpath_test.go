@@ -324,38 +324,6 @@ func bgpdPeer(ns, dir, peer string) (established int, up bool, received int) {
 	return p.ConnectionsEstablished, p.State == "Established", p.PfxRcd
 }
 
-const (
-	hostPathBgpd = `hostname rtr-bgpd
-log file @DIR@/bgpd.log
-router bgp 65001
- bgp router-id 203.0.113.2
- no bgp ebgp-requires-policy
- neighbor 203.0.113.1 remote-as 65002
- neighbor 203.0.113.1 timers 3 9
- neighbor 203.0.113.1 timers connect 1
- address-family ipv4 unicast
-  neighbor 203.0.113.1 activate
- exit-address-family
-`
-	hostPathBirdPeer = `log "@DIR@/bird-isp.log" all;
-router id 203.0.113.1;
-protocol device { }
-protocol static announced {
-  ipv4;
-  route 198.18.5.0/24 blackhole;
-  route 198.18.6.0/24 blackhole;
-}
-protocol bgp rtr {
-  local 203.0.113.1 as 65002;
-  neighbor 203.0.113.2 as 65001;
-  hold time 9;
-  keepalive time 3;
-  connect retry time 1;
-  ipv4 { import none; export all; };
-}
-`
-)
-
 func TestHostPathBGPUnderFlood(t *testing.T) {
 	testenv.RequireRoot(t, "trafgen", "bird", "birdc", "vtysh", frrZebra, frrBgpd)
 	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path", "--fpm", "127.0.0.1:2620")
@@ -368,11 +336,12 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	l := &routingLab{t: t, rtr: e.net.Router, dir: dir}
 	t.Cleanup(l.stopAll)
 	l.write("zebra.conf", l.subst(zebraConf))
-	l.write("bgpd.conf", l.subst(hostPathBgpd))
+	l.write("bgpd.conf", l.subst(lab.BGPBgpdConf))
 	testenv.Run(t, "chown", "-R", "frr:frr", dir)
 	l.startZebra()
 	l.startBgpd()
-	l.startBird(e.host("isp").NS, "bird-isp", hostPathBirdPeer)
+	l.startBird(e.host("isp").NS, "bird-isp", lab.BGPPeerBirdConf([]netip.Prefix{
+		netip.MustParsePrefix("198.18.5.0/24"), netip.MustParsePrefix("198.18.6.0/24")}))
 
 	// Established in-band, and the route reaches netfwd over FPM.
 	learned := func() string { // netfwd's route to 198.18.5.0/24

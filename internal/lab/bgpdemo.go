@@ -39,12 +39,16 @@ var (
 	bgpProbe    = netip.MustParseAddr("198.18.3.1")
 )
 
-const (
-	bgpZebraConf = `hostname lab-zebra
+const bgpZebraConf = `hostname lab-zebra
 log file @DIR@/zebra.log
 fpm address 127.0.0.1 port 2620
 `
-	bgpBgpdConf = `hostname lab-bgpd
+
+// BGPBgpdConf is FRR bgpd's configuration on the router of the standard
+// network with twins: AS 65001 on nf-eth0 (203.0.113.2), eBGP to the isp
+// (203.0.113.1, AS 65002), keepalive 3 s, hold 9 s. @DIR@ stands for the
+// log directory.
+const BGPBgpdConf = `hostname lab-bgpd
 log file @DIR@/bgpd.log
 router bgp 65001
  bgp router-id 203.0.113.2
@@ -56,7 +60,20 @@ router bgp 65001
   neighbor 203.0.113.1 activate
  exit-address-family
 `
-	bgpBirdConf = `log "@DIR@/bird.log" all;
+
+// BGPPeerBirdConf is BIRD's configuration on the isp: AS 65002 announcing
+// routes (as blackholes of its static protocol "announced", so `birdc
+// disable announced` withdraws them) to the router, keepalive 3 s, hold 9 s.
+// @DIR@ stands for the log directory.
+func BGPPeerBirdConf(routes []netip.Prefix) string {
+	var b strings.Builder
+	for _, p := range routes {
+		fmt.Fprintf(&b, "  route %s blackhole;\n", p)
+	}
+	return strings.ReplaceAll(bgpBirdConf, "@ROUTES@", b.String())
+}
+
+const bgpBirdConf = `log "@DIR@/bird.log" all;
 router id 203.0.113.1;
 protocol device { }
 protocol static announced {
@@ -71,7 +88,6 @@ protocol bgp rtr {
   ipv4 { import none; export all; };
 }
 `
-)
 
 // BGPTools lists what `lab --bgp` needs that may be missing.
 func BGPTools() []string {
@@ -101,13 +117,12 @@ func (d *demo) bgpStart() error {
 	}
 	os.Chmod(dir, 0o755)
 	d.bgp = &bgpLab{dir: dir}
-	var routes strings.Builder
+	var routes []netip.Prefix
 	for i := range bgpPrefixes {
-		fmt.Fprintf(&routes, "  route 198.18.%d.0/24 blackhole;\n", i)
+		routes = append(routes, netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i), 0}), 24))
 	}
 	files := map[string]string{
-		"zebra.conf": bgpZebraConf, "bgpd.conf": bgpBgpdConf,
-		"bird.conf": strings.ReplaceAll(bgpBirdConf, "@ROUTES@", routes.String()),
+		"zebra.conf": bgpZebraConf, "bgpd.conf": BGPBgpdConf, "bird.conf": BGPPeerBirdConf(routes),
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(text, "@DIR@", dir)), 0o644); err != nil {
