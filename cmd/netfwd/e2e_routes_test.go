@@ -42,6 +42,7 @@ import (
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/fulltable"
+	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/rtnl"
 	"github.com/netfwd/netfwd/internal/testenv"
@@ -240,27 +241,7 @@ func (l *routingLab) birdc(ns, name string, args ...string) string {
 }
 
 // stopPid stops a daemon by its pid file: SIGTERM, SIGKILL after 10 s.
-func stopPid(file string) error {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil // never started, or gone
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return nil
-	}
-	if syscall.Kill(pid, syscall.SIGTERM) != nil {
-		return nil
-	}
-	for range 100 {
-		if syscall.Kill(pid, 0) != nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-	return fmt.Errorf("%s did not stop within 10 s of SIGTERM (killed)", file)
-}
+func stopPid(file string) error { return lab.StopDaemon(file, 10*time.Second) }
 
 func (l *routingLab) stopAll() {
 	// zebra before netfwd: zebra 8.4.4 can hang on SIGTERM without its

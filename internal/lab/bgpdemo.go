@@ -160,29 +160,31 @@ func (d *demo) bgpStop() {
 		return
 	}
 	for i := len(d.bgp.pids) - 1; i >= 0; i-- {
-		stopPidFile(d.bgp.pids[i])
+		StopDaemon(d.bgp.pids[i], 5*time.Second)
 	}
 	os.RemoveAll(d.bgp.dir)
 	d.bgp = nil
 }
 
-// stopPidFile stops a daemon by its pid file: SIGTERM, SIGKILL after 5 s.
-func stopPidFile(file string) {
+// StopDaemon stops a daemon by its pid file: SIGTERM, then SIGKILL when it
+// still runs after wait (an error says so). A missing file or a process
+// already gone is not an error.
+func StopDaemon(file string, wait time.Duration) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return
+		return nil // never started, or gone
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 || syscall.Kill(pid, syscall.SIGTERM) != nil {
-		return
+		return nil
 	}
-	for range 50 {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if syscall.Kill(pid, 0) != nil {
-			return
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
+	return fmt.Errorf("%s did not stop within %v of SIGTERM (killed)", file, wait)
 }
 
 // bgpSession is bgpd's view of the session: state and prefixes received.
