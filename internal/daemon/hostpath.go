@@ -218,6 +218,12 @@ func (hp *hostPath) reconcile() {
 // the kernel joined on the twins of VLAN interfaces (a routed port's
 // multicast reaches l3 unfiltered), from /proc/net/dev_mcast.
 func (hp *hostPath) followGroups(twins []*hostpath.Twin, byName map[string]*l3.Iface) {
+	if len(hp.groups) == 0 && !slices.ContainsFunc(twins, func(t *hostpath.Twin) bool {
+		ifc := byName[t.Port()]
+		return ifc != nil && ifc.Bridge != nil
+	}) {
+		return // no VLAN twins: nothing to read every tick
+	}
 	var mc map[string][]wire.MAC
 	err := pktio.InNetns(hp.d.opts.Netns, func() (err error) {
 		mc, err = readDevMcast()
