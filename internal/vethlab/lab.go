@@ -22,12 +22,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -134,7 +136,41 @@ func (l *Lab) AddVeth(nsA, a, nsB, b string) (string, string, error) {
 	if err := l.IP(nsA, "link", "set", na, "up"); err != nil {
 		return "", "", err
 	}
-	return na, nb, l.IP(nsB, "link", "set", nb, "up")
+	if err := l.IP(nsB, "link", "set", nb, "up"); err != nil {
+		return "", "", err
+	}
+	// Up is not yet usable: the kernel attaches the real qdisc (until then
+	// noop, which drops every frame sent) and sets the operstate from its
+	// link-watch work, up to a second later. A measurement started before
+	// that sees nothing delivered.
+	for _, e := range []struct{ ns, ifname string }{{nsA, na}, {nsB, nb}} {
+		if err := waitRunning(e.ns, e.ifname, 5*time.Second); err != nil {
+			return "", "", err
+		}
+	}
+	return na, nb, nil
+}
+
+// waitRunning waits until ifname in ns is operationally up (IFF_RUNNING).
+func waitRunning(ns, ifname string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var running bool
+		err := pktio.InNetns(ns, func() error {
+			ifi, err := net.InterfaceByName(ifname)
+			if err == nil {
+				running = ifi.Flags&net.FlagRunning != 0
+			}
+			return err
+		})
+		if err != nil || running {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("vethlab: %s in %s not running after %v", ifname, ns, timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // IP runs `ip -n ns ARGS...` (plain `ip ARGS...` for ns "").
