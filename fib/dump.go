@@ -58,11 +58,11 @@ func (f *FIB) Routes(table uint32) []*Route {
 func (f *FIB) RouteCounts() map[uint32]map[Type]int {
 	s := f.cur.Load()
 	out := map[uint32]map[Type]int{}
-	for id, t := range s.tables {
+	for id := range s.tables {
 		m := map[Type]int{}
-		for _, rl := range t.All4() {
-			for _, r := range rl.routes {
-				m[r.Type]++
+		for typ, n := range s.counts[id] {
+			if n != 0 {
+				m[Type(typ)] = n
 			}
 		}
 		out[id] = m

@@ -77,5 +77,17 @@ func (f *FIB) checkInvariants() error {
 	if n != len(want) {
 		return fmt.Errorf("merged trie has %d prefixes, want %d", n, len(want))
 	}
+	// The kept route counts against a walk of every table.
+	for id, t := range s.tables {
+		var walked typeCounts
+		for _, rl := range t.All4() {
+			for _, r := range rl.routes {
+				walked[r.Type]++
+			}
+		}
+		if walked != s.counts[id] {
+			return fmt.Errorf("table %d: route counts %v, a walk finds %v", id, s.counts[id], walked)
+		}
+	}
 	return nil
 }

@@ -138,6 +138,11 @@ func (tx *Txn) SetLearned(owner Owner, mark uint8, mode LearnedMode, r *LearnedR
 			if next == nil {
 				return old, !ok
 			}
+			if ok {
+				tx.countLists(table, old, next)
+			} else {
+				tx.countLists(table, nil, next)
+			}
 			return next, false
 		})
 	} else {

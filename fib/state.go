@@ -55,6 +55,10 @@ type state struct {
 	// sinceCompact counts the merged trie's changes since it was last
 	// compacted (compact.go).
 	sinceCompact int
+	// counts are the routes per table and type, kept by storeList and
+	// SetLearned as lists change (counts.go): a metrics scrape must not
+	// walk a full table.
+	counts map[uint32]typeCounts
 }
 
 func (s *state) lookup(a netip.Addr) *nexthop.Nexthop {

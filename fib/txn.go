@@ -30,6 +30,7 @@ type Txn struct {
 
 	tablesCopied bool            // next.tables is a private copy of base.tables
 	ownedTables  map[uint32]bool // bulk: tries already cloned
+	countsCopied bool            // next.counts is this transaction's copy
 	mergedOwned  bool            // bulk: merged trie already cloned
 
 	changes     []mergedChange // the merged trie's changes, for observers
@@ -140,25 +141,25 @@ func (tx *Txn) storeList(id uint32, p netip.Prefix, rl *routeList) {
 		tx.next.tables[id] = t
 		tx.ownedTables[id] = true
 	}
+	// One walk finds the old list (for the counts) and stores the new one.
+	var old *routeList
+	store := func(o *routeList, ok bool) (*routeList, bool) {
+		if ok {
+			old = o
+		}
+		return rl, rl == nil
+	}
 	if tx.bulk {
 		if !tx.ownedTables[id] {
 			t = t.Clone()
 			tx.next.tables[id] = t
 			tx.ownedTables[id] = true
 		}
-		if rl == nil {
-			t.Delete(p)
-		} else {
-			t.Insert(p, rl)
-		}
-		return
-	}
-	if rl == nil {
-		t = t.DeletePersist(p)
+		t.Modify(p, store)
 	} else {
-		t = t.InsertPersist(p, rl)
+		tx.next.tables[id] = t.ModifyPersist(p, store)
 	}
-	tx.next.tables[id] = t
+	tx.countLists(id, old, rl)
 }
 
 // mergedSet and mergedDelete are the only places the merged trie changes:
