@@ -25,6 +25,9 @@ package bench
 //                 process forwarding at 50 % of its saturation to a learned
 //                 prefix, without and with the changes: lost frames
 //                 (routes_traffic_churn.go)
+//   fpm-paced-replay, fpm-paced-first: the stream through the real server
+//                 at zebra's rates (replay after a restart; first load):
+//                 how far the FIB lags the last frame (routes_paced.go)
 // (b) end to end with BIRD and FRR is not measured here yet
 // (docs/routes.md).
 
@@ -86,8 +89,11 @@ func NewRoutesSetup(n int) (*RoutesSetup, error) {
 
 // newRoutesFIB is the FIB every case starts from: the interface the
 // routes' gateway is on.
-func newRoutesFIB() *fib.FIB {
-	f := fib.New(fib.Options{})
+func newRoutesFIB() *fib.FIB { return newRoutesFIBWith(fib.Options{}) }
+
+// newRoutesFIBWith is newRoutesFIB with options (the daemon's: Compiled).
+func newRoutesFIBWith(opts fib.Options) *fib.FIB {
+	f := fib.New(opts)
 	tx := f.Begin(1)
 	if err := tx.AddAddress("eth0", netip.MustParsePrefix("192.0.2.1/24")); err != nil {
 		panic(err)
@@ -258,6 +264,11 @@ func runRoutes(o Options) ([]Record, error) {
 			kept = nil
 		}
 	}
+	paced, err := s.pacedRecords(o)
+	if err != nil {
+		return nil, err
+	}
+	recs = append(recs, paced...)
 	churn, err := runChurnCases(s.Prefixes, o)
 	if err != nil {
 		return nil, err
