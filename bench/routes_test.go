@@ -67,12 +67,12 @@ func TestRoutesSuiteQuick(t *testing.T) {
 			}
 		}
 	}
-	// 1.04: the config load's merged trie is compacted at its commit
-	// (fib/compact.go), which drops the spare capacity its in-place inserts
-	// left, ~5 bytes per route (175 -> 170 for 100,000 routes); the FPM
-	// loads' figures did not change (175).
+	// Both paths compact the merged trie at their commit (fib/compact.go;
+	// the learned path once failed to count its changes towards it and
+	// cost 175 bytes per route against 170): the FPM loads may cost no more
+	// than the config file's, within 1 % of measurement noise.
 	for _, impl := range []string{"fpm-nhg", "fpm-inline", "fpm-tcp"} {
-		if mem[impl] == 0 || mem[impl] > mem["config-load"]*1.04 {
+		if mem[impl] == 0 || mem[impl] > mem["config-load"]*1.01 {
 			t.Errorf("%s: %.0f bytes per route, config file %.0f", impl, mem[impl], mem["config-load"])
 		}
 	}

@@ -56,6 +56,12 @@ func trieLines(t any) (lines int, ok bool) {
 }
 
 func loadTable(t *testing.T, n int) (*FIB, []netip.Prefix) {
+	return loadTableVia(t, n, false)
+}
+
+// loadTableVia is loadTable with learned routes (SetLearned: the FPM's and
+// the kernel mirror's path) when learned is set.
+func loadTableVia(t *testing.T, n int, learned bool) (*FIB, []netip.Prefix) {
 	t.Helper()
 	all, err := fulltable.Load()
 	if err != nil {
@@ -67,10 +73,25 @@ func loadTable(t *testing.T, n int) (*FIB, []netip.Prefix) {
 	if err := tx.AddAddress("eth0", netip.MustParsePrefix("192.0.2.1/24")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range all {
-		if err := tx.AddRoute(benchRoute(p)); err != nil {
+	var nh *nexthop.Nexthop
+	if learned {
+		if nh, err = tx.Nexthops().Implicit(nexthop.Spec{Gateway: netip.MustParseAddr("192.0.2.254"), Dev: "eth0"}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, p := range all {
+		if learned {
+			tx.Nexthops().Hold(nh)
+			_, err = tx.SetLearned(OwnerFPM, 1, LearnedReplace, &LearnedRoute{Prefix: p, Proto: ProtoBGP, Metric: 20, NH: nh})
+		} else {
+			err = tx.AddRoute(benchRoute(p))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if learned {
+		tx.releaseNH(nh)
 	}
 	tx.Commit()
 	return f, all
@@ -87,7 +108,18 @@ func TestBulkLoadLeavesMergedTrieCompact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 100,000 routes")
 	}
-	f, _ := loadTable(t, 100_000)
+	for _, learned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "config", true: "learned"}[learned], func(t *testing.T) {
+			testBulkLoadCompact(t, learned)
+		})
+	}
+}
+
+func testBulkLoadCompact(t *testing.T, learned bool) {
+	f, _ := loadTableVia(t, 100_000, learned)
+	if err := f.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
 	s := f.cur.Load()
 	got, ok := trieLines(s.fast)
 	if !ok {

@@ -272,6 +272,7 @@ func (tx *Txn) mergedSetIfChanged(p netip.Prefix, nh *nexthop.Nexthop) {
 			return
 		}
 		if changed {
+			tx.next.sinceCompact++ // as mergedSet counts (compact.go)
 			tx.logChange(mergedChange{prefix: p, nh: nh})
 		}
 		return
