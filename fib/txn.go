@@ -45,8 +45,16 @@ type Txn struct {
 // of replaying changes one by one.
 const rebuildThreshold = 1 << 16
 
+// InPlaceFraction: a transaction of at least Size()/InPlaceFraction
+// operations (and more than 64) runs in place: each trie is cloned once and
+// then changed in place, instead of copy-on-write per change. Measured on
+// the full table (901,899 prefixes, random replaces, one core): the clones
+// cost ~90-120 ms, a change ~6 us in place against ~20-35 us copy-on-write,
+// so the break-even is near 4,000 changes, 1/225 of the table.
+const InPlaceFraction = 200
+
 // Begin opens a transaction. sizeHint is the expected number of operations;
-// large ones switch to bulk mode.
+// large ones run in place (InPlaceFraction).
 func (f *FIB) Begin(sizeHint int) *Txn {
 	f.mu.Lock()
 	base := f.cur.Load()
@@ -54,7 +62,7 @@ func (f *FIB) Begin(sizeHint int) *Txn {
 	next.version = base.version + 1
 	tx := &Txn{f: f, base: base, next: &next, ownedTables: map[uint32]bool{}}
 	size := base.merged.size()
-	tx.bulk = size == 0 || sizeHint > 64 && sizeHint >= size/16
+	tx.bulk = size == 0 || sizeHint > 64 && sizeHint >= size/InPlaceFraction
 	f.nhs.Begin()
 	return tx
 }

@@ -10,17 +10,17 @@ package fpm
 // takes the inbox, counts the complete frames, and applies all of them in
 // one FIB transaction when the batch is due:
 //   - it holds at least batchTarget frames (1/8 of the FIB's prefixes, at
-//     least 4096): big enough that cloning the tries once (in place, ~0.14 us
-//     per stored prefix) costs less than copy-on-write (~5-7 us per changed
-//     route on a full table), so a full table streams in at in-place speed;
+//     least 4096): a full table streams in at in-place speed, and the clones
+//     of the tries while it grows from empty sum to ~8 times its size;
 //   - or the stream paused for IdleCommit (100 ms: a replay or an update
 //     burst ended, its routes become visible at once; zebra's writes pause
 //     for tens of milliseconds in the middle of a stream on a busy machine,
 //     and every false end makes a small, copy-on-write batch);
 //   - or its oldest frame waited MaxBatchDelay (1 s: the bound on how long
 //     a route waits to become visible during a long stream; zebra's first
-//     load of a full table, at ~13-76 K routes/s, fills batches of 1/40 of
-//     the table, the in-place threshold, within about a second).
+//     load of a full table, at ~13-76 K routes/s, fills batches far above
+//     the in-place threshold, 1/fib.InPlaceFraction of the table, within a
+//     second; so does a churn of 10,000 changes/s).
 // A frame is applied only once it decoded whole; a frame never spans two
 // transactions. A malformed frame ends the session after the transaction of
 // the frames before it commits.
@@ -51,11 +51,6 @@ const maxChanges = 1 << 22
 
 // minBatch is the smallest batchTarget.
 const minBatch = 4096
-
-// bulkRatio: a batch of at least 1/bulkRatio of the FIB's size is applied
-// in place (both tries cloned once) rather than copy-on-write: the
-// break-even is near 1/36.
-const bulkRatio = 40
 
 // session is one connection's state.
 type session struct {
@@ -282,14 +277,9 @@ func (sess *session) replayedAll() bool {
 }
 
 // begin opens the batch's transaction: in place when the batch is large
-// against the FIB.
+// against the FIB (fib.InPlaceFraction).
 func (sess *session) begin() *fib.Txn {
-	f := sess.s.opts.FIB
-	hint := sess.pending
-	if size := f.Size(); hint >= 64 && hint >= size/bulkRatio {
-		hint = max(hint, size)
-	}
-	tx := f.Begin(hint)
+	tx := sess.s.opts.FIB.Begin(sess.pending)
 	if tx.Bulk() {
 		sess.s.stats.BulkBatches.Add(1)
 		tx.AllowChanges(maxChanges)

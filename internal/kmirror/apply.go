@@ -13,17 +13,13 @@ import (
 	"github.com/netfwd/netfwd/internal/rtnl"
 )
 
-// bulkRatio: as in the FPM server, a batch of 1/40 of the FIB is applied in
-// place.
-const bulkRatio = 40
-
 // apply applies the batch in m.raw: dump replies (dump) or notifications.
 func (m *Mirror) apply(dump bool) error {
 	n := countMessages(m.raw)
 	f := m.opts.FIB
 	hint := n
-	if size := f.Size(); n >= 64 && (dump && phases[max(m.phase, 0)] == rtnl.RTM_GETROUTE || n >= size/bulkRatio) {
-		hint = max(n, size)
+	if n >= 64 && dump && phases[max(m.phase, 0)] == rtnl.RTM_GETROUTE {
+		hint = max(n, f.Size()) // a dump replaces the table: in place
 	}
 	tx := f.Begin(hint)
 	var restore func()
