@@ -50,11 +50,27 @@ type Options struct {
 	// measurement (0: the suite's own, or Quick's).
 	Rounds int
 	Frames uint64
+	// Routes is how many prefixes of the full table the routes suite
+	// uses (0: the suite's, all of them or Quick's 100,000).
+	Routes int
 	// SaturationOnly skips what follows the saturation rounds (veth: loss at
 	// 50 %, soak, TCP).
 	SaturationOnly bool
 	// Log receives progress lines (stderr in the CLI); never nil after Normalize.
 	Log func(format string, args ...any)
+}
+
+// Wants reports whether Only lets any of impls run.
+func (o *Options) Wants(impls ...string) bool {
+	if len(o.Only) == 0 {
+		return true
+	}
+	for _, i := range impls {
+		if slices.Contains(o.Only, i) {
+			return true
+		}
+	}
+	return false
 }
 
 // Normalize fills defaults.

@@ -25,11 +25,17 @@ package bench
 //                 process forwarding at 50 % of its saturation to a learned
 //                 prefix, without and with the changes: lost frames
 //                 (routes_traffic_churn.go)
-//   fpm-paced-replay, fpm-paced-first: the stream through the real server
-//                 at zebra's rates (replay after a restart; first load):
-//                 how far the FIB lags the last frame (routes_paced.go)
-// (b) end to end with BIRD and FRR is not measured here yet
-// (docs/routes.md).
+//   fpm-paced-replay, fpm-paced-first, daemon-paced-*: the stream through
+//                 the real server, in process and in the daemon, at zebra's
+//                 rates (replay after a restart; first load): how far the
+//                 FIB lags the last frame (routes_paced.go)
+// (b) end to end (root, FRR, BIRD; routes_bgp_e2e.go):
+//   bgp-e2e       BIRD announces the table over eBGP to FRR, zebra streams
+//                 it to netfwd (a child process) over FPM and programs the
+//                 kernel: Established -> the last route in netfwd's FIB,
+//                 beside the kernel's table; then a netfwd restart
+// --only picks cases by these names (lookup-quiet/lookup-churn and
+// traffic-steady/traffic-churn run as pairs); --routes sets the table size.
 
 import (
 	"bytes"
@@ -39,6 +45,8 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,14 +73,23 @@ type RoutesSetup struct {
 // routesIfaces maps the stream's interface index to the FIB's device.
 func routesIfaces(i uint32) (string, bool) { return "eth0", i == 2 }
 
-// NewRoutesSetup loads n prefixes of the full table (0: all) and encodes them.
-func NewRoutesSetup(n int) (*RoutesSetup, error) {
+// routesPrefixes loads the first n prefixes of the full table (0: all).
+func routesPrefixes(n int) ([]netip.Prefix, error) {
 	all, err := fulltable.Load()
 	if err != nil {
 		return nil, err
 	}
 	if n > 0 && n < len(all) {
 		all = all[:n]
+	}
+	return all, nil
+}
+
+// NewRoutesSetup loads n prefixes of the full table (0: all) and encodes them.
+func NewRoutesSetup(n int) (*RoutesSetup, error) {
+	all, err := routesPrefixes(n)
+	if err != nil {
+		return nil, err
 	}
 	s := &RoutesSetup{Prefixes: all, Gw: netip.MustParseAddr("192.0.2.254")}
 	s.NHG = fpm.FullTableStream(all, s.Gw, 2, 13, true)
@@ -211,15 +228,60 @@ func (s *RoutesSetup) replay(f *fib.FIB) (time.Duration, time.Duration, error) {
 	return wall, cpu, nil
 }
 
+// routesLoads are the loads of (a), each at every procs setting.
+var routesLoads = []string{"config-load", "fpm-nhg", "fpm-inline", "fpm-tcp"}
+
+// routesImpls are the suite's records' names, what --only takes.
+var routesImpls = append(slices.Clone(routesLoads), "fpm-replay", "fpm-paced-replay", "fpm-paced-first",
+	"daemon-paced-replay", "daemon-paced-first", "lookup-quiet", "lookup-churn", "traffic-steady", "traffic-churn", "bgp-e2e")
+
+// pacedImpls are the cases of routes_paced.go.
+var pacedImpls = []string{"fpm-paced-replay", "fpm-paced-first", "daemon-paced-replay", "daemon-paced-first"}
+
 func runRoutes(o Options) ([]Record, error) {
-	n := 0
-	if o.Quick {
+	for _, impl := range o.Only {
+		if !slices.Contains(routesImpls, impl) {
+			return nil, fmt.Errorf("unknown case %q (have: %s)", impl, strings.Join(routesImpls, ","))
+		}
+	}
+	n := o.Routes
+	if n == 0 && o.Quick {
 		n = 100_000
 	}
-	s, err := NewRoutesSetup(n)
+	var recs []Record
+	var prefixes []netip.Prefix
+	if o.Wants(append(append(slices.Clone(routesLoads), "fpm-replay"), pacedImpls...)...) {
+		s, err := NewRoutesSetup(n)
+		if err != nil {
+			return nil, err
+		}
+		if recs, err = runRoutesLoads(s, o); err != nil {
+			return nil, err
+		}
+		prefixes = s.Prefixes
+	} else {
+		var err error
+		if prefixes, err = routesPrefixes(n); err != nil {
+			return nil, err
+		}
+	}
+	churn, err := runChurnCases(prefixes, o)
 	if err != nil {
 		return nil, err
 	}
+	recs = append(recs, churn...)
+	if o.Wants("bgp-e2e") {
+		e2e, err := runBGPE2ECase(prefixes, o)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, e2e...)
+	}
+	return recs, nil
+}
+
+// runRoutesLoads measures the loads of (a) that Only lets run.
+func runRoutesLoads(s *RoutesSetup, o Options) ([]Record, error) {
 	routes := len(s.Prefixes)
 	o.Log("%d prefixes; stream %d bytes with nexthop groups (%.1f per route), %d without", routes, len(s.NHG),
 		float64(len(s.NHG))/float64(routes), len(s.Inline))
@@ -243,7 +305,10 @@ func runRoutes(o Options) ([]Record, error) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range procsList {
 		runtime.GOMAXPROCS(procs)
-		for _, impl := range []string{"config-load", "fpm-nhg", "fpm-inline", "fpm-tcp"} {
+		for _, impl := range routesLoads {
+			if !o.Wants(impl) && (impl != "fpm-nhg" || !o.Wants("fpm-replay")) {
+				continue
+			}
 			var kept any
 			r, err := measureLoad(routes, func() (any, error) {
 				v, err := cases[impl]()
@@ -268,12 +333,7 @@ func runRoutes(o Options) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recs = append(recs, paced...)
-	churn, err := runChurnCases(s.Prefixes, o)
-	if err != nil {
-		return nil, err
-	}
-	return append(recs, churn...), nil
+	return append(recs, paced...), nil
 }
 
 // runChurnCases runs the cases of (c): churn for 60 s (quick: 10 s) each.
@@ -282,12 +342,18 @@ func runChurnCases(prefixes []netip.Prefix, o Options) ([]Record, error) {
 	if o.Quick {
 		d = 10 * time.Second
 	}
-	lc, err := runLookupChurn(prefixes, d, o)
-	if err != nil {
-		return nil, fmt.Errorf("lookup-churn: %w", err)
+	var recs []Record
+	if o.Wants("lookup-quiet", "lookup-churn") {
+		lc, err := runLookupChurn(prefixes, d, o)
+		if err != nil {
+			return nil, fmt.Errorf("lookup-churn: %w", err)
+		}
+		recs = lc.records()
+		logLookupChurn(o, recs)
 	}
-	recs := lc.records()
-	logLookupChurn(o, recs)
+	if !o.Wants("traffic-steady", "traffic-churn") {
+		return recs, nil
+	}
 	tc, err := runTrafficChurn(prefixes, o)
 	if errors.Is(err, errTrafficChurnSkipped) {
 		o.Log("traffic-churn: skipped: %v", err)

@@ -148,6 +148,11 @@ func (s *RoutesSetup) pacedRecords(o Options) ([]Record, error) {
 			impl := c.impl
 			if where == "daemon" {
 				impl = "daemon-" + strings.TrimPrefix(c.impl, "fpm-")
+			}
+			if !o.Wants(impl) {
+				continue
+			}
+			if where == "daemon" {
 				if os.Geteuid() != 0 {
 					o.Log("%s: skipped: needs root (network namespaces)", impl)
 					recs = append(recs, Record{Suite: "routes", Impl: impl, Extra: map[string]any{"error": "needs root"}})

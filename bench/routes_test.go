@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/netfwd/netfwd/fib"
@@ -55,7 +56,9 @@ func TestRoutesSuiteQuick(t *testing.T) {
 	if !traffic && os.Getenv("NETFWD_E2E") == "1" {
 		t.Error("NETFWD_E2E=1 but the traffic-churn case cannot run (root, trafgen)")
 	}
-	recs, err := runRoutes(Options{Quick: true, Log: t.Logf})
+	// bgp-e2e has its own test (routes_bgp_e2e_test.go).
+	others := slices.DeleteFunc(slices.Clone(routesImpls), func(s string) bool { return s == "bgp-e2e" })
+	recs, err := runRoutes(Options{Quick: true, Only: others, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func init() {
 	register(command{
 		name:  "bench",
-		usage: "SUITE [--json] [--quick] [--cpuprofile FILE] [--only IMPLS] [--setup SETUPS] [--rounds N] [--frames N] [--saturation-only]   suites: " + strings.Join(bench.Names(), ", "),
+		usage: "SUITE [--json] [--quick] [--cpuprofile FILE] [--only IMPLS] [--setup SETUPS] [--rounds N] [--frames N] [--routes N] [--saturation-only]   suites: " + strings.Join(bench.Names(), ", "),
 		run:   runBench,
 	})
 }
@@ -31,10 +31,11 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON array of records")
 	quick := fs.Bool("quick", false, "small inputs and short measurements (smoke test)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
-	only := fs.String("only", "", "comma-separated implementations to run (veth: generator,ceiling,reflector,linux,netfwd-afpacket,netfwd-afxdp)")
+	only := fs.String("only", "", "comma-separated implementations to run (veth: generator,ceiling,reflector,linux,netfwd-afpacket,netfwd-afxdp; routes: config-load,fpm-nhg,fpm-inline,fpm-tcp,lookup-churn,traffic-churn,bgp-e2e)")
 	setups := fs.String("setup", "", "comma-separated set-ups to run (veth: unpinned,onecore)")
 	rounds := fs.Int("rounds", 0, "rounds per measurement (0: the suite's)")
 	frames := fs.Uint64("frames", 0, "frames per measurement (0: the suite's)")
+	routes := fs.Int("routes", 0, "routes: prefixes of the full table (0: the suite's)")
 	satOnly := fs.Bool("saturation-only", false, "veth: skip loss at 50%, soak and TCP")
 	// Accept the suite name before or after the flags.
 	var suite string
@@ -72,7 +73,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	opts := bench.Options{Quick: *quick, Only: strings.Split(*only, ","), Setups: strings.Split(*setups, ","),
-		Rounds: *rounds, Frames: *frames, SaturationOnly: *satOnly, Log: func(format string, a ...any) {
+		Rounds: *rounds, Frames: *frames, Routes: *routes, SaturationOnly: *satOnly, Log: func(format string, a ...any) {
 			fmt.Fprintf(stderr, "# "+format+"\n", a...)
 		}}
 	opts.Normalize()

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/routinglab"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -306,26 +307,12 @@ func trafgenFlood(t *testing.T, ns, dev, dstMAC, srcMAC string, src, dst netip.A
 // bgpdPeer returns bgpd's session with peer: how many times it was
 // established, whether it is now, and the prefixes received.
 func bgpdPeer(ns, dir, peer string) (established int, up bool, received int) {
-	out, err := testenv.Output("ip", "netns", "exec", ns, "vtysh", "--vty_socket", dir, "-c", "show bgp summary json")
-	if err != nil {
-		return 0, false, 0
-	}
-	var sum map[string]struct {
-		Peers map[string]struct {
-			State                  string
-			ConnectionsEstablished int
-			PfxRcd                 int
-		}
-	}
-	if json.Unmarshal([]byte(out), &sum) != nil {
-		return 0, false, 0
-	}
-	p := sum["ipv4Unicast"].Peers[peer]
-	return p.ConnectionsEstablished, p.State == "Established", p.PfxRcd
+	p := (&routinglab.Lab{Rtr: ns, Dir: dir}).BGPPeer(peer)
+	return p.Established, p.Up, p.Received
 }
 
 func TestHostPathBGPUnderFlood(t *testing.T) {
-	testenv.RequireRoot(t, "trafgen", "bird", "birdc", "vtysh", frrZebra, frrBgpd)
+	testenv.RequireRoot(t, "trafgen", "bird", "birdc", "vtysh", routinglab.Zebra, routinglab.Bgpd)
 	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path", "--fpm", "127.0.0.1:2620")
 	dir, err := os.MkdirTemp("", "nfhostpath")
 	if err != nil {
@@ -333,10 +320,10 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	l := &routingLab{t: t, rtr: e.net.Router, dir: dir}
+	l := &routingLab{t: t, Lab: &routinglab.Lab{Rtr: e.net.Router, Dir: dir}}
 	t.Cleanup(l.stopAll)
-	l.write("zebra.conf", l.subst(zebraConf))
-	l.write("bgpd.conf", l.subst(lab.BGPBgpdConf))
+	l.write("zebra.conf", l.Subst(routinglab.ZebraConf))
+	l.write("bgpd.conf", l.Subst(lab.BGPBgpdConf))
 	testenv.Run(t, "chown", "-R", "frr:frr", dir)
 	l.startZebra()
 	l.startBgpd()
@@ -354,7 +341,7 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 		return ""
 	}
 	ok, why := eventually(40*time.Second, func() (bool, string) {
-		n, up, rcvd := bgpdPeer(l.rtr, dir, "203.0.113.1")
+		n, up, rcvd := bgpdPeer(l.Rtr, dir, "203.0.113.1")
 		if !up || rcvd != 2 {
 			return false, fmt.Sprintf("established %d times, up %v, %d prefixes", n, up, rcvd)
 		}
@@ -364,12 +351,12 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 		return true, ""
 	})
 	if !ok {
-		rib, _ := testenv.Output("ip", "netns", "exec", l.rtr, "vtysh", "--vty_socket", dir, "-c", "show ip route")
-		kern, _ := testenv.Output("ip", "-n", l.rtr, "route", "show")
+		rib, _ := testenv.Output("ip", "netns", "exec", l.Rtr, "vtysh", "--vty_socket", dir, "-c", "show ip route")
+		kern, _ := testenv.Output("ip", "-n", l.Rtr, "route", "show")
 		all, _ := e.ctlErr("route show")
 		t.Fatalf("BGP through the host path: %s\nzebra:\n%s\nkernel:\n%s\nnetfwd:\n%s", why, rib, kern, all)
 	}
-	est0, _, _ := bgpdPeer(l.rtr, dir, "203.0.113.1")
+	est0, _, _ := bgpdPeer(l.Rtr, dir, "203.0.113.1")
 	// Hosts reach the learned prefix (an address of the isp in it) through
 	// netfwd, by the BGP route.
 	isp := e.host("isp")
@@ -392,7 +379,7 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	flaps := 0
 	for time.Since(start) < flood {
 		time.Sleep(time.Second)
-		if n, up, _ := bgpdPeer(l.rtr, dir, "203.0.113.1"); n != est0 || !up {
+		if n, up, _ := bgpdPeer(l.Rtr, dir, "203.0.113.1"); n != est0 || !up {
 			flaps++
 			t.Errorf("%.0f s into the flood: session up %v, established %d times (was %d)", time.Since(start).Seconds(), up, n, est0)
 			break
@@ -413,7 +400,7 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	if forwarded < 1e6 {
 		t.Errorf("the flood forwarded only %.0f frames: not a flood", forwarded)
 	}
-	if n, up, _ := bgpdPeer(l.rtr, dir, "203.0.113.1"); n != est0 || !up {
+	if n, up, _ := bgpdPeer(l.Rtr, dir, "203.0.113.1"); n != est0 || !up {
 		t.Fatalf("after the flood: session up %v, established %d times (was %d)", up, n, est0)
 	}
 

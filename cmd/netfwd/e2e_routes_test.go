@@ -22,7 +22,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -42,36 +41,28 @@ import (
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/fulltable"
-	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
-	"github.com/netfwd/netfwd/internal/rtnl"
+	"github.com/netfwd/netfwd/internal/routinglab"
 	"github.com/netfwd/netfwd/internal/testenv"
-)
-
-const (
-	frrZebra = "/usr/lib/frr/zebra"
-	frrBgpd  = "/usr/lib/frr/bgpd"
 )
 
 // routesFeedSize prefixes of the full table are announced: feedA holds all
 // but the last 100, feedB those (withdrawn by disabling it).
 const routesFeedSize = 5000
 
-// routingLab is the namespaces and daemons of one test.
+// routingLab is the namespaces and daemons of one test
+// (internal/routinglab), failing the test on errors, and netfwd.
 type routingLab struct {
-	t         *testing.T
-	rtr, feed string // namespaces
-	dir       string // configs, logs, sockets (traversable by user frr)
-	prefixes  []netip.Prefix
-	pids      []string // pid files of FRR and BIRD daemons, stopped in reverse order
-	nf        *netfwdProc
+	*routinglab.Lab
+	t  *testing.T
+	nf *netfwdProc
 }
 
 func newRoutingLab(t *testing.T) *routingLab { return newRoutingLabN(t, routesFeedSize) }
 
 // newRoutingLabN announces the first n prefixes of the full table (0: all).
 func newRoutingLabN(t *testing.T, n int) *routingLab {
-	testenv.RequireRoot(t, "bird", "birdc", frrZebra, frrBgpd)
+	testenv.RequireRoot(t, "bird", "birdc", "vtysh", routinglab.Zebra, routinglab.Bgpd)
 	all, err := fulltable.Load()
 	if err != nil {
 		if os.Getenv("NETFWD_E2E") == "1" {
@@ -82,135 +73,54 @@ func newRoutingLabN(t *testing.T, n int) *routingLab {
 	if n > 0 {
 		all = all[:n]
 	}
-	l := &routingLab{t: t, prefixes: all}
-	l.dir, err = os.MkdirTemp("", "nfroutes")
+	rl, err := routinglab.New(all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(l.dir, 0o755)
-	t.Cleanup(func() { os.RemoveAll(l.dir) })
-	l.rtr = testenv.Netns(t, "nfrr")
-	l.feed = testenv.Netns(t, "nfrf")
-	host := testenv.Netns(t, "nfrh")
-	// The BGP session's veth (a kernel interface of the router namespace,
-	// not a netfwd port) and one netfwd port towards a host.
-	testenv.Run(t, "ip", "-n", l.rtr, "link", "add", "up0", "type", "veth", "peer", "name", "dn0", "netns", l.feed)
-	testenv.Run(t, "ip", "-n", l.rtr, "address", "add", "10.99.0.1/30", "dev", "up0")
-	testenv.Run(t, "ip", "-n", l.rtr, "link", "set", "up0", "up")
-	testenv.Run(t, "ip", "-n", l.feed, "address", "add", "10.99.0.2/30", "dev", "dn0")
-	testenv.Run(t, "ip", "-n", l.feed, "link", "set", "dn0", "up")
-	testenv.Run(t, "ip", "-n", l.rtr, "link", "add", "eth1", "type", "veth", "peer", "name", "eth0", "netns", host)
-	testenv.Run(t, "ip", "-n", l.rtr, "link", "set", "eth1", "up")
+	t.Cleanup(func() { rl.Close() })
+	l := &routingLab{Lab: rl, t: t}
+	host, err := rl.AddNetns("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One netfwd port towards a host (the BGP session's veth, up0, is a
+	// kernel interface of the router namespace, not a netfwd port).
+	testenv.Run(t, "ip", "-n", l.Rtr, "link", "add", "eth1", "type", "veth", "peer", "name", "eth0", "netns", host)
+	testenv.Run(t, "ip", "-n", l.Rtr, "link", "set", "eth1", "up")
 	testenv.Run(t, "ip", "-n", host, "address", "add", "10.1.0.2/24", "dev", "eth0")
 	testenv.Run(t, "ip", "-n", host, "link", "set", "eth0", "up")
 	l.write("router.conf", "address add 10.1.0.1/24 dev eth1\n")
-	var a, b strings.Builder
-	for i, p := range l.prefixes {
-		w := &a
-		if i >= len(l.prefixes)-100 {
-			w = &b
-		}
-		fmt.Fprintf(w, "route %s blackhole;\n", p)
-	}
-	l.write("feedA.inc", a.String())
-	l.write("feedB.inc", b.String())
-	l.write("bird-feed.conf", l.subst(birdFeedConf))
 	t.Cleanup(l.stopAll)
 	return l
 }
 
-// Configurations (docs/routes.md has the same, for people).
-const (
-	zebraConf = `hostname rtr-zebra
-log file @DIR@/zebra.log
-log timestamp precision 3
-debug zebra fpm
-fpm address 127.0.0.1 port 2620
-`
-	bgpdConf = `hostname rtr-bgpd
-log file @DIR@/bgpd.log
-router bgp 65001
- bgp router-id 10.99.0.1
- no bgp ebgp-requires-policy
- neighbor 10.99.0.2 remote-as 65002
- neighbor 10.99.0.2 timers connect 1
- address-family ipv4 unicast
-  neighbor 10.99.0.2 activate
- exit-address-family
-`
-	birdFeedConf = `log "@DIR@/bird-feed.log" all;
-router id 10.99.0.2;
-protocol device { }
-protocol static feedA {
-  ipv4;
-  include "@DIR@/feedA.inc";
-}
-protocol static feedB {
-  ipv4;
-  include "@DIR@/feedB.inc";
-}
-protocol bgp up {
-  local 10.99.0.2 as 65002;
-  neighbor 10.99.0.1 as 65001;
-  hold time 240;
-  connect retry time 1;
-  ipv4 { import none; export all; next hop self; };
-}
-`
-	birdRtrConf = `log "@DIR@/bird-rtr.log" all;
-router id 10.99.0.1;
-protocol device { }
-protocol kernel k4 {
-  ipv4 { import none; export all; };
-  learn off;
-  scan time 600;
-}
-protocol bgp dn {
-  local 10.99.0.1 as 65001;
-  neighbor 10.99.0.2 as 65002;
-  hold time 240;
-  connect retry time 1;
-  ipv4 { import all; export none; };
-}
-`
-)
-
-func (l *routingLab) subst(s string) string { return strings.ReplaceAll(s, "@DIR@", l.dir) }
-
-func (l *routingLab) write(name, text string) {
-	if err := os.WriteFile(filepath.Join(l.dir, name), []byte(text), 0o644); err != nil {
+func (l *routingLab) must(err error) {
+	l.t.Helper()
+	if err != nil {
 		l.t.Fatal(err)
 	}
 }
+
+func (l *routingLab) write(name, text string) { l.t.Helper(); l.must(l.Write(name, text)) }
 
 func (l *routingLab) run(ns string, args ...string) string {
 	l.t.Helper()
 	return testenv.Run(l.t, "ip", append([]string{"netns", "exec", ns}, args...)...)
 }
 
-// startFRR starts zebra (with the FPM module) and bgpd in the router
-// namespace, as user frr.
-func (l *routingLab) startFRR() {
-	l.write("zebra.conf", l.subst(zebraConf))
-	l.write("bgpd.conf", l.subst(bgpdConf))
-	testenv.Run(l.t, "chown", "-R", "frr:frr", l.dir)
-	l.startZebra()
-	l.startBgpd()
-}
-
-func (l *routingLab) startBgpd() {
-	l.run(l.rtr, frrBgpd, "-d", "-f", l.dir+"/bgpd.conf", "-i", l.dir+"/bgpd.pid", "-z", l.dir+"/zserv.api",
-		"--vty_socket", l.dir, "-P", "0")
-	if !slices.Contains(l.pids, l.dir+"/bgpd.pid") {
-		l.pids = append(l.pids, l.dir+"/bgpd.pid")
-	}
+func (l *routingLab) startFRR()   { l.t.Helper(); l.must(l.StartFRR()) }
+func (l *routingLab) startZebra() { l.t.Helper(); l.must(l.StartZebra()) }
+func (l *routingLab) startBgpd()  { l.t.Helper(); l.must(l.StartBgpd()) }
+func (l *routingLab) startBird(ns, name, conf string) {
+	l.t.Helper()
+	l.must(l.StartBird(ns, name, conf))
 }
 
 // restartFRR restarts zebra and bgpd as watchfrr does when zebra dies:
 // zebra first (a clean bgpd shutdown would withdraw its routes first).
 func (l *routingLab) restartFRR(between func()) {
 	for _, d := range []string{"zebra", "bgpd"} {
-		if err := stopPid(l.dir + "/" + d + ".pid"); err != nil {
+		if err := l.Stop(d); err != nil {
 			l.t.Log(err)
 		}
 	}
@@ -221,40 +131,23 @@ func (l *routingLab) restartFRR(between func()) {
 	l.startBgpd()
 }
 
-func (l *routingLab) startZebra() {
-	l.run(l.rtr, frrZebra, "-d", "-M", "dplane_fpm_nl", "-f", l.dir+"/zebra.conf", "-i", l.dir+"/zebra.pid",
-		"-z", l.dir+"/zserv.api", "--vty_socket", l.dir, "-P", "0", "-s", "90000000")
-	if !slices.Contains(l.pids, l.dir+"/zebra.pid") {
-		l.pids = append(l.pids, l.dir+"/zebra.pid")
-	}
-}
-
-func (l *routingLab) startBird(ns, name, conf string) {
-	l.write(name+".conf", l.subst(conf))
-	l.run(ns, "bird", "-c", l.dir+"/"+name+".conf", "-s", l.dir+"/"+name+".ctl", "-P", l.dir+"/"+name+".pid")
-	l.pids = append(l.pids, l.dir+"/"+name+".pid")
-}
-
 func (l *routingLab) birdc(ns, name string, args ...string) string {
 	l.t.Helper()
-	return l.run(ns, append([]string{"birdc", "-s", l.dir + "/" + name + ".ctl"}, args...)...)
+	out, err := l.Birdc(ns, name, args...)
+	l.must(err)
+	return out
 }
-
-// stopPid stops a daemon by its pid file: SIGTERM, SIGKILL after 10 s.
-func stopPid(file string) error { return lab.StopDaemon(file, 10*time.Second) }
 
 func (l *routingLab) stopAll() {
 	// zebra before netfwd: zebra 8.4.4 can hang on SIGTERM without its
 	// FPM peer.
-	for i := len(l.pids) - 1; i >= 0; i-- {
-		stopPid(l.pids[i])
-	}
+	l.StopDaemons()
 	if l.nf != nil {
 		l.nf.stop()
 	}
 	if l.t.Failed() {
 		for _, f := range []string{"zebra.log", "bgpd.log", "bird-feed.log", "bird-rtr.log"} {
-			if b, err := os.ReadFile(filepath.Join(l.dir, f)); err == nil {
+			if b, err := os.ReadFile(filepath.Join(l.Dir, f)); err == nil {
 				l.t.Logf("%s:\n%s", f, lastBytes(string(b), 3000))
 			}
 		}
@@ -276,8 +169,8 @@ func (l *routingLab) startNetfwd(args ...string) *netfwdProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &netfwdProc{t: t, stderr: &syncBuffer{}, exited: make(chan struct{}), ctlPath: l.dir + "/netfwd.sock"}
-	p.cmd = exec.Command("ip", append([]string{"netns", "exec", l.rtr, exe, "run", "--config", l.dir + "/router.conf",
+	p := &netfwdProc{t: t, stderr: &syncBuffer{}, exited: make(chan struct{}), ctlPath: l.Dir + "/netfwd.sock"}
+	p.cmd = exec.Command("ip", append([]string{"netns", "exec", l.Rtr, exe, "run", "--config", l.Dir + "/router.conf",
 		"--ctl", p.ctlPath, "--metrics", "off"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
@@ -371,7 +264,7 @@ func (l *routingLab) compare(proto string, want int) {
 	t.Helper()
 	var k, n []string
 	ok, why := eventually(90*time.Second, func() (bool, string) {
-		k = canonical(t, l.run(l.rtr, "ip", "-4", "-j", "route", "show"), proto)
+		k = canonical(t, l.run(l.Rtr, "ip", "-4", "-j", "route", "show"), proto)
 		out, err := ctlsock.Do(l.nf.ctlPath, []string{"route show"}, true)
 		if err != nil {
 			return false, err.Error()
@@ -453,38 +346,14 @@ func (p *netfwdProc) sweeps() []string {
 // bgpSession returns bgpd's session with BIRD: the number of times it was
 // established, whether it is now, and the prefixes received.
 func (l *routingLab) bgpSession() (established int, up bool, received int) {
-	out, err := testenv.Output("ip", "netns", "exec", l.rtr, "vtysh", "--vty_socket", l.dir, "-c", "show bgp summary json")
-	if err != nil {
-		return 0, false, 0
-	}
-	var sum map[string]struct {
-		Peers map[string]struct {
-			State                  string
-			ConnectionsEstablished int
-			PfxRcd                 int
-		}
-	}
-	if json.Unmarshal([]byte(out), &sum) != nil {
-		return 0, false, 0
-	}
-	p := sum["ipv4Unicast"].Peers["10.99.0.2"]
-	return p.ConnectionsEstablished, p.State == "Established", p.PfxRcd
+	p := l.BGPPeer(routinglab.FeedAddr)
+	return p.Established, p.Up, p.Received
 }
 
 // birdSession returns when BIRD's BGP protocol name last changed state
 // and whether it is established.
 func (l *routingLab) birdSession(ns, daemon, name string) (since string, up bool) {
-	out, err := testenv.Output("ip", "netns", "exec", ns, "birdc", "-s", l.dir+"/"+daemon+".ctl", "show", "protocols", name)
-	if err != nil {
-		return "", false
-	}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 6 && f[0] == name {
-			return f[4], f[5] == "Established"
-		}
-	}
-	return "", false
+	return l.BirdSession(ns, daemon, name)
 }
 
 // resetBGP restarts the BGP session from the feed and waits until it is
@@ -497,15 +366,15 @@ func (l *routingLab) resetBGP(frr bool, all int) {
 	if frr {
 		before, _, _ = l.bgpSession()
 	} else {
-		since, _ = l.birdSession(l.rtr, "bird-rtr", "dn")
+		since, _ = l.birdSession(l.Rtr, "bird-rtr", "dn")
 	}
-	l.birdc(l.feed, "bird-feed", "restart", "up")
+	l.birdc(l.Feed, "bird-feed", "restart", "up")
 	ok, why := eventually(60*time.Second, func() (bool, string) {
 		if frr {
 			n, up, rcvd := l.bgpSession()
 			return n > before && up && rcvd == all, fmt.Sprintf("established %d times (was %d), up %v, %d prefixes", n, before, up, rcvd)
 		}
-		s, up := l.birdSession(l.rtr, "bird-rtr", "dn")
+		s, up := l.birdSession(l.Rtr, "bird-rtr", "dn")
 		return s != since && up, fmt.Sprintf("since %s (was %s), up %v", s, since, up)
 	})
 	if !ok {
@@ -518,16 +387,16 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 	l := newRoutingLab(t)
 	nf := l.startNetfwd("--fpm", "127.0.0.1:2620")
 	l.startFRR()
-	l.startBird(l.feed, "bird-feed", birdFeedConf)
-	all := len(l.prefixes)
+	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedConf)
+	all := len(l.Prefixes)
 	start := time.Now()
 	l.compare("bgp", all)
 	t.Logf("first load: %d routes in %v", all, time.Since(start).Round(time.Millisecond))
 
 	// A withdrawal takes the routes away.
-	l.birdc(l.feed, "bird-feed", "disable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "disable", "feedB")
 	l.compare("bgp", all-100)
-	l.birdc(l.feed, "bird-feed", "enable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "enable", "feedB")
 	l.compare("bgp", all)
 
 	// A BGP session reset: everything withdrawn and learned again.
@@ -539,7 +408,7 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 	// forwards with the old session's routes: a replayed prefix never
 	// stops resolving and the sweep after the replay finds nothing to
 	// remove.
-	probe := l.prefixes[all/2]
+	probe := l.Prefixes[all/2]
 	stopWatch := l.watch(probe)
 	sweeps := len(nf.sweeps())
 	restarted := time.Now()
@@ -562,9 +431,9 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 	}
 
 	// Routes withdrawn while zebra is away are swept after its replay.
-	l.restartFRR(func() { l.birdc(l.feed, "bird-feed", "disable", "feedB") })
+	l.restartFRR(func() { l.birdc(l.Feed, "bird-feed", "disable", "feedB") })
 	l.compare("bgp", all-100)
-	l.birdc(l.feed, "bird-feed", "enable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "enable", "feedB")
 	l.compare("bgp", all)
 
 	// netfwd restarts: zebra reconnects and replays everything.
@@ -582,15 +451,15 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 // BIRD programs the kernel (kernel protocol); netfwd mirrors it.
 func TestRoutesBIRDKernelMirror(t *testing.T) {
 	l := newRoutingLab(t)
-	l.startBird(l.feed, "bird-feed", birdFeedConf)
-	l.startBird(l.rtr, "bird-rtr", birdRtrConf)
+	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedConf)
+	l.startBird(l.Rtr, "bird-rtr", routinglab.BirdRtrConf)
 	l.startNetfwd("--mirror-kernel")
-	all := len(l.prefixes)
+	all := len(l.Prefixes)
 	l.compare("bird", all)
 
-	l.birdc(l.feed, "bird-feed", "disable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "disable", "feedB")
 	l.compare("bird", all-100)
-	l.birdc(l.feed, "bird-feed", "enable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "enable", "feedB")
 	l.compare("bird", all)
 
 	l.resetBGP(false, all)
@@ -598,10 +467,10 @@ func TestRoutesBIRDKernelMirror(t *testing.T) {
 
 	// netfwd restarts while BIRD changes the table.
 	l.nf.stop()
-	l.birdc(l.feed, "bird-feed", "disable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "disable", "feedB")
 	l.startNetfwd("--mirror-kernel")
 	l.compare("bird", all-100)
-	l.birdc(l.feed, "bird-feed", "enable", "feedB")
+	l.birdc(l.Feed, "bird-feed", "enable", "feedB")
 	l.compare("bird", all)
 }
 
@@ -656,14 +525,14 @@ func TestRoutesFullTableFPM(t *testing.T) {
 		t.Skip("set NETFWD_ROUTES_FULL=1 to measure the full table end to end")
 	}
 	l := newRoutingLabN(t, 0)
-	all := len(l.prefixes)
+	all := len(l.Prefixes)
 	nf := l.startNetfwd("--fpm", "127.0.0.1:2620")
 	l.startFRR()
-	l.startBird(l.feed, "bird-feed", strings.Replace(birdFeedConf, "protocol bgp up {", "protocol bgp up {\n  disabled;", 1))
+	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedDisabled)
 	time.Sleep(5 * time.Second) // BIRD loads its static routes
-	zebra0 := cpuSeconds(pidOf(l.dir + "/zebra.pid"))
+	zebra0 := cpuSeconds(pidOf(l.Dir + "/zebra.pid"))
 	nf0 := cpuSeconds(nf.cmd.Process.Pid)
-	l.birdc(l.feed, "bird-feed", "enable", "up")
+	l.birdc(l.Feed, "bird-feed", "enable", "up")
 	var established time.Time
 	ok, why := eventually(60*time.Second, func() (bool, string) {
 		_, up, _ := l.bgpSession()
@@ -688,16 +557,16 @@ func TestRoutesFullTableFPM(t *testing.T) {
 		t.Logf("%s: last route in netfwd's FIB %v after %s", what, at.Add(-10*time.Second).Sub(from).Round(10*time.Millisecond), "it")
 	}
 	done("first load, from BGP Established", 1, established)
-	t.Logf("CPU seconds until then: zebra %.1f, netfwd %.1f", cpuSeconds(pidOf(l.dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
+	t.Logf("CPU seconds until then: zebra %.1f, netfwd %.1f", cpuSeconds(pidOf(l.Dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
 	l.compare("bgp", all)
 	nf.stop()
 	start := time.Now()
-	zebra0 = cpuSeconds(pidOf(l.dir + "/zebra.pid"))
+	zebra0 = cpuSeconds(pidOf(l.Dir + "/zebra.pid"))
 	nf = l.startNetfwd("--fpm", "127.0.0.1:2620")
 	nf0 = cpuSeconds(nf.cmd.Process.Pid)
 	done("netfwd restart, from its start", 1, start)
 	t.Logf("CPU seconds for the replay (and the 10 s after it): zebra %.1f, netfwd %.1f",
-		cpuSeconds(pidOf(l.dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
+		cpuSeconds(pidOf(l.Dir+"/zebra.pid"))-zebra0, cpuSeconds(nf.cmd.Process.Pid)-nf0)
 	for _, line := range strings.Split(nf.stderr.String(), "\n") {
 		if strings.Contains(line, "fpm:") {
 			t.Log(line)
@@ -712,7 +581,7 @@ func (l *routingLab) fibRoutes(addr string) int {
 	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 			var conn net.Conn
-			err := pktio.InNetns(l.rtr, func() (err error) {
+			err := pktio.InNetns(l.Rtr, func() (err error) {
 				conn, err = (&net.Dialer{}).DialContext(ctx, network, a)
 				return err
 			})
@@ -744,19 +613,19 @@ func TestRoutesFullTableMirror(t *testing.T) {
 		t.Skip("set NETFWD_ROUTES_FULL=1 to measure the full table end to end")
 	}
 	l := newRoutingLabN(t, 0)
-	all := len(l.prefixes)
+	all := len(l.Prefixes)
 	const metrics = "127.0.0.1:9479"
-	l.startBird(l.feed, "bird-feed", strings.Replace(birdFeedConf, "protocol bgp up {", "protocol bgp up {\n  disabled;", 1))
-	l.startBird(l.rtr, "bird-rtr", birdRtrConf)
+	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedDisabled)
+	l.startBird(l.Rtr, "bird-rtr", routinglab.BirdRtrConf)
 	nf := l.startNetfwd("--mirror-kernel", "--metrics", metrics)
 	base := l.fibRoutes(metrics)
 	time.Sleep(5 * time.Second) // BIRD loads its static routes
 	nf0 := cpuSeconds(nf.cmd.Process.Pid)
 	kernelDone := l.countKernelRoutes(all)
-	l.birdc(l.feed, "bird-feed", "enable", "up")
+	l.birdc(l.Feed, "bird-feed", "enable", "up")
 	var established time.Time
 	ok, why := eventually(60*time.Second, func() (bool, string) {
-		if _, up := l.birdSession(l.rtr, "bird-rtr", "dn"); up {
+		if _, up := l.birdSession(l.Rtr, "bird-rtr", "dn"); up {
 			established = time.Now()
 			return true, ""
 		}
@@ -804,41 +673,11 @@ func TestRoutesFullTableMirror(t *testing.T) {
 	l.compare("bird", all)
 }
 
-// countKernelRoutes listens to the router namespace's route notifications
-// (its own 256 MiB buffer) and sends the time of the n-th RTM_NEWROUTE of
-// protocol bird: when the kernel held the whole table.
+// countKernelRoutes sends the time the router namespace's kernel held n
+// routes of protocol bird (routinglab.WatchKernelRoutes).
 func (l *routingLab) countKernelRoutes(n int) <-chan time.Time {
-	var c *rtnl.Conn
-	if err := pktio.InNetns(l.rtr, func() (err error) { c, err = rtnl.Open(rtnl.RTNLGRP_IPV4_ROUTE); return }); err != nil {
-		l.t.Fatal(err)
-	}
-	c.SetReceiveBuffer(256 << 20)
-	c.SetReadTimeout(time.Second)
-	done := make(chan time.Time, 1)
-	go func() {
-		defer c.Close()
-		seen := 0
-		deadline := time.Now().Add(10 * time.Minute)
-		for time.Now().Before(deadline) {
-			b, err := c.Receive()
-			if err != nil && !errors.Is(err, rtnl.ErrTimeout) {
-				break // an overrun: no figure
-			}
-			for len(b) > 0 {
-				h, body, rest, err := rtnl.NextMessage(b)
-				if err != nil {
-					break
-				}
-				b = rest
-				if h.Type == rtnl.RTM_NEWROUTE && len(body) > 5 && body[5] == 12 {
-					if seen++; seen == n {
-						done <- time.Now()
-						return
-					}
-				}
-			}
-		}
-		done <- time.Time{}
-	}()
+	done, stop, err := routinglab.WatchKernelRoutes(l.Rtr, routinglab.ProtoBird, n, 10*time.Minute)
+	l.must(err)
+	l.t.Cleanup(stop)
 	return done
 }

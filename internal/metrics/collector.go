@@ -87,8 +87,9 @@ const fdbBreakdownMax = 1 << 16
 
 // Collector is a prometheus.Collector over a running engine.
 type Collector struct {
-	src   Source
-	descs map[string]*prometheus.Desc
+	src         Source
+	descs       map[string]*prometheus.Desc
+	routeCounts routeCountCache
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -242,7 +243,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter("icmp_limited", s.ICMPRateLimited)
 	counter("punted", s.Punted)
-	for table, types := range e.FIB().RouteCounts() {
+	for table, types := range c.routeCounts.get(e.FIB()) {
 		for typ, n := range types {
 			gauge("fib_routes", float64(n), tableName(table), typ.String())
 		}
