@@ -87,9 +87,8 @@ const fdbBreakdownMax = 1 << 16
 
 // Collector is a prometheus.Collector over a running engine.
 type Collector struct {
-	src         Source
-	descs       map[string]*prometheus.Desc
-	routeCounts routeCountCache
+	src   Source
+	descs map[string]*prometheus.Desc
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -243,7 +242,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter("icmp_limited", s.ICMPRateLimited)
 	counter("punted", s.Punted)
-	for table, types := range c.routeCounts.get(e.FIB()) {
+	for table, types := range e.FIB().RouteCounts() {
 		for typ, n := range types {
 			gauge("fib_routes", float64(n), tableName(table), typ.String())
 		}
