@@ -40,10 +40,9 @@ package bench
 // restart_to_last_fpm_s when the replay's last message arrived (tcp_info).
 // Finally one dump of each side: netfwd's route counts and the kernel's.
 //
-// A scrape costs netfwd little (scrape_ms is the mean round trip) except
-// that the fib_routes gauge walks the routes once per FIB version (at most
-// one walk per FPM transaction, ~0.15 us per route): netfwd_cpu_s includes
-// it; probe_walks and probe_walked_routes count it (first load).
+// A scrape costs netfwd little (scrape_ms is the mean round trip): the FIB
+// keeps its route counts as routes change (fib/counts.go), so the
+// fib_routes gauge walks nothing.
 //
 // Locking: none; one goroutine (the kernel watcher has its own).
 
@@ -88,9 +87,6 @@ type bgpE2EResult struct {
 	netfwdRoutes, kernelRoutes    int // the dumps at the end
 	scrapes                       int
 	scrapeTime                    time.Duration
-	// the first load's scrapes that walked netfwd's routes, and the
-	// routes they walked in all: what the probe cost netfwd
-	probeWalks, probeWalked int
 }
 
 // fpmCounters are the FPM source's counters from one scrape.
@@ -119,11 +115,6 @@ type bgpE2E struct {
 	nf      *netfwdChild
 	metrics string // netfwd's metrics address
 	res     *bgpE2EResult
-	// lastBatches is the FPM transactions at the last scrape; walks and
-	// walked count the scrapes that walked netfwd's routes (a new FIB
-	// version) and the routes they walked.
-	lastBatches   float64
-	walks, walked int
 }
 
 // runBGPE2E measures it all on a fresh lab.
@@ -218,13 +209,6 @@ func (b *bgpE2E) scrape() (fpmCounters, error) {
 		skip:      metricSum(m, "netfwd_route_source_skipped_total", `source="fpm"`),
 		batches:   metricSum(m, "netfwd_route_source_batches_total", `source="fpm"`),
 	}
-	// A new transaction since the last scrape: this scrape walked the
-	// routes for fib_routes (metrics/routecounts.go).
-	if c.batches != b.lastBatches {
-		b.lastBatches = c.batches
-		b.walks++
-		b.walked += int(c.inFIB())
-	}
 	return c, nil
 }
 
@@ -294,7 +278,6 @@ func (b *bgpE2E) firstLoad() error {
 	defer kstop()
 	r.kernelClock = "notifications"
 	zebra0, bgpd0, nf0 := b.cpu("zebra"), b.cpu("bgpd"), b.nf.cpu()
-	walks0, walked0 := b.walks, b.walked
 	if _, err := l.Birdc(l.Feed, "bird-feed", "enable", "up"); err != nil {
 		return err
 	}
@@ -358,7 +341,6 @@ func (b *bgpE2E) firstLoad() error {
 	}
 	r.fpmMessages = lastMsgs
 	r.zebraCPU, r.bgpdCPU, r.netfwdCPU = b.cpu("zebra")-zebra0, b.cpu("bgpd")-bgpd0, b.nf.cpu()-nf0
-	r.probeWalks, r.probeWalked = b.walks-walks0, b.walked-walked0
 	b.o.Log("bgp-e2e: Established at %s (BIRD); -> netfwd's FIB full %v, kernel %v (%s), last FPM message %v; CPU zebra %.1f s, bgpd %.1f s, netfwd %.1f s",
 		r.established.Format("15:04:05.000"), r.toNetfwd.Round(time.Millisecond), r.toKernel.Round(time.Millisecond), r.kernelClock, r.toLastFPM.Round(time.Millisecond),
 		r.zebraCPU.Seconds(), r.bgpdCPU.Seconds(), r.netfwdCPU.Seconds())
@@ -448,7 +430,6 @@ func (r *bgpE2EResult) record() Record {
 		"kernel_routes":             r.kernelRoutes,
 		"bird_load_s":               round3(r.birdLoad.Seconds()),
 	}
-	extra["probe_walks"], extra["probe_walked_routes"] = r.probeWalks, r.probeWalked
 	if r.scrapes > 0 {
 		extra["scrape_ms"] = round3(float64(r.scrapeTime.Microseconds()) / 1e3 / float64(r.scrapes))
 	}
