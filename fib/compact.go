@@ -16,7 +16,10 @@ package fib
 //
 // When: once the changes since the last compaction reach a quarter of the
 // trie (a bulk load reaches it by itself), so the copying stays a constant
-// fraction of the writing however the table grows or churns.
+// fraction of the writing however the table grows or churns. The clone an
+// in-place transaction starts with is such a copy too (ownMerged): it
+// restarts the count, so a stream of in-place batches (FPM) does not pay
+// for a second copy at their commits.
 //
 // Locking: writer side, inside Commit, before the state is published.
 

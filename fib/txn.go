@@ -199,7 +199,11 @@ func (tx *Txn) logChange(c mergedChange) {
 
 func (tx *Txn) ownMerged() {
 	if tx.bulk && !tx.mergedOwned {
+		// The clone is allocated in one walk: it is a compaction
+		// (compact.go), so only this transaction's changes count towards
+		// the next one.
 		tx.next.setMerged(tx.next.merged.clone())
+		tx.next.sinceCompact = 0
 		tx.mergedOwned = true
 	}
 }
