@@ -401,6 +401,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 				"x_linux":         ratio(med, linux),
 				"x_ceiling":       ratio(med, ceiling),
 				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
+				// onecore: CPU 0's cost per frame offered (trafgen, veth's
+				// receive and whatever the forwarder leaves on CPU 0).
+				"gen_side_ns_frame": round2(medianOf(runs, func(r runResult) float64 { return perFrame(r.genSideCPU, r.offered) })),
 			}
 			if f.impl == "generator" {
 				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -68,6 +69,8 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 	generic := fs.Bool("generic", false, "generic XDP instead of native")
 	sndbuf := fs.Int("sndbuf", 0, "minimal: SO_SNDBUFFORCE of the egress socket (0: kernel default)")
 	poll := fs.Bool("poll", false, "minimal: block in poll(2) after a turn that found nothing")
+	napiBusy := fs.Int("napi-busy-poll", 0, "SO_BUSY_POLL µs with SO_PREFER_BUSY_POLL, the kernel's NAPI polled from the forwarder's thread (0: off)")
+	napiDefer := fs.String("napi-defer", "", "DEFER,TIMEOUT_NS written to the ingress's napi_defer_hard_irqs and gro_flush_timeout")
 	spin := fs.Duration("spin", 0, "reflector: XDPWorkerConfig.Spin (0: default, negative: none)")
 	busyPoll := fs.Duration("busy-poll", 0, "reflector: XDPWorkerConfig.BusyPoll")
 	fill := fs.Int("fill", 0, "reflector: XDPWorkerConfig.FillPerSocket")
@@ -86,10 +89,27 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 		stop  func() error
 		ended = make(chan error, 1)
 	)
+	var nd pktio.NAPIDefer
+	if *napiDefer != "" {
+		d, t, ok := strings.Cut(*napiDefer, ",")
+		n, err1 := strconv.Atoi(d)
+		tns, err2 := strconv.Atoi(t)
+		if !ok || err1 != nil || err2 != nil {
+			fmt.Fprintf(stderr, "bench-xdpfwd: --napi-defer %q: want DEFER,TIMEOUT_NS\n", *napiDefer)
+			return 2
+		}
+		nd = pktio.NAPIDefer{HardIRQs: n, FlushTimeout: time.Duration(tns)}
+	}
 	switch *impl {
 	case "minimal":
+		if nd.HardIRQs > 0 { // its own code: through sysfs
+			if err := setNAPIDefer(*ns, *in, nd); err != nil {
+				fmt.Fprintln(stderr, "bench-xdpfwd:", err)
+				return 1
+			}
+		}
 		f, err := startMinimalIn(*ns, *in, *out, nextHop, minimalConfig{ring: *ring, batch: *batch, budget: *budget,
-			sndbuf: *sndbuf, poll: *poll, generic: *generic})
+			sndbuf: *sndbuf, poll: *poll, generic: *generic, napiBusyPoll: *napiBusy})
 		if err != nil {
 			fmt.Fprintln(stderr, "bench-xdpfwd:", err)
 			return 1
@@ -105,10 +125,12 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 		}
 	case "reflector":
 		cfg := reflectorConfig{batch: *batch, worker: pktio.XDPWorkerConfig{RingSize: *ring, TxBudget: *budget,
-			Spin: *spin, BusyPoll: *busyPoll, FillPerSocket: *fill, Frames: *frames}}
+			Spin: *spin, BusyPoll: *busyPoll, FillPerSocket: *fill, Frames: *frames,
+			NAPIBusyPoll: time.Duration(*napiBusy) * time.Microsecond}}
 		if *generic {
 			cfg.port.Attach = pktio.XDPAttachGeneric
 		}
+		cfg.port.NAPIDefer = nd                                    // pktio's own way (netdev netlink)
 		r, err := startReflector(*ns, *in, *out, nextHop, -1, cfg) // the process is pinned as a whole
 		if err != nil {
 			fmt.Fprintln(stderr, "bench-xdpfwd:", err)
@@ -137,6 +159,19 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// setNAPIDefer writes d to iface's napi_defer_hard_irqs and
+// gro_flush_timeout in namespace ns (through ip netns exec, which mounts
+// the namespace's sysfs), as xdpsock's documentation has it done. The
+// topology is the suite's own and goes away with it.
+func setNAPIDefer(ns, iface string, d pktio.NAPIDefer) error {
+	script := fmt.Sprintf("echo %d > /sys/class/net/%s/napi_defer_hard_irqs && echo %d > /sys/class/net/%s/gro_flush_timeout",
+		d.HardIRQs, iface, d.FlushTimeout.Nanoseconds(), iface)
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", script).CombinedOutput(); err != nil {
+		return fmt.Errorf("--napi-defer: %v: %s", err, out)
+	}
+	return nil
 }
 
 func writeChildStats(file string, seq uint64, d fwdDiag) error {

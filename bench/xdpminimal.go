@@ -49,6 +49,11 @@ type minimalConfig struct {
 	sndbuf  int  // SO_SNDBUFFORCE on out; 0: the kernel's default
 	poll    bool // block in poll(2) after an empty turn instead of spinning
 	generic bool // generic XDP instead of native
+	// napiBusyPoll > 0: the kernel's busy polling on the ingress socket
+	// (SO_PREFER_BUSY_POLL, SO_BUSY_POLL this many µs, SO_BUSY_POLL_BUDGET
+	// batch) and a recvfrom after every turn that found the RX ring empty:
+	// the forwarder's thread runs veth's receive NAPI itself (xdpsock -B).
+	napiBusyPoll int
 }
 
 func (c minimalConfig) withDefaults() (minimalConfig, error) {
@@ -223,6 +228,14 @@ func (f *minimalFwd) open(s *minimalXSK, ifindex int, share *minimalXSK) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, min(f.cfg.budget, n)); err != nil && !errors.Is(err, unix.ENOPROTOOPT) {
 		return fmt.Errorf("XDP_MAX_TX_SKB_BUDGET: %w", err)
 	}
+	if f.cfg.napiBusyPoll > 0 && share == nil {
+		for _, o := range []struct{ opt, val int }{{unix.SO_PREFER_BUSY_POLL, 1},
+			{unix.SO_BUSY_POLL, f.cfg.napiBusyPoll}, {unix.SO_BUSY_POLL_BUDGET, f.cfg.batch}} {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o.opt, o.val); err != nil {
+				return fmt.Errorf("busy-poll option %d: %w", o.opt, err)
+			}
+		}
+	}
 	if f.cfg.sndbuf > 0 {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, f.cfg.sndbuf); err != nil {
 			return fmt.Errorf("SO_SNDBUFFORCE: %w", err)
@@ -282,6 +295,9 @@ func (f *minimalFwd) run() error {
 			atomic.StoreUint32(out.tx.producer, out.tx.local)
 			f.sent.Add(uint64(n))
 			busy = true
+		} else if f.cfg.napiBusyPoll > 0 {
+			unix.Syscall6(unix.SYS_RECVFROM, uintptr(in.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+			f.polls.Add(1)
 		}
 		// Kick only when the TX ring holds work.
 		if out.tx.local != atomic.LoadUint32(out.tx.consumer) {
