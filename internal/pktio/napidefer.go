@@ -15,7 +15,9 @@ package pktio
 // (veth) or the interrupt's CPU (a NIC) runs most of it anyway.
 //
 // Flow: OpenXDP (after the program is attached: veth creates its NAPI
-// instances then) reads each instance's values, sets the new ones;
+// instances then) reads each instance's values, sets the new ones (an
+// interface without NAPI, such as a bridge in generic mode, is left as it
+// is);
 // Close writes the old ones back (an instance that went away with the
 // program, as veth's do, is skipped). Each exchange is one request on a
 // fresh NETLINK_GENERIC socket of the port's network namespace.
@@ -90,7 +92,7 @@ func applyNAPIDefer(ifindex int, d NAPIDefer) ([]napiSetting, error) {
 		return nil, err
 	}
 	if len(old) == 0 {
-		return nil, errors.New("NAPI deferral: the interface has no NAPI instance (down?)")
+		return nil, nil // no NAPI (a virtual device, or down): nothing to defer, busy polls find nothing
 	}
 	for i, o := range old {
 		err := setNAPISetting(fam, napiSetting{id: o.id, hardIRQs: uint32(d.HardIRQs), timeout: uint64(d.FlushTimeout)})

@@ -80,6 +80,21 @@ func TestXDPNAPIDefer(t *testing.T) {
 	}
 }
 
+// TestXDPNAPIDeferNoNAPI: an interface without NAPI instances (a bridge,
+// generic XDP) opens with NAPIDefer all the same: nothing to defer.
+func TestXDPNAPIDeferNoNAPI(t *testing.T) {
+	ns := netns(t, "pkN")
+	ipIn(t, ns, "link", "add", "d0", "type", "bridge")
+	ipIn(t, ns, "link", "set", "d0", "up")
+	if got := napiOf(t, ns, "d0"); len(got) != 0 {
+		t.Fatalf("bridge has NAPI instances %+v", got)
+	}
+	port := openXDPIn(t, ns, "d0", XDPPortConfig{Attach: XDPAttachGeneric, NAPIDefer: NAPIDefer{HardIRQs: 2}})
+	if port.napiOld != nil {
+		t.Errorf("remembered %+v for an interface without NAPI", port.napiOld)
+	}
+}
+
 // TestXDPNAPIBusyPoll: a worker that busy-polls NAPI (with the deferral
 // on its port) receives every frame, and its Waits asked the kernel to
 // poll.
