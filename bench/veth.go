@@ -17,6 +17,8 @@ package bench
 //	linux            Linux ip_forward
 //	netfwd-afpacket  `netfwd run --io afpacket` as a child process
 //	netfwd-afxdp     `netfwd run --io afxdp` as a child process
+//	netfwd-afxdp-napi  the same with --xdp-napi-busy-poll 20us (the workers
+//	                 run veth's receive NAPI, deferred, themselves)
 //
 // in two set-ups, rounds interleaved (round by round, set-up by set-up,
 // forwarder by forwarder): "unpinned" (trafgen on every CPU, the forwarder
@@ -224,10 +226,11 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err := linux.net.linuxRouter(); err != nil {
 		return fwds, err
 	}
-	for _, v := range []struct{ impl, io, mode string }{
-		{"netfwd-afpacket", "afpacket", ""},
-		{"netfwd-afxdp", "afxdp", "auto"},
-		{"netfwd-afxdp-generic", "afxdp", "generic"},
+	for _, v := range []struct{ impl, io, mode, napi string }{
+		{"netfwd-afpacket", "afpacket", "", ""},
+		{"netfwd-afxdp", "afxdp", "auto", ""},
+		{"netfwd-afxdp-generic", "afxdp", "generic", ""},
+		{"netfwd-afxdp-napi", "afxdp", "auto", "20us"},
 	} {
 		f, err := add(v.impl, countAtH2, vethFAMAC)
 		if err != nil {
@@ -236,6 +239,9 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		var extra []string
 		if v.mode != "" {
 			extra = []string{"--xdp-mode", v.mode}
+		}
+		if v.napi != "" {
+			extra = append(extra, "--xdp-napi-busy-poll", v.napi)
 		}
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
 			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
