@@ -23,7 +23,8 @@ package bench
 //	up to batch RX descriptors -> rewrite -> out's TX ring
 //	sendto(out) when out's TX ring holds frames the kernel has not taken
 //
-// (cfg.poll blocks in poll(2) when a turn found nothing, for A/B runs.)
+// (cfg.poll blocks in poll(2) when a turn found nothing, for A/B runs;
+// cfg.napiBusyPoll is busy polling in the kernel's sense, xdpsock -B.)
 //
 // Locking: none; the loop owns the rings. Counters are atomics, added per
 // batch, read by the child's signal handler (xdpchild.go).
@@ -296,8 +297,8 @@ func (f *minimalFwd) run() error {
 			f.sent.Add(uint64(n))
 			busy = true
 		} else if f.cfg.napiBusyPoll > 0 {
+			// The RX ring is empty: have the kernel run veth's NAPI here.
 			unix.Syscall6(unix.SYS_RECVFROM, uintptr(in.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
-			f.polls.Add(1)
 		}
 		// Kick only when the TX ring holds work.
 		if out.tx.local != atomic.LoadUint32(out.tx.consumer) {
@@ -331,7 +332,8 @@ func (f *minimalFwd) run() error {
 	return nil
 }
 
-// stats returns what the socket's kernel counters and the loop's say.
+// diag returns what the socket's kernel counters and the loop's say
+// (blocked: the poll(2) calls of cfg.poll).
 func (f *minimalFwd) diag() fwdDiag {
 	var k unix.XDPStatistics
 	l := uint32(unsafe.Sizeof(k))

@@ -9,7 +9,8 @@ import (
 )
 
 // TestMinimalForwards: the minimal AF_XDP forwarder delivers trafgen's
-// frames from ra to H2 (the tc counter there), and its counters agree.
+// frames from ra to H2 (the tc counter there), busy-polling in user space,
+// blocking in poll(2), and busy-polling veth's NAPI; its counters agree.
 func TestMinimalForwards(t *testing.T) {
 	testenv.RequireRoot(t, "trafgen")
 	n, err := newVethNet(countAtH2, nil)
@@ -17,7 +18,7 @@ func TestMinimalForwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.close()
-	for _, cfg := range []minimalConfig{{}, {ring: 1024, batch: 16, poll: true}} {
+	for _, cfg := range []minimalConfig{{}, {batch: 16, poll: true}, {napiBusyPoll: 20}} {
 		f, err := startMinimalIn(n.r, n.ra, n.rb, n.h2MAC, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -40,8 +41,11 @@ func TestMinimalForwards(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%+v: %v, %+v", cfg, r, d)
-		if r.offered < 5000 || r.delivered < r.offered*9/10 {
-			t.Errorf("%+v: delivered %d of %d", cfg, r.delivered, r.offered)
+		// Every frame forwarded or counted as dropped by the socket (an
+		// empty fill ring when the loop was off the CPU: -race, a loaded
+		// machine), and most of them forwarded.
+		if r.offered < 5000 || r.delivered+d.drops < r.offered || r.delivered < r.offered/2 {
+			t.Errorf("%+v: delivered %d of %d, socket dropped %d", cfg, r.delivered, r.offered, d.drops)
 		}
 		if d.sent < r.delivered || d.kicks == 0 {
 			t.Errorf("%+v: counters %+v, delivered %d", cfg, d, r.delivered)
