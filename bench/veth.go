@@ -11,9 +11,14 @@ package bench
 //	                 ingress: what no forwarder can exceed here
 //	reflector        pktio's AF_XDP backend alone: MAC rewrite and TTL, no
 //	                 engine (bench/reflector.go)
+//	minimal          issue 11's minimal AF_XDP forwarder (xdpminimal.go), a
+//	                 process of its own (xdpchild.go)
+//	reflector-process  the reflector as a process of its own
 //	linux            Linux ip_forward
 //	netfwd-afpacket  `netfwd run --io afpacket` as a child process
 //	netfwd-afxdp     `netfwd run --io afxdp` as a child process
+//	netfwd-afxdp-napi  the same with --xdp-napi-busy-poll 20us (the workers
+//	                 run veth's receive NAPI, deferred, themselves)
 //
 // in two set-ups, rounds interleaved (round by round, set-up by set-up,
 // forwarder by forwarder): "unpinned" (trafgen on every CPU, the forwarder
@@ -181,6 +186,39 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		reflGeneric.mode, reflGeneric.diag = r.Mode(), r.diag
 		return r.stop, r.cpu, nil
 	}
+	// The same forwarders as processes of their own (xdpchild.go): the
+	// minimal AF_XDP forwarder of issue 11 and pktio's reflector, pinned as
+	// a whole like netfwd; and the variants NETFWD_BENCH_XDPFWD names.
+	addChild := func(impl, kind string, extra []string) error {
+		f, err := add(impl, countAtH2, nil)
+		if err != nil {
+			return err
+		}
+		f.start = func(cpu int) (func() error, func() time.Duration, error) {
+			c, err := startXDPChild(kind, f.net.r, f.net.ra, f.net.rb, f.net.h2MAC, cpu, extra)
+			if err != nil {
+				return nil, nil, err
+			}
+			f.mode, f.diag = c.mode, c.diag
+			return c.stop, c.cpu, nil
+		}
+		return nil
+	}
+	if err := addChild("minimal", "minimal", nil); err != nil {
+		return fwds, err
+	}
+	if err := addChild("reflector-process", "reflector", nil); err != nil {
+		return fwds, err
+	}
+	variants, err := xdpfwdVariants(os.Getenv("NETFWD_BENCH_XDPFWD"))
+	if err != nil {
+		return fwds, err
+	}
+	for _, v := range variants {
+		if err := addChild(v.impl, v.kind, v.args); err != nil {
+			return fwds, err
+		}
+	}
 	linux, err := add("linux", countAtH2, nil)
 	if err != nil {
 		return fwds, err
@@ -188,10 +226,11 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err := linux.net.linuxRouter(); err != nil {
 		return fwds, err
 	}
-	for _, v := range []struct{ impl, io, mode string }{
-		{"netfwd-afpacket", "afpacket", ""},
-		{"netfwd-afxdp", "afxdp", "auto"},
-		{"netfwd-afxdp-generic", "afxdp", "generic"},
+	for _, v := range []struct{ impl, io, mode, napi string }{
+		{"netfwd-afpacket", "afpacket", "", ""},
+		{"netfwd-afxdp", "afxdp", "auto", ""},
+		{"netfwd-afxdp-generic", "afxdp", "generic", ""},
+		{"netfwd-afxdp-napi", "afxdp", "auto", "20us"},
 	} {
 		f, err := add(v.impl, countAtH2, vethFAMAC)
 		if err != nil {
@@ -200,6 +239,9 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		var extra []string
 		if v.mode != "" {
 			extra = []string{"--xdp-mode", v.mode}
+		}
+		if v.napi != "" {
+			extra = append(extra, "--xdp-napi-busy-poll", v.napi)
 		}
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
 			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
@@ -213,6 +255,33 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		}
 	}
 	return fwds, nil
+}
+
+// xdpfwdVariant is an extra child forwarder: `bench-xdpfwd --impl kind args`.
+type xdpfwdVariant struct {
+	impl, kind string
+	args       []string
+}
+
+// xdpfwdVariants parses NETFWD_BENCH_XDPFWD, the A/B knob of the AF_XDP
+// forwarders: "NAME=KIND ARGS...;..." adds a forwarder NAME (select it
+// with --only) running `netfwd bench-xdpfwd --impl KIND ARGS...`, e.g.
+// "refl-busy=reflector --busy-poll 1s;min-poll=minimal --poll".
+func xdpfwdVariants(env string) ([]xdpfwdVariant, error) {
+	var vs []xdpfwdVariant
+	for _, part := range strings.Split(env, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		name, def, ok := strings.Cut(part, "=")
+		fields := strings.Fields(def)
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || len(fields) == 0 || fields[0] != "minimal" && fields[0] != "reflector" {
+			return nil, fmt.Errorf("NETFWD_BENCH_XDPFWD: %q: want NAME=minimal|reflector ARGS...", part)
+		}
+		vs = append(vs, xdpfwdVariant{impl: name, kind: fields[0], args: fields[1:]})
+	}
+	return vs, nil
 }
 
 func closeFwds(fwds []*vethFwd) error {
@@ -317,6 +386,7 @@ func runVeth(opts Options) (recs []Record, err error) {
 		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
 		reflector := medianPPS(byImpl["reflector"].runs[s.name])
 		reflGeneric := medianPPS(byImpl["reflector-generic"].runs[s.name])
+		minimal := medianPPS(byImpl["minimal"].runs[s.name])
 		for _, f := range fwds {
 			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
 			if f.unsupported == errNotSelected {
@@ -337,6 +407,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 				"x_linux":         ratio(med, linux),
 				"x_ceiling":       ratio(med, ceiling),
 				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
+				// onecore: CPU 0's cost per frame offered (trafgen, veth's
+				// receive and whatever the forwarder leaves on CPU 0).
+				"gen_side_ns_frame": round2(medianOf(runs, func(r runResult) float64 { return perFrame(r.genSideCPU, r.offered) })),
 			}
 			if f.impl == "generator" {
 				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)
@@ -358,6 +431,9 @@ func runVeth(opts Options) (recs []Record, err error) {
 						return perFrame(r.machineCPU-time.Duration(genCost*float64(r.offered)), r.delivered)
 					}))
 				}
+			}
+			if minimal > 0 && f.impl != "minimal" {
+				extra["x_minimal"] = ratio(med, minimal)
 			}
 			if strings.HasPrefix(f.impl, "netfwd-") {
 				extra["x_reflector"] = ratio(med, reflector)

@@ -210,6 +210,7 @@ type runResult struct {
 	machineCPU         time.Duration // all CPUs, non-idle, over the run, background removed
 	background         float64       // CPUs busy before the run (other jobs)
 	procCPU            time.Duration // trafgen + forwarder + ksoftirqd over the run
+	genSideCPU         time.Duration // trafgen + ksoftirqd/0: onecore, all of CPU 0's share
 	fwdDrops           uint64        // frames the forwarder says it dropped (when it can)
 	diag               fwdDiag       // the forwarder's own counters over the run (when fwdDropsKnown)
 	fwdDropsKnown      bool
@@ -234,6 +235,9 @@ func (r runResult) String() string {
 	}
 	if r.genFailed {
 		s += ", a trafgen sender aborted"
+	}
+	if r.offered != 0 && r.genSideCPU != 0 {
+		s += fmt.Sprintf(", generator side %.0f ns/frame", perFrame(r.genSideCPU, r.offered))
 	}
 	return s
 }
@@ -270,7 +274,7 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 	if fwdCPU != nil {
 		f0 = fwdCPU()
 	}
-	ks0 := ksoftirqdCPU()
+	ks0, ksCPU0 := ksoftirqdCPU(), ksoftirqd0CPU()
 	cpu0 := machineCPU()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -309,7 +313,9 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 	if fwdCPU != nil {
 		r.procCPU += fwdCPU() - f0
 	}
-	r.procCPU += gen.total(cmd.ProcessState)
+	genTotal := gen.total(cmd.ProcessState)
+	r.procCPU += genTotal
+	r.genSideCPU = genTotal + ksoftirqd0CPU() - ksCPU0
 	if first.IsZero() {
 		first = start
 	}
@@ -515,6 +521,17 @@ func ksoftirqdCPU() time.Duration {
 		d += statCPU("/proc/" + pid + "/stat")
 	}
 	return d
+}
+
+// ksoftirqd0CPU is the CPU time of ksoftirqd/0: CPU 0's deferred softirq
+// work (onecore: the generator's CPU, where veth's receive NAPI runs).
+func ksoftirqd0CPU() time.Duration {
+	for _, pid := range ksoftirqdPIDs() {
+		if b, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && strings.TrimSpace(string(b)) == "ksoftirqd/0" {
+			return statCPU("/proc/" + pid + "/stat")
+		}
+	}
+	return 0
 }
 
 var ksoftirqd []string

@@ -23,6 +23,13 @@ func init() {
 		usage: "SUITE [--json] [--quick] [--cpuprofile FILE] [--only IMPLS] [--setup SETUPS] [--rounds N] [--frames N] [--routes N] [--saturation-only]   suites: " + strings.Join(bench.Names(), ", "),
 		run:   runBench,
 	})
+	register(command{
+		name:  "bench-xdpfwd",
+		usage: "--impl minimal|reflector ...   (internal: an AF_XDP forwarder of `bench veth` as its own process)",
+		run: func(args []string, _ io.Reader, _, stderr io.Writer) int {
+			return bench.XDPForwarderMain(args, stderr)
+		},
+	})
 }
 
 func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {

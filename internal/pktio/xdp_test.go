@@ -112,11 +112,17 @@ type xdpChain struct {
 
 func newXDPChain(t testing.TB, wcfg XDPWorkerConfig, extra ...string) *xdpChain {
 	t.Helper()
+	return newXDPChainPorts(t, XDPPortConfig{}, wcfg, extra...)
+}
+
+// newXDPChainPorts is newXDPChain with the ports' configuration.
+func newXDPChainPorts(t testing.TB, pcfg XDPPortConfig, wcfg XDPWorkerConfig, extra ...string) *xdpChain {
+	t.Helper()
 	c := &xdpChain{nsA: netns(t, "pxA"), nsF: netns(t, "pxF"), nsB: netns(t, "pxB")}
 	addVeth(t, c.nsA, "a", c.nsF, "fa", extra...)
 	addVeth(t, c.nsF, "fb", c.nsB, "b", extra...)
-	c.fa = openXDPIn(t, c.nsF, "fa", XDPPortConfig{})
-	c.fb = openXDPIn(t, c.nsF, "fb", XDPPortConfig{})
+	c.fa = openXDPIn(t, c.nsF, "fa", pcfg)
+	c.fb = openXDPIn(t, c.nsF, "fb", pcfg)
 	c.w = newXDPWorker(t, wcfg)
 	var err error
 	if c.sa, err = c.w.Bind(c.fa, 0); err != nil {

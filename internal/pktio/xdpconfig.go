@@ -21,6 +21,10 @@ type XDPPortConfig struct {
 	// Tx configures the AF_PACKET transmit handles NewTx opens for
 	// goroutines that own no socket on the port. Default: Config's.
 	Tx Config
+	// NAPIDefer, when HardIRQs > 0, sets the interface's NAPI deferral
+	// while the port is open (napidefer.go), for workers that busy-poll
+	// (XDPWorkerConfig.NAPIBusyPoll). Default: the interface as it is.
+	NAPIDefer NAPIDefer
 }
 
 // XDPWorkerConfig configures NewXDPWorker. The zero value is usable.
@@ -72,6 +76,23 @@ type XDPWorkerConfig struct {
 	// that found frames (spinning or woken), the next one spins for
 	// BusyPoll instead of Spin before it blocks. 0: Spin always.
 	BusyPoll time.Duration
+	// NAPIBusyPoll turns on the kernel's preferred busy polling on every
+	// socket (SO_PREFER_BUSY_POLL, SO_BUSY_POLL of this duration in µs,
+	// SO_BUSY_POLL_BUDGET NAPIBudget): while Wait spins it asks the kernel
+	// to run the device's receive NAPI in the worker's thread (a
+	// recvfrom(MSG_DONTWAIT) per socket and round), so the receive work
+	// (on veth in copy mode: the XDP program and the copy into the UMEM)
+	// moves from the CPU that sent the frame to the worker's, in batches
+	// of up to NAPIBudget. It pays off when the device's interrupts (veth:
+	// its NAPI scheduling by the sender) stay deferred while the worker
+	// polls: the interface's napi_defer_hard_irqs and gro_flush_timeout
+	// (XDPPortConfig.NAPIDefer); without them the sender's CPU still runs
+	// most of the NAPI polls (measured on veth: docs/pktio.md). 0: off
+	// (default).
+	NAPIBusyPoll time.Duration
+	// NAPIBudget is SO_BUSY_POLL_BUDGET: frames one busy poll may take
+	// from the device. Default 256 (with NAPIBusyPoll).
+	NAPIBudget int
 }
 
 const (
@@ -79,6 +100,7 @@ const (
 	defaultXDPRingSize  = 16384
 	defaultXDPTxBudget  = 256
 	defaultXDPSpin      = 50 * time.Microsecond
+	defaultNAPIBudget   = 256
 	xdpPacketHeadroom   = 256 // XDP_PACKET_HEADROOM
 )
 
@@ -101,6 +123,9 @@ func (cfg XDPWorkerConfig) withDefaults() (XDPWorkerConfig, error) {
 	if cfg.Spin == 0 {
 		cfg.Spin = defaultXDPSpin
 	}
+	if cfg.NAPIBusyPoll > 0 && cfg.NAPIBudget == 0 {
+		cfg.NAPIBudget = defaultNAPIBudget
+	}
 	switch {
 	case cfg.FrameSize != 2048 && cfg.FrameSize != 4096:
 		return cfg, fmt.Errorf("pktio: XDP FrameSize %d: want 2048 or 4096", cfg.FrameSize)
@@ -114,6 +139,12 @@ func (cfg XDPWorkerConfig) withDefaults() (XDPWorkerConfig, error) {
 		return cfg, fmt.Errorf("pktio: XDP Headroom %d out of range 0..%d", cfg.Headroom, xdpPacketHeadroom)
 	case cfg.TxBudget < 32 || cfg.TxBudget > 1<<16:
 		return cfg, fmt.Errorf("pktio: XDP TxBudget %d out of range 32..65536", cfg.TxBudget)
+	case cfg.NAPIBusyPoll < 0 || cfg.NAPIBusyPoll > time.Second:
+		return cfg, fmt.Errorf("pktio: XDP NAPIBusyPoll %v out of range 0..1s", cfg.NAPIBusyPoll)
+	case cfg.NAPIBusyPoll > 0 && cfg.NAPIBusyPoll < time.Microsecond:
+		return cfg, fmt.Errorf("pktio: XDP NAPIBusyPoll %v: at least 1µs (SO_BUSY_POLL counts microseconds)", cfg.NAPIBusyPoll)
+	case cfg.NAPIBudget < 0 || cfg.NAPIBudget > 1<<16-1:
+		return cfg, fmt.Errorf("pktio: XDP NAPIBudget %d out of range 0..65535", cfg.NAPIBudget)
 	}
 	return cfg, nil
 }

@@ -14,6 +14,7 @@ package pktio
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"syscall"
 	"unsafe"
@@ -133,11 +134,19 @@ func parseNested(b []byte) []nestedAttr {
 	return out
 }
 
-// netlinkRoundTrip sends req and returns the answer's messages; an error
-// message from the kernel becomes the error.
+// netlinkRoundTrip sends an rtnetlink request and returns the answer's
+// messages; an error message from the kernel becomes the error.
 func netlinkRoundTrip(req []byte) ([]syscall.NetlinkMessage, error) {
+	return netlinkExchange(unix.NETLINK_ROUTE, req)
+}
+
+// netlinkExchange sends req on a fresh socket of protocol proto and
+// collects the answer: a single message, the parts of a dump up to
+// NLMSG_DONE, or the acknowledgement; an error message from the kernel
+// becomes the error.
+func netlinkExchange(proto int, req []byte) ([]syscall.NetlinkMessage, error) {
 	binary.NativeEndian.PutUint32(req, uint32(len(req)))
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket: %w", err)
 	}
@@ -145,21 +154,34 @@ func netlinkRoundTrip(req []byte) ([]syscall.NetlinkMessage, error) {
 	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return nil, fmt.Errorf("netlink send: %w", err)
 	}
+	var out []syscall.NetlinkMessage
 	buf := make([]byte, 32<<10)
-	n, _, err := unix.Recvfrom(fd, buf, 0)
-	if err != nil {
-		return nil, fmt.Errorf("netlink receive: %w", err)
-	}
-	msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-	if err != nil {
-		return nil, fmt.Errorf("netlink answer: %w", err)
-	}
-	for _, m := range msgs {
-		if m.Header.Type == unix.NLMSG_ERROR && len(m.Data) >= 4 {
-			if e := int32(binary.NativeEndian.Uint32(m.Data)); e != 0 {
-				return nil, unix.Errno(-e)
+	for range 1 << 16 { // a dump of a few messages per read; bounded all the same
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("netlink receive: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return nil, fmt.Errorf("netlink answer: %w", err)
+		}
+		for _, m := range msgs {
+			switch {
+			case m.Header.Type == unix.NLMSG_ERROR:
+				if len(m.Data) >= 4 {
+					if e := int32(binary.NativeEndian.Uint32(m.Data)); e != 0 {
+						return nil, unix.Errno(-e)
+					}
+				}
+				return out, nil // the acknowledgement
+			case m.Header.Type == unix.NLMSG_DONE:
+				return out, nil
+			}
+			out = append(out, m)
+			if m.Header.Flags&unix.NLM_F_MULTI == 0 {
+				return out, nil
 			}
 		}
 	}
-	return msgs, nil
+	return nil, errors.New("netlink answer: no end")
 }

@@ -8,7 +8,9 @@ package pktio
 //
 // Flow: OpenXDP -> queue count (ethtool channels) -> map -> program ->
 // attach (native, else generic; a stale netfwd program is replaced) ->
-// registry (DetachXDPPrograms). Close detaches and closes map and program;
+// NAPI deferral when asked (napidefer.go) -> registry
+// (DetachXDPPrograms). Close detaches, puts the NAPI deferral back and
+// closes map and program;
 // sockets keep their rings until their workers close them (they simply get
 // no more frames).
 //
@@ -44,6 +46,9 @@ type XDPPort struct {
 	restoresVLAN bool
 	xsks         *ebpf.Map
 	prog         *ebpf.Program
+	// napiOld: the NAPI deferral the interface had before NAPIDefer,
+	// written back at Close.
+	napiOld []napiSetting
 
 	mu      sync.Mutex
 	lnk     link.Link               // guarded by mu; nil once detached
@@ -92,6 +97,16 @@ func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
 		return fail(fmt.Errorf("attach XDP: %w", err))
 	}
 	p.attach, p.restoresVLAN = a.mode, a.restoreVLAN
+	if nd, err := cfg.NAPIDefer.withDefaults(); err != nil || nd.HardIRQs > 0 {
+		// After the attach: veth creates its NAPI instances with the program.
+		if err == nil {
+			p.napiOld, err = applyNAPIDefer(ifi.Index, nd)
+		}
+		if err != nil {
+			p.detach()
+			return fail(err)
+		}
+	}
 	registerXDP(p)
 	return p, nil
 }
@@ -223,6 +238,11 @@ func (p *XDPPort) closeObjects() {
 
 func (p *XDPPort) closeObjectsLocked() error {
 	var errs []error
+	if p.napiOld != nil && p.netns != nil {
+		old := p.napiOld
+		p.napiOld = nil
+		errs = append(errs, inNetnsFile(p.netns, p.Name, func() error { return restoreNAPIDefer(old) }))
+	}
 	if p.prog != nil {
 		errs = append(errs, p.prog.Close())
 		p.prog = nil

@@ -41,6 +41,7 @@ type XDPSocket struct {
 	fill, comp addrRing
 
 	fillOut int      // frames in the fill ring or the kernel's hands for receiving
+	napiSet bool     // the socket has received a frame: the kernel knows its NAPI instance (busy polling)
 	batch   []uint32 // frames handed out by the last Recv, not yet released
 
 	stats xdpCounters
@@ -114,6 +115,7 @@ func (s *XDPSocket) TryRecv(frames [][]byte, meta []Meta) (int, error) {
 	s.rx.local += uint32(n)
 	s.rx.release()
 	s.fillOut -= n
+	s.napiSet = true
 	s.stats.rxPackets.Add(uint64(k))
 	s.stats.rxBytes.Add(bytes)
 	if bad != 0 {

@@ -15,7 +15,9 @@ package pktio
 //     fail with EBUSY while the kernel still releases the old socket's
 //     buffer pool: retried for up to two seconds;
 //   - copy-mode transmit sends at most 32 frames per kick unless
-//     XDP_MAX_TX_SKB_BUDGET raises it.
+//     XDP_MAX_TX_SKB_BUDGET raises it;
+//   - a socket learns its NAPI instance (for busy polling) from the first
+//     frame it receives; busy polling before that does nothing.
 //
 // Locking: none; called by the worker's owner.
 
@@ -134,7 +136,32 @@ func (w *XDPWorker) tryOpenSocket(p *XDPPort, q, slot int, mode uint16, share *X
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, defaultSndBuf)
 		}
 	}
+	if w.cfg.NAPIBusyPoll > 0 {
+		if err := setNAPIBusyPoll(fd, w.cfg); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// setNAPIBusyPoll turns on preferred busy polling for the socket (needs
+// CAP_NET_ADMIN): a recvfrom on it runs the NAPI instance its frames came
+// from, in the caller's thread, for up to NAPIBudget frames.
+func setNAPIBusyPoll(fd int, cfg XDPWorkerConfig) error {
+	for _, o := range []struct {
+		opt  int
+		val  int
+		name string
+	}{
+		{unix.SO_PREFER_BUSY_POLL, 1, "SO_PREFER_BUSY_POLL"},
+		{unix.SO_BUSY_POLL, int(cfg.NAPIBusyPoll / time.Microsecond), "SO_BUSY_POLL"},
+		{unix.SO_BUSY_POLL_BUDGET, cfg.NAPIBudget, "SO_BUSY_POLL_BUDGET"},
+	} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o.opt, o.val); err != nil {
+			return fmt.Errorf("%s=%d: %w", o.name, o.val, err)
+		}
+	}
+	return nil
 }
 
 func bindModeName(mode uint16) string {

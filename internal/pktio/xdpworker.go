@@ -25,7 +25,10 @@ package pktio
 // doneHeld. A frame already sent once (a flood's second output) is copied.
 //
 // Waiting (Wait): spin over the sockets' RX rings for cfg.Spin, then block
-// in poll(2) on all their fds and an eventfd that Shutdown writes.
+// in poll(2) on all their fds and an eventfd that Shutdown writes. With
+// cfg.NAPIBusyPoll every spin round first asks the kernel to busy-poll
+// each socket's NAPI instance (recvfrom), which fills the RX rings in the
+// worker's thread.
 //
 // Locking: none on the datapath; one owner goroutine calls Bind, Wait, the
 // sockets' Recv/TryRecv/Release/Send and Close. Shutdown (any goroutine)
@@ -86,6 +89,7 @@ type XDPWorker struct {
 	lastBusy  time.Time
 	waits     atomic.Uint64
 	blocks    atomic.Uint64
+	napiPolls atomic.Uint64
 }
 
 // NewXDPWorker maps a UMEM of cfg.Frames frames. Bind sockets on it, then
@@ -292,8 +296,13 @@ func (w *XDPWorker) Wait() error {
 	w.waits.Add(1)
 	if spin := w.spinFor(); spin > 0 {
 		deadline := time.Now().Add(spin)
+		iters := w.spinIters
+		if w.cfg.NAPIBusyPoll > 0 {
+			iters = 1 // a round is a system call per socket: read the clock every round
+		}
 		for {
-			for range w.spinIters {
+			for range iters {
+				w.pollNAPI()
 				if w.Ready() {
 					w.lastBusy = time.Now()
 					return nil
@@ -322,6 +331,21 @@ func (w *XDPWorker) Wait() error {
 	return err
 }
 
+// pollNAPI asks the kernel to busy-poll the NAPI instance of each socket
+// that has received before (cfg.NAPIBusyPoll; nothing otherwise): the
+// device's receive work for up to NAPIBudget frames runs here, now.
+func (w *XDPWorker) pollNAPI() {
+	if w.cfg.NAPIBusyPoll <= 0 {
+		return
+	}
+	for _, s := range w.list {
+		if s.napiSet {
+			unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+			w.napiPolls.Add(1)
+		}
+	}
+}
+
 // spinFor is how long Wait spins before it blocks: BusyPoll while frames
 // came within the last BusyPoll (traffic flows: the next burst is
 // probably a few microseconds away, and a wake-up from poll(2) costs a
@@ -338,11 +362,14 @@ func (w *XDPWorker) spinFor() time.Duration {
 // (Blocked): a wake-up each. Any goroutine.
 type XDPWaitStats struct {
 	Waits, Blocked uint64
+	// NAPIPolls are the busy polls Wait asked the kernel for
+	// (NAPIBusyPoll), one per socket and spin round.
+	NAPIPolls uint64
 }
 
 // WaitStats returns the worker's wait counters. Any goroutine.
 func (w *XDPWorker) WaitStats() XDPWaitStats {
-	return XDPWaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load()}
+	return XDPWaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load(), NAPIPolls: w.napiPolls.Load()}
 }
 
 // block polls pfds (the last one is the eventfd) for up to timeout ms.
