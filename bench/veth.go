@@ -135,6 +135,10 @@ type vethFwd struct {
 	// diag reads the forwarder's own counters so far, when it can say (the
 	// reflector: its sockets' and worker's counters).
 	diag func() fwdDiag
+	// netfwd's backend and flags (netfwd forwarders only): the soak runs
+	// the daemon as the measurements do.
+	io    string
+	flags []string
 }
 
 func newVethFwds() (fwds []*vethFwd, err error) {
@@ -243,6 +247,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 		if v.napi != "" {
 			extra = append(extra, "--xdp-napi-busy-poll", v.napi)
 		}
+		f.io, f.flags = v.io, extra
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
 			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
 			if err != nil {
@@ -501,12 +506,13 @@ func runVeth(opts Options) (recs []Record, err error) {
 	}
 
 	if plan.soak > 0 {
-		for _, io := range []string{"afpacket", "afxdp"} {
-			f := byImpl["netfwd-"+io]
-			if f.unsupported != nil {
+		for _, f := range fwds {
+			// Every netfwd forwarder that was measured unpinned (the soak
+			// runs at half of that).
+			if f.io == "" || f.unsupported != nil || len(f.runs["unpinned"]) == 0 {
 				continue
 			}
-			rec, err := soakVeth(f, io, plan, opts)
+			rec, err := soakVeth(f, plan, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -593,13 +599,13 @@ func printVethTable(opts Options, rows []vethRow) {
 
 // soakVeth runs netfwd at 50% of its unpinned saturation for plan.soak and
 // samples the daemon's RSS every second.
-func soakVeth(f *vethFwd, io string, plan vethPlan, opts Options) (Record, error) {
+func soakVeth(f *vethFwd, plan vethPlan, opts Options) (Record, error) {
 	pps := medianPPS(f.runs["unpinned"]) / 2
-	c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), io, -1)
+	c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), f.io, -1, f.flags...)
 	if err != nil {
 		return Record{}, err
 	}
-	opts.Log("soak: netfwd-%s for %v at %.0f pps", io, plan.soak, pps)
+	opts.Log("soak: %s for %v at %.0f pps", f.impl, plan.soak, pps)
 	var rss []uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
@@ -621,15 +627,15 @@ func soakVeth(f *vethFwd, io string, plan vethPlan, opts Options) (Record, error
 	<-sampled
 	err = errors.Join(err, c.stop())
 	if err != nil {
-		return Record{}, fmt.Errorf("soak %s: %w", io, err)
+		return Record{}, fmt.Errorf("soak %s: %w", f.impl, err)
 	}
 	extra := map[string]any{"lost": int64(r.offered) - int64(r.delivered), "offered": r.offered, "duration": plan.soak.String()}
 	if len(rss) >= 2 {
 		extra["rss_start_kib"], extra["rss_end_kib"], extra["rss_max_kib"] = rss[0], rss[len(rss)-1], slices.Max(rss)
 		extra["rss_growth_kib"] = int64(rss[len(rss)-1]) - int64(rss[0])
 	}
-	opts.Log("soak: netfwd-%s %v, RSS %v KiB", io, r, extra["rss_growth_kib"])
-	return Record{Suite: "veth", Impl: "netfwd-" + io + "-soak",
+	opts.Log("soak: %s %v, RSS %v KiB", f.impl, r, extra["rss_growth_kib"])
+	return Record{Suite: "veth", Impl: f.impl + "-soak",
 		Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "duration": plan.soak.String()},
 		NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6), Extra: extra}, nil
 }
