@@ -179,21 +179,33 @@ func expectRoutes(f *fib.FIB, n int) error {
 	return nil
 }
 
+// loopbackFPM serves f with a real FPM server on loopback (the cases'
+// interface mapping, no stale timer) and connects to it as zebra; the
+// caller closes both.
+func loopbackFPM(f *fib.FIB) (*fpm.Server, net.Conn, error) {
+	srv, err := fpm.Listen("127.0.0.1:0", fpm.Options{FIB: f, Iface: routesIfaces, StaleTime: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, nil, err
+	}
+	go srv.Serve()
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	return srv, c, nil
+}
+
 // viaTCP streams NHG to a real server over loopback and waits for the
 // last frame to be applied.
 func (s *RoutesSetup) viaTCP() (*fib.FIB, error) {
 	f := newRoutesFIB()
-	srv, err := fpm.Listen("127.0.0.1:0", fpm.Options{FIB: f, Iface: routesIfaces, StaleTime: -1,
-		Logger: slog.New(slog.DiscardHandler)})
+	srv, c, err := loopbackFPM(f)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	go srv.Serve()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		return nil, err
-	}
 	defer c.Close()
 	frames := uint64(len(s.Prefixes) + 1)
 	errc := make(chan error, 1)

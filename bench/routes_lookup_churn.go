@@ -26,8 +26,6 @@ package bench
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -36,7 +34,6 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/fulltable"
 )
 
@@ -196,23 +193,12 @@ type lookupChurnResult struct {
 // quiet and churn phases of d each.
 func runLookupChurn(prefixes []netip.Prefix, d time.Duration, o Options) (*lookupChurnResult, error) {
 	prefixes = withoutPrefix(prefixes, hotPrefix)
-	f := fib.New(fib.Options{Compiled: true})
-	tx := f.Begin(1)
-	if err := tx.AddAddress("eth0", netip.MustParsePrefix("192.0.2.1/24")); err != nil {
-		return nil, err
-	}
-	tx.Commit()
-	srv, err := fpm.Listen("127.0.0.1:0", fpm.Options{FIB: f, Iface: routesIfaces, StaleTime: -1,
-		Logger: slog.New(slog.DiscardHandler)})
+	f := newRoutesFIBWith(fib.Options{Compiled: true})
+	srv, conn, err := loopbackFPM(f)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	go srv.Serve()
-	conn, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		return nil, err
-	}
 	defer conn.Close()
 
 	nhids := [2]uint32{21, 22}

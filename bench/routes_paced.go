@@ -26,7 +26,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -35,7 +34,6 @@ import (
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/fpm"
-	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // Zebra's FPM rates measured on this machine (issue 13).
@@ -58,17 +56,11 @@ func (r pacedRun) lag() time.Duration { return r.applied - r.write }
 // with the daemon's FIB options.
 func (s *RoutesSetup) pacedLoad(rate float64, opts fib.Options) (pacedRun, error) {
 	f := newRoutesFIBWith(opts)
-	srv, err := fpm.Listen("127.0.0.1:0", fpm.Options{FIB: f, Iface: routesIfaces, StaleTime: -1,
-		Logger: slog.New(slog.DiscardHandler)})
+	srv, c, err := loopbackFPM(f)
 	if err != nil {
 		return pacedRun{}, err
 	}
 	defer srv.Close()
-	go srv.Serve()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		return pacedRun{}, err
-	}
 	defer c.Close()
 	r, err := pacedStream(c, s.NHG, uint64(len(s.Prefixes)+1), rate, srv.Stats().Frames.Load, cpuTime, 200*time.Microsecond)
 	if err != nil {
@@ -206,28 +198,12 @@ func daemonPacedLoad(prefixes []netip.Prefix, rate float64) (r pacedRun, err err
 	if err != nil {
 		return r, err
 	}
-	var oif uint32
-	var conn net.Conn
-	err = pktio.InNetns(n.r, func() error {
-		ifi, err := net.InterfaceByName(n.rb)
-		if err != nil {
-			return err
-		}
-		oif = uint32(ifi.Index)
-		conn, err = net.Dial("tcp", fpmAddr)
-		return err
-	})
+	conn, oif, err := n.dialFPM(fpmAddr)
 	if err != nil {
-		return r, fmt.Errorf("FPM connection: %w", err)
+		return r, err
 	}
 	defer conn.Close()
 	stream := fpm.FullTableStream(prefixes, netip.MustParseAddr(vethH2IP), oif, 31, true)
-	applied := func() uint64 {
-		m, err := scrapeMetrics(metricsAddr)
-		if err != nil {
-			return 0
-		}
-		return uint64(m[`netfwd_route_source_messages_total{source="fpm"}`])
-	}
+	applied := func() uint64 { return fpmApplied(metricsAddr) }
 	return pacedStream(conn, stream, uint64(len(prefixes)+1), rate, applied, child.cpu, 50*time.Millisecond)
 }

@@ -132,19 +132,9 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 	}
 	metrics := func() (map[string]float64, error) { return scrapeMetrics(metricsAddr) }
 
-	var oif uint32
-	var conn net.Conn
-	err = pktio.InNetns(n.r, func() error {
-		ifi, err := net.InterfaceByName(n.rb)
-		if err != nil {
-			return err
-		}
-		oif = uint32(ifi.Index)
-		conn, err = net.Dial("tcp", fpmAddr)
-		return err
-	})
+	conn, oif, err := n.dialFPM(fpmAddr)
 	if err != nil {
-		return nil, fmt.Errorf("FPM connection: %w", err)
+		return nil, err
 	}
 	defer conn.Close()
 
@@ -156,13 +146,7 @@ func runTrafficChurn(prefixes []netip.Prefix, o Options) (res *trafficChurnResul
 	if _, err := conn.Write(base); err != nil {
 		return nil, err
 	}
-	fpmMessages := func() uint64 {
-		m, err := metrics()
-		if err != nil {
-			return 0
-		}
-		return uint64(m[`netfwd_route_source_messages_total{source="fpm"}`])
-	}
+	fpmMessages := func() uint64 { return fpmApplied(metricsAddr) }
 	if err := waitMessages(fpmMessages, baseMsgs, 5*time.Minute); err != nil {
 		return nil, fmt.Errorf("loading the table into netfwd: %w", err)
 	}
@@ -262,6 +246,36 @@ func logField(line, key string) string {
 		return v
 	}
 	return m[1]
+}
+
+// dialFPM connects to netfwd's FPM listener at addr from inside R, as zebra
+// would, and returns the connection and rb's ifindex (the routes' oif).
+func (n *vethNet) dialFPM(addr string) (net.Conn, uint32, error) {
+	var oif uint32
+	var conn net.Conn
+	err := pktio.InNetns(n.r, func() error {
+		ifi, err := net.InterfaceByName(n.rb)
+		if err != nil {
+			return err
+		}
+		oif = uint32(ifi.Index)
+		conn, err = net.Dial("tcp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("FPM connection: %w", err)
+	}
+	return conn, oif, nil
+}
+
+// fpmApplied is how many FPM messages netfwd has applied (counted after
+// their commit), from its metrics; 0 when they cannot be read.
+func fpmApplied(metricsAddr string) uint64 {
+	m, err := scrapeMetrics(metricsAddr)
+	if err != nil {
+		return 0
+	}
+	return uint64(m[`netfwd_route_source_messages_total{source="fpm"}`])
 }
 
 // scrapeClient reads the daemon's metrics uncompressed and over one kept
