@@ -36,11 +36,56 @@ import (
 var errIONotSupported = errors.New("not supported by this netfwd")
 
 type netfwdChild struct {
-	cmd     *exec.Cmd
-	stderr  *syncWriter
-	exited  chan struct{}
-	dir     string
+	*childProc
 	metrics string // the daemon's metrics address ("": unknown)
+}
+
+// childProc is a child process of the benchmark (netfwd run, bench-xdpfwd):
+// its output, its exit, its CPU time, and a directory removed at stop.
+type childProc struct {
+	name   string // for messages
+	cmd    *exec.Cmd
+	stderr *syncWriter
+	exited chan struct{}
+	dir    string
+}
+
+// childExited: the child exited before it said it was ready.
+type childExited struct {
+	cmd, out string
+}
+
+func (e *childExited) Error() string { return e.cmd + " exited: " + e.out }
+
+// startChild runs exe with args, pinned to cpu (cpu < 0: as this process),
+// and waits up to 10 s until its output matches ready; it returns the
+// match. The child dies with this process (Pdeathsig).
+func startChild(name, exe string, args []string, cpu int, ready *regexp.Regexp) (*childProc, []string, error) {
+	c := &childProc{name: name, stderr: &syncWriter{}, exited: make(chan struct{})}
+	c.cmd = exec.Command(exe, args...)
+	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := startPinned(c.cmd, cpu); err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		c.cmd.Wait()
+		close(c.exited)
+	}()
+	deadline := time.After(10 * time.Second)
+	for {
+		if m := ready.FindStringSubmatch(c.stderr.String()); m != nil {
+			return c, m, nil
+		}
+		select {
+		case <-c.exited:
+			return nil, nil, &childExited{cmd: name + " " + strings.Join(args, " "), out: strings.TrimSpace(c.stderr.String())}
+		case <-deadline:
+			c.kill()
+			return nil, nil, fmt.Errorf("%s not running after 10 s: %s", name, c.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // syncWriter is a strings.Builder safe for one writer and readers.
@@ -158,37 +203,24 @@ func (c *netfwdChild) diag() fwdDiag {
 	return d
 }
 
+// netfwdRunning is the daemon's "ready" log line.
+var netfwdRunning = regexp.MustCompile(`netfwd running`)
+
 func launch(exe string, args []string, cpu int) (*netfwdChild, error) {
-	c := &netfwdChild{stderr: &syncWriter{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(exe, args...)
-	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startPinned(c.cmd, cpu); err != nil {
-		return nil, err
-	}
-	go func() {
-		c.cmd.Wait()
-		close(c.exited)
-	}()
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(c.stderr.String(), "netfwd running") {
-		select {
-		case <-c.exited:
-			out := strings.TrimSpace(c.stderr.String())
-			if strings.Contains(out, "not defined: -io") {
-				return nil, fmt.Errorf("%w: netfwd run has no --io flag", errIONotSupported)
-			}
-			if strings.Contains(out, "--io") || strings.Contains(out, "not supported") {
-				return nil, fmt.Errorf("%w: %s", errIONotSupported, lastLine(out))
-			}
-			return nil, fmt.Errorf("netfwd %s exited: %s", strings.Join(args, " "), out)
-		case <-deadline:
-			c.kill()
-			return nil, fmt.Errorf("netfwd not running after 10 s: %s", c.stderr.String())
-		case <-time.After(10 * time.Millisecond):
+	p, _, err := startChild("netfwd", exe, args, cpu, netfwdRunning)
+	var exited *childExited
+	if errors.As(err, &exited) {
+		if strings.Contains(exited.out, "not defined: -io") {
+			return nil, fmt.Errorf("%w: netfwd run has no --io flag", errIONotSupported)
+		}
+		if strings.Contains(exited.out, "--io") || strings.Contains(exited.out, "not supported") {
+			return nil, fmt.Errorf("%w: %s", errIONotSupported, lastLine(exited.out))
 		}
 	}
-	return c, nil
+	if err != nil {
+		return nil, err
+	}
+	return &netfwdChild{childProc: p}, nil
 }
 
 func lastLine(s string) string {
@@ -221,13 +253,13 @@ func startPinned(cmd *exec.Cmd, cpu int) error {
 	return err
 }
 
-// cpu is the daemon's CPU time so far (all its threads).
-func (c *netfwdChild) cpu() time.Duration {
+// cpu is the child's CPU time so far (all its threads).
+func (c *childProc) cpu() time.Duration {
 	return statCPU(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
 }
 
 // rssKiB is the child's resident set size (VmRSS), 0 if unknown.
-func (c *netfwdChild) rssKiB() uint64 {
+func (c *childProc) rssKiB() uint64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.cmd.Process.Pid))
 	if err != nil {
 		return 0
@@ -242,23 +274,23 @@ func (c *netfwdChild) rssKiB() uint64 {
 }
 
 // stop sends SIGTERM and waits (SIGKILL after 5 s); it returns an error
-// when the daemon did not exit cleanly.
-func (c *netfwdChild) stop() error {
+// when the child did not exit cleanly.
+func (c *childProc) stop() error {
 	defer os.RemoveAll(c.dir)
 	c.cmd.Process.Signal(unix.SIGTERM)
 	select {
 	case <-c.exited:
 	case <-time.After(5 * time.Second):
 		c.kill()
-		return fmt.Errorf("netfwd did not stop on SIGTERM: %s", lastLine(strings.TrimSpace(c.stderr.String())))
+		return fmt.Errorf("%s did not stop on SIGTERM: %s", c.name, lastLine(strings.TrimSpace(c.stderr.String())))
 	}
 	if st := c.cmd.ProcessState; st != nil && !st.Success() {
-		return fmt.Errorf("netfwd exited with %v: %s", st, lastLine(strings.TrimSpace(c.stderr.String())))
+		return fmt.Errorf("%s exited with %v: %s", c.name, st, lastLine(strings.TrimSpace(c.stderr.String())))
 	}
 	return nil
 }
 
-func (c *netfwdChild) kill() {
+func (c *childProc) kill() {
 	c.cmd.Process.Kill()
 	<-c.exited
 }

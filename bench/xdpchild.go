@@ -33,7 +33,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -188,13 +187,10 @@ func writeChildStats(file string, seq uint64, d fwdDiag) error {
 
 // xdpChild is the parent's handle on a bench-xdpfwd process.
 type xdpChild struct {
-	cmd    *exec.Cmd
-	stderr *syncWriter
-	exited chan struct{}
-	dir    string
-	stats  string
-	seq    uint64
-	mode   string
+	*childProc
+	stats string
+	seq   uint64
+	mode  string
 }
 
 var xdpChildModeRE = regexp.MustCompile(`xdpfwd running mode=(.*)`)
@@ -211,38 +207,16 @@ func startXDPChild(impl, ns, in, out string, nextHop net.HardwareAddr, cpu int, 
 	if err != nil {
 		return nil, err
 	}
-	c := &xdpChild{stderr: &syncWriter{}, exited: make(chan struct{}), dir: dir, stats: filepath.Join(dir, "stats.json")}
+	stats := filepath.Join(dir, "stats.json")
 	args := append([]string{"bench-xdpfwd", "--impl", impl, "--netns", ns, "--in", in, "--out", out,
-		"--next-hop", nextHop.String(), "--stats", c.stats}, extra...)
-	c.cmd = exec.Command(exe, args...)
-	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := startPinned(c.cmd, cpu); err != nil {
+		"--next-hop", nextHop.String(), "--stats", stats}, extra...)
+	p, m, err := startChild("bench-xdpfwd", exe, args, cpu, xdpChildModeRE)
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	go func() {
-		c.cmd.Wait()
-		close(c.exited)
-	}()
-	deadline := time.After(10 * time.Second)
-	for {
-		if m := xdpChildModeRE.FindStringSubmatch(c.stderr.String()); m != nil {
-			c.mode = strings.TrimSpace(m[1])
-			return c, nil
-		}
-		select {
-		case <-c.exited:
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("%s %s exited: %s", exe, strings.Join(args, " "), strings.TrimSpace(c.stderr.String()))
-		case <-deadline:
-			c.cmd.Process.Kill()
-			<-c.exited
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("bench-xdpfwd not running after 10 s: %s", c.stderr.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	p.dir = dir
+	return &xdpChild{childProc: p, stats: stats, mode: strings.TrimSpace(m[1])}, nil
 }
 
 // diag asks the child for its counters and waits for them (zero on
@@ -263,26 +237,4 @@ func (c *xdpChild) diag() fwdDiag {
 		time.Sleep(time.Millisecond)
 	}
 	return fwdDiag{}
-}
-
-// cpu is the child's CPU time so far (all its threads).
-func (c *xdpChild) cpu() time.Duration {
-	return statCPU(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
-}
-
-// stop sends SIGTERM and waits (SIGKILL after 5 s).
-func (c *xdpChild) stop() error {
-	defer os.RemoveAll(c.dir)
-	c.cmd.Process.Signal(unix.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(5 * time.Second):
-		c.cmd.Process.Kill()
-		<-c.exited
-		return fmt.Errorf("bench-xdpfwd did not stop on SIGTERM: %s", lastLine(strings.TrimSpace(c.stderr.String())))
-	}
-	if st := c.cmd.ProcessState; st != nil && !st.Success() {
-		return fmt.Errorf("bench-xdpfwd exited with %v: %s", st, lastLine(strings.TrimSpace(c.stderr.String())))
-	}
-	return nil
 }
