@@ -622,19 +622,30 @@ func soakVeth(f *vethFwd, plan vethPlan, opts Options) (Record, error) {
 			}
 		}
 	}()
+	k0 := f.net.readKernelDrops()
+	m0, _ := scrapeMetrics(c.metrics)
 	r, err := f.net.measure(genSpec{frames: uint64(pps * plan.soak.Seconds()), procs: 1, pps: pps}, c.cpu)
 	close(stop)
 	<-sampled
+	kernel := f.net.readKernelDrops().since(k0)
+	var netfwd map[string]float64
+	if m1, merr := scrapeMetrics(c.metrics); merr == nil && m0 != nil {
+		netfwd = dropDeltas(m0, m1)
+	}
 	err = errors.Join(err, c.stop())
 	if err != nil {
 		return Record{}, fmt.Errorf("soak %s: %w", f.impl, err)
 	}
-	extra := map[string]any{"lost": int64(r.offered) - int64(r.delivered), "offered": r.offered, "duration": plan.soak.String()}
+	extra := map[string]any{"lost": int64(r.offered) - int64(r.delivered), "offered": r.offered, "duration": plan.soak.String(),
+		"kernel_drops": kernel, "netfwd_drops": netfwd}
 	if len(rss) >= 2 {
 		extra["rss_start_kib"], extra["rss_end_kib"], extra["rss_max_kib"] = rss[0], rss[len(rss)-1], slices.Max(rss)
 		extra["rss_growth_kib"] = int64(rss[len(rss)-1]) - int64(rss[0])
+		// After the first tenth: rings and heap touched once are warm-up,
+		// growth from there on would be a leak.
+		extra["rss_growth_after_warmup_kib"] = int64(rss[len(rss)-1]) - int64(rss[len(rss)/10])
 	}
-	opts.Log("soak: %s %v, RSS %v KiB", f.impl, r, extra["rss_growth_kib"])
+	opts.Log("soak: %s %v, RSS %v KiB (%v KiB after the first tenth), netfwd drops %v, kernel drops %v", f.impl, r, extra["rss_growth_kib"], extra["rss_growth_after_warmup_kib"], netfwd, kernel)
 	return Record{Suite: "veth", Impl: f.impl + "-soak",
 		Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "duration": plan.soak.String()},
 		NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6), Extra: extra}, nil

@@ -47,7 +47,14 @@ type Config struct {
 	// the batch and the largest frame: GSO super-frames need 128 KiB.
 	// Default 128 KiB.
 	BlockSize int
-	// Blocks is the number of blocks per ring. Default 32 (4 MiB a queue).
+	// Blocks is the number of blocks per ring. Default: the port's rings
+	// share 64 MiB, 32 to 256 blocks a queue (two queues: 256 blocks, 32
+	// MiB each). A partly filled block retires after BlockTimeout, so when
+	// the worker is off the CPU a ring absorbs about Blocks milliseconds of
+	// traffic at moderate rates, whatever its frames' size: with 32 blocks
+	// a worker descheduled for more than 32 ms on a busy 2-core machine
+	// lost 0.17 % of a 60 s run at 135 kpps; with 256, none
+	// (docs/pktio.md).
 	Blocks int
 	// BlockTimeout retires a partly filled block after this long, so frames
 	// wait at most that long at low rates. Millisecond granularity (kernel);
@@ -100,7 +107,9 @@ type Config struct {
 
 const (
 	defaultBlockSize    = 128 << 10
-	defaultBlocks       = 32
+	portRingBudget      = 64 << 20
+	minDefaultBlocks    = 32
+	maxDefaultBlocks    = 256
 	defaultBlockTimeout = time.Millisecond
 	defaultTxBatch      = 256
 	defaultTxFrameSize  = 2048
@@ -121,7 +130,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.BlockSize = defaultBlockSize
 	}
 	if cfg.Blocks == 0 {
-		cfg.Blocks = defaultBlocks
+		cfg.Blocks = min(max(portRingBudget/cfg.BlockSize/cfg.Queues, minDefaultBlocks), maxDefaultBlocks)
 	}
 	if cfg.BlockTimeout == 0 {
 		cfg.BlockTimeout = defaultBlockTimeout

@@ -1,0 +1,25 @@
+package pktio
+
+import "testing"
+
+// TestRingBlocksDefault: the receive rings of a port share a budget, with
+// at least 32 and at most 256 blocks a queue; an explicit Blocks wins.
+func TestRingBlocksDefault(t *testing.T) {
+	for _, c := range []struct{ queues, blockSize, blocks, want int }{
+		{1, 0, 0, 256},
+		{2, 0, 0, 256},
+		{4, 0, 0, 128},
+		{16, 0, 0, 32},
+		{64, 0, 0, 32},
+		{2, 1 << 20, 0, 32},
+		{2, 0, 8, 8},
+	} {
+		cfg, err := Config{Queues: c.queues, BlockSize: c.blockSize, Blocks: c.blocks}.withDefaults()
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if cfg.Blocks != c.want {
+			t.Errorf("queues %d block size %d blocks %d: got %d blocks, want %d", c.queues, c.blockSize, c.blocks, cfg.Blocks, c.want)
+		}
+	}
+}
