@@ -8,7 +8,9 @@ package bench
 // The executable is NETFWD_BENCH_EXE when set (tests build netfwd there),
 // else this process's own executable (`netfwd bench veth`). A daemon that
 // does not know `--io` yet (flag error) runs AF_PACKET without the flag,
-// and AF_XDP is reported as not supported.
+// and AF_XDP is reported as not supported. NETFWD_CHILD_LOG=FILE appends
+// every child's output to FILE as well (its log lines, a panic), for
+// looking into a run afterwards.
 //
 // Locking: stderr is written by the exec package's copier and read by the
 // starter (syncWriter); a child is started and stopped by one goroutine.
@@ -17,6 +19,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -64,6 +67,11 @@ func startChild(name, exe string, args []string, cpu int, ready *regexp.Regexp) 
 	c := &childProc{name: name, stderr: &syncWriter{}, exited: make(chan struct{})}
 	c.cmd = exec.Command(exe, args...)
 	c.cmd.Stdout, c.cmd.Stderr = c.stderr, c.stderr
+	if fn := os.Getenv("NETFWD_CHILD_LOG"); fn != "" {
+		if f, err := os.OpenFile(fn, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			c.cmd.Stdout, c.cmd.Stderr = io.MultiWriter(c.stderr, f), io.MultiWriter(c.stderr, f)
+		}
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := startPinned(c.cmd, cpu); err != nil {
 		return nil, nil, err

@@ -12,25 +12,30 @@ package fpm
 //   - it holds at least batchTarget frames (1/8 of the FIB's prefixes, at
 //     least 4096): a full table streams in at in-place speed, and the clones
 //     of the tries while it grows from empty sum to ~8 times its size;
-//   - or the stream paused for IdleCommit (100 ms: a replay or an update
-//     burst ended, its routes become visible at once; zebra's writes pause
-//     for tens of milliseconds in the middle of a stream on a busy machine,
-//     and every false end makes a small, copy-on-write batch);
+//   - or the stream paused for IdleCommit since its last bytes arrived
+//     (100 ms: a replay or an update burst ended, its routes become
+//     visible at once; zebra's writes pause for tens of milliseconds in
+//     the middle of a stream on a busy machine, and every false end makes
+//     a small, copy-on-write batch);
 //   - or its oldest frame waited MaxBatchDelay (1 s: the bound on how long
 //     a route waits to become visible during a long stream; zebra's first
 //     load of a full table, at ~13-76 K routes/s, fills batches far above
 //     the in-place threshold, 1/fib.InPlaceFraction of the table, within a
 //     second; so does a churn of 10,000 changes/s).
-// After an in-place batch, when more frames already wait, the applier
-// clones the tries for the next one outside the writer lock
+// An in-place batch takes in the frames that arrive while it is applied
+// (extend: they cost microseconds each once the tries are cloned), for up
+// to MaxBatchDelay, so a stream that ends during a batch is complete when
+// that batch commits. After an in-place batch, while the stream goes on,
+// the applier clones the tries for the next one outside the writer lock
 // (fib.PrepareInPlace), so the next batch, the stream's last included, does
 // not start with ~100-250 ms of copying.
 // A frame is applied only once it decoded whole; a frame never spans two
 // transactions. A malformed frame ends the session after the transaction of
 // the frames before it commits.
 //
-// Locking: inMu guards the inbox and the reader's end; the applier owns the
-// rest. The FIB writer lock is held only while a batch is applied.
+// Locking: inMu guards the inbox, its arrival time and the reader's end;
+// the applier owns the rest. The FIB writer lock is held only while a batch
+// is applied.
 
 import (
 	"errors"
@@ -76,6 +81,7 @@ type session struct {
 
 	inMu    sync.Mutex
 	inbox   []byte        // guarded by inMu
+	inLast  time.Time     // when the reader last added data; guarded by inMu
 	inErr   error         // the reader's end; guarded by inMu
 	inRoom  *sync.Cond    // the reader waits on it while the inbox is full
 	notify  chan struct{} // the reader added data or ended
@@ -86,6 +92,7 @@ type session struct {
 	scan    int       // buf[r:scan] holds complete frames, counted in pending
 	pending int       // complete frames not applied yet
 	since   time.Time // when the oldest of them arrived
+	arrived time.Time // when the newest bytes arrived (inLast at the last take)
 	fr      Frame
 }
 
@@ -100,6 +107,9 @@ func (sess *session) read() {
 			sess.inRoom.Wait()
 		}
 		sess.inbox = append(sess.inbox, b[:n]...)
+		if n > 0 {
+			sess.inLast = time.Now()
+		}
 		if err != nil {
 			sess.inErr = err
 		}
@@ -125,6 +135,7 @@ func (sess *session) take() error {
 	defer sess.inMu.Unlock()
 	sess.buf = append(sess.buf, sess.inbox...)
 	sess.inbox = sess.inbox[:0]
+	sess.arrived = sess.inLast
 	sess.inRoom.Broadcast()
 	return sess.inErr
 }
@@ -180,7 +191,10 @@ func (sess *session) run() {
 			deadline = sess.sweepAt()
 		}
 		if sess.pending > 0 {
-			idle := now.Add(o.IdleCommit)
+			// The pause counts from the last arrival, not from now: after
+			// a long batch, frames that arrived during it and nothing since
+			// are applied at once.
+			idle := sess.arrived.Add(o.IdleCommit)
 			if due := sess.since.Add(o.MaxBatchDelay); due.Before(idle) {
 				idle = due
 			}
@@ -215,15 +229,16 @@ func (sess *session) run() {
 	}
 }
 
-// moreWaiting reports whether frames wait for the next batch: counted, or
-// still in the reader's inbox.
-func (sess *session) moreWaiting() bool {
+// streaming reports whether another batch is likely soon: frames wait
+// (counted, or still in the reader's inbox), or the stream was active
+// within IdleCommit.
+func (sess *session) streaming() bool {
 	if sess.pending > 0 {
 		return true
 	}
 	sess.inMu.Lock()
 	defer sess.inMu.Unlock()
-	return len(sess.inbox) > 0
+	return len(sess.inbox) > 0 || time.Since(sess.inLast) < sess.s.opts.IdleCommit
 }
 
 // flush applies every pending frame.
@@ -317,6 +332,7 @@ func (sess *session) batch() error {
 	start := sess.since
 	msgs, frames := 0, 0
 	var tx *fib.Txn
+	began := time.Now()
 	defer func() {
 		bulk := tx != nil && tx.Bulk()
 		if tx != nil {
@@ -340,8 +356,10 @@ func (sess *session) batch() error {
 			sess.pending = 0
 		}
 		sess.since = time.Now()
-		if bulk && sess.moreWaiting() {
+		if bulk && sess.streaming() {
+			restore := BulkGC() // a clone allocates the tries anew: no collections over the whole heap while it copies
 			sess.prepared = s.opts.FIB.PrepareInPlace(fib.TableMain)
+			restore()
 		}
 	}()
 	for sess.r < sess.scan && frames < s.opts.MaxBatch {
@@ -365,6 +383,27 @@ func (sess *session) batch() error {
 		}
 		sess.tr.ApplyFrame(tx, &sess.fr)
 		msgs += len(sess.fr.Msgs)
+		if sess.r == sess.scan && tx != nil && tx.Bulk() {
+			sess.extend(began)
+		}
 	}
 	return nil
+}
+
+// extend adds the frames that arrived while an in-place batch was applied
+// to it, at a few microseconds each (the trie clones are paid already),
+// instead of leaving them to a batch of their own with another clone: at
+// the end of a stream the last frames become visible with the batch that
+// was running when they came. Bounded by MaxBatchDelay from the batch's
+// start (and MaxBatch frames, the caller's loop), so its first frames still
+// become visible. A reader's end or a malformed header stops it; the run
+// loop finds either again.
+func (sess *session) extend(began time.Time) {
+	if time.Since(began) >= sess.s.opts.MaxBatchDelay {
+		return
+	}
+	if sess.take() != nil {
+		return
+	}
+	_ = sess.count(time.Now())
 }
