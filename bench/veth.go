@@ -644,8 +644,14 @@ func soakVeth(f *vethFwd, plan vethPlan, opts Options) (Record, error) {
 		// After the first tenth: rings and heap touched once are warm-up,
 		// growth from there on would be a leak.
 		extra["rss_growth_after_warmup_kib"] = int64(rss[len(rss)-1]) - int64(rss[len(rss)/10])
+		var tenths []uint64 // the shape: a plateau or a slope
+		for i := 0; i <= 10; i++ {
+			tenths = append(tenths, rss[min(i*len(rss)/10, len(rss)-1)])
+		}
+		extra["rss_tenths_kib"] = tenths
 	}
-	opts.Log("soak: %s %v, RSS %v KiB (%v KiB after the first tenth), netfwd drops %v, kernel drops %v", f.impl, r, extra["rss_growth_kib"], extra["rss_growth_after_warmup_kib"], netfwd, kernel)
+	opts.Log("soak: %s %v, RSS %v KiB (%v KiB after the first tenth; at each tenth %v KiB), netfwd drops %v, kernel drops %v",
+		f.impl, r, extra["rss_growth_kib"], extra["rss_growth_after_warmup_kib"], extra["rss_tenths_kib"], netfwd, kernel)
 	return Record{Suite: "veth", Impl: f.impl + "-soak",
 		Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "duration": plan.soak.String()},
 		NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6), Extra: extra}, nil

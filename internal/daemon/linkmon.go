@@ -104,7 +104,10 @@ func (m *linkMonitor) run(stop <-chan struct{}, report func(linkEvent)) {
 			return
 		default:
 		}
-		n, _, err := unix.Recvfrom(m.fd, buf, 0)
+		// read(2), not recvfrom: unix.Recvfrom allocates the sender's
+		// address on every call, timeouts included (a few hundred bytes a
+		// second of garbage in a daemon whose datapath allocates nothing).
+		n, err := unix.Read(m.fd, buf)
 		if err != nil {
 			switch {
 			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
