@@ -15,7 +15,9 @@ package bench
 //	                 process of its own (xdpchild.go)
 //	reflector-process  the reflector as a process of its own
 //	linux            Linux ip_forward
-//	netfwd-afpacket  `netfwd run --io afpacket` as a child process
+//	netfwd-afpacket  `netfwd run --io afpacket` as a child process (its
+//	                 default receive ring, TPACKET_V2)
+//	netfwd-afpacket-v3  the same with --afpacket-ring v3
 //	netfwd-afxdp     `netfwd run --io afxdp` as a child process
 //	netfwd-afxdp-napi  the same with --xdp-napi-busy-poll 20us (the workers
 //	                 run veth's receive NAPI, deferred, themselves)
@@ -232,6 +234,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	}
 	for _, v := range []struct{ impl, io, mode, napi string }{
 		{"netfwd-afpacket", "afpacket", "", ""},
+		{"netfwd-afpacket-v3", "afpacket", "v3", ""},
 		{"netfwd-afxdp", "afxdp", "auto", ""},
 		{"netfwd-afxdp-generic", "afxdp", "generic", ""},
 		{"netfwd-afxdp-napi", "afxdp", "auto", "20us"},
@@ -241,7 +244,10 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 			return fwds, err
 		}
 		var extra []string
-		if v.mode != "" {
+		switch {
+		case v.io == "afpacket" && v.mode != "":
+			extra = []string{"--afpacket-ring", v.mode}
+		case v.mode != "":
 			extra = []string{"--xdp-mode", v.mode}
 		}
 		if v.napi != "" {
@@ -685,7 +691,7 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 			c.n.Close()
 		}
 	}()
-	for _, io := range []string{"", "afpacket", "afxdp"} {
+	for _, io := range []string{"", "afpacket", "afpacket-v3", "afxdp"} {
 		spec := tcpSpec()
 		// AF_XDP on veth: the hosts finish their own checksums (a veth
 		// hands partial ones to XDP unmarked; docs/pktio.md), and with a
@@ -713,7 +719,11 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 			}
 			var child *netfwdChild
 			if c.io != "" {
-				child, err = startNetfwd(c.n.Router, c.n.Spec.Config(), c.io, -1)
+				backend, extra := c.io, []string(nil)
+				if c.io == "afpacket-v3" {
+					backend, extra = "afpacket", []string{"--afpacket-ring", "v3"}
+				}
+				child, err = startNetfwd(c.n.Router, c.n.Spec.Config(), backend, -1, extra...)
 				if errors.Is(err, errIONotSupported) {
 					c.unsupported = err
 					continue

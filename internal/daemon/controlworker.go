@@ -14,8 +14,9 @@ package daemon
 //
 // Locking: as any ioWorker (worker.go).
 
-// controlRingBlocks is the control ring's size in TPACKET_V3 blocks (128
-// KiB each by default): control traffic is small and read at once.
+// controlRingBlocks is the control ring's size in blocks (128 KiB each by
+// default; 64 frame slots each on the V2 ring, 256 in all): control
+// traffic is small and read at once.
 const controlRingBlocks = 4
 
 // newControlWorker is the worker of the control rings.

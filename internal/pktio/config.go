@@ -56,6 +56,18 @@ type Config struct {
 	// lost 0.17 % of a 60 s run at 135 kpps; with 256, none
 	// (docs/pktio.md).
 	Blocks int
+	// Ring is the receive ring's layout: RingV3 (RingDefault) or RingV2
+	// (rxring_v2.go: per-frame wake-ups, for latency at low rates). The
+	// ring's memory is BlockSize x Blocks either way.
+	Ring Ring
+	// SlotSize is RingV2's slot per frame (a power of two, 512 to
+	// BlockSize). Frames that do not fit arrive through the socket's queue.
+	// Default 2048.
+	SlotSize int
+	// Spin is how long a RingV2 queue's Recv watches the ring before it
+	// parks (its wake-ups are per frame). Default 50 µs; negative: none.
+	Spin time.Duration
+
 	// BlockTimeout retires a partly filled block after this long, so frames
 	// wait at most that long at low rates. Millisecond granularity (kernel);
 	// default 1 ms, the minimum.
@@ -107,6 +119,7 @@ type Config struct {
 
 const (
 	defaultBlockSize    = 128 << 10
+	defaultV2Spin       = 50 * time.Microsecond
 	portRingBudget      = 64 << 20
 	minDefaultBlocks    = 32
 	maxDefaultBlocks    = 256
@@ -135,6 +148,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.BlockTimeout == 0 {
 		cfg.BlockTimeout = defaultBlockTimeout
 	}
+	if cfg.Ring == RingDefault {
+		cfg.Ring = RingV3
+	}
+	if cfg.SlotSize == 0 {
+		cfg.SlotSize = defaultSlotSize
+	}
+	if cfg.Spin == 0 {
+		cfg.Spin = defaultV2Spin
+	}
 	if cfg.TxBatch == 0 {
 		cfg.TxBatch = defaultTxBatch
 	}
@@ -156,6 +178,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("pktio: Blocks %d out of range 2..65536", cfg.Blocks)
 	case cfg.BlockTimeout < time.Millisecond || cfg.BlockTimeout > time.Minute:
 		return cfg, fmt.Errorf("pktio: BlockTimeout %v out of range 1ms..1m", cfg.BlockTimeout)
+	case cfg.Ring != RingV3 && cfg.Ring != RingV2:
+		return cfg, fmt.Errorf("pktio: Ring %d: want RingV3 or RingV2", cfg.Ring)
+	case cfg.SlotSize < 512 || cfg.SlotSize > cfg.BlockSize || cfg.SlotSize&(cfg.SlotSize-1) != 0:
+		return cfg, fmt.Errorf("pktio: SlotSize %d must be a power of two between 512 and BlockSize %d", cfg.SlotSize, cfg.BlockSize)
 	case cfg.Headroom < 0 || cfg.Headroom > maxHeadroom:
 		return cfg, fmt.Errorf("pktio: Headroom %d out of range 0..%d", cfg.Headroom, maxHeadroom)
 	case cfg.KeepPartialChecksum && cfg.NoOffload:

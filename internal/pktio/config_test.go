@@ -23,3 +23,27 @@ func TestRingBlocksDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestRingConfigValidated: the V2 slot size is checked before a socket is
+// made; a bad ring kind is refused.
+func TestRingConfigValidated(t *testing.T) {
+	for _, c := range []struct {
+		cfg Config
+		ok  bool
+	}{
+		{Config{Ring: RingV2}, true},
+		{Config{Ring: RingV2, SlotSize: 4096}, true},
+		{Config{Ring: RingV2, SlotSize: 3000}, false},
+		{Config{Ring: RingV2, SlotSize: 256}, false},
+		{Config{Ring: RingV2, BlockSize: 4096, SlotSize: 8192}, false},
+		{Config{Ring: Ring(7)}, false},
+	} {
+		cfg, err := c.cfg.withDefaults()
+		if (err == nil) != c.ok {
+			t.Errorf("%+v: err %v, want ok=%v", c.cfg, err, c.ok)
+		}
+		if err == nil && cfg.SlotSize == 0 {
+			t.Errorf("%+v: SlotSize not defaulted", c.cfg)
+		}
+	}
+}

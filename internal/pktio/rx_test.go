@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"testing"
@@ -79,13 +80,22 @@ func testFrame(rng *rand.Rand, dst, src net.HardwareAddr, n int) []byte {
 }
 
 func TestRecvIntact(t *testing.T) {
-	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{})
+	for _, ring := range []Ring{RingV3, RingV2} {
+		t.Run(fmt.Sprint("ring", ring), func(t *testing.T) { testRecvIntact(t, ring) })
+	}
+}
+
+// testRecvIntact: frames of every size arrive byte for byte; with V2, the
+// frames above its 2 KiB slot (jumbo, MTU 9000) come through the socket's
+// queue (TP_STATUS_COPY) in their place in the order.
+func testRecvIntact(t *testing.T, ring Ring) {
+	p := newPair(t, "mtu", "9000")
+	port := openIn(t, p.nsB, p.b, Config{Ring: ring})
 	c := rawSender(t, p.nsA, p.a)
 	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sent [][]byte
-	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514} {
+	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514, 2100, 60, 9014, 3000, 1514} {
 		sent = append(sent, testFrame(rng, dst, src, n))
 	}
 	send(t, c, sent...)
@@ -115,6 +125,8 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 		{"offload", Config{}},
 		{"offload-headroom4", Config{Headroom: 4}},
 		{"nooffload-headroom40", Config{NoOffload: true, Headroom: 40}},
+		{"v2-offload-headroom4", Config{Ring: RingV2, Headroom: 4}},
+		{"v2-nooffload-headroom40", Config{Ring: RingV2, NoOffload: true, Headroom: 40}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t)
@@ -209,8 +221,15 @@ func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
 // caller still holds: frames arrive once and in order, and what does not
 // arrive is counted as a ring drop.
 func TestRecvBatchSpanningRing(t *testing.T) {
+	// V3: 4 blocks of three frames; V2: 8 slots of one.
+	for _, ring := range []Ring{RingV3, RingV2} {
+		t.Run(fmt.Sprint("ring", ring), func(t *testing.T) { testRecvBatchSpanningRing(t, ring) })
+	}
+}
+
+func testRecvBatchSpanningRing(t *testing.T, ring Ring) {
 	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 4})
+	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 4, Ring: ring})
 	c := rawSender(t, p.nsA, p.a)
 	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
 	rng := rand.New(rand.NewPCG(13, 14))

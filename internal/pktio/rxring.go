@@ -50,6 +50,8 @@ type Queue struct {
 	held    int  // fully read blocks before cur, released by the next Recv
 	waitFn  func(fd uintptr) bool
 
+	v2 *v2State // RingV2 (rxring_v2.go); nil: V3
+
 	closed atomic.Bool
 	stats  rxCounters
 }
@@ -117,6 +119,9 @@ func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
 		if q.blockReady() {
 			continue // a ready block held only skipped frames
 		}
+		if q.v2 != nil && q.spinV2() {
+			continue
+		}
 		if err := q.sock.rc.Read(q.waitFn); err != nil {
 			if q.closed.Load() {
 				return 0, ErrClosed
@@ -138,6 +143,10 @@ func (q *Queue) TryRecv(frames [][]byte, meta []Meta) (int, error) {
 // Release hands the blocks of the frames returned so far back to the kernel
 // (Recv does it on entry). Frames returned earlier are invalid afterwards.
 func (q *Queue) Release() {
+	if q.v2 != nil {
+		q.releaseV2()
+		return
+	}
 	for ; q.held > 0; q.held-- {
 		b := q.cur - q.held
 		if b < 0 {
@@ -153,6 +162,9 @@ func (q *Queue) word(block, off int) *uint32 {
 
 // blockReady reports whether the owner has something to read now.
 func (q *Queue) blockReady() bool {
+	if q.v2 != nil {
+		return q.readyV2()
+	}
 	if q.inBlock {
 		return true
 	}
@@ -163,6 +175,9 @@ func (q *Queue) wait(uintptr) bool { return q.closed.Load() || q.blockReady() }
 
 // fill walks ready blocks and returns the number of frames handed out.
 func (q *Queue) fill(frames [][]byte, meta []Meta) int {
+	if q.v2 != nil {
+		return q.fillV2(frames, meta)
+	}
 	var bc batchCounts
 	n := 0
 	for n < len(frames) {
@@ -194,7 +209,9 @@ func (q *Queue) fill(frames [][]byte, meta []Meta) int {
 		}
 		h := (*tpacket3Hdr)(unsafe.Pointer(&blk[off]))
 		q.off = off + int(h.nextOffset)
-		if q.processFrame(blk, off, h, &frames[n], &meta[n], &bc) {
+		fh := rxHdr{snap: int(h.snaplen), wire: int(h.len), status: h.status, mac: int(h.mac),
+			vlanTCI: uint16(h.vlanTCI), vlanTPID: h.vlanTPID, hdrLen: tpacket3HdrLen}
+		if q.processFrame(blk, off, &fh, &frames[n], &meta[n], &bc) {
 			n++
 		}
 	}
@@ -215,13 +232,24 @@ func (q *Queue) finishBlock() {
 	}
 }
 
+// rxHdr is what processFrame needs of a frame's ring header, the same for
+// TPACKET_V3 and V2 (whose headers differ in layout and length).
+type rxHdr struct {
+	snap, wire int
+	status     uint32
+	mac        int // the frame's offset from the header
+	vlanTCI    uint16
+	vlanTPID   uint16
+	hdrLen     int // TPACKET_ALIGN(sizeof header); struct sockaddr_ll follows
+}
+
 // processFrame validates and fixes up the frame at blk[off:] and fills
 // *frame and *m. It returns false for frames it drops (counted in bc).
-func (q *Queue) processFrame(blk []byte, off int, h *tpacket3Hdr, frame *[]byte, m *Meta, bc *batchCounts) bool {
-	snap, wire, status := int(h.snaplen), int(h.len), h.status
-	start := off + int(h.mac)
+func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Meta, bc *batchCounts) bool {
+	snap, wire, status := h.snap, h.wire, h.status
+	start := off + h.mac
 	end := start + snap
-	if end > len(blk) || start < off+tpacket3HdrLenWithSLL {
+	if end > len(blk) || start < off+h.hdrLen+sockaddrLLLen {
 		bc.errors++
 		return false
 	}
@@ -229,7 +257,7 @@ func (q *Queue) processFrame(blk []byte, off int, h *tpacket3Hdr, frame *[]byte,
 		bc.truncated++
 		return false
 	}
-	if blk[off+sllPkttypeOff] == unix.PACKET_OUTGOING {
+	if blk[off+h.hdrLen+sllPkttypeInSLL] == unix.PACKET_OUTGOING {
 		bc.outgoing++ // PACKET_IGNORE_OUTGOING makes this rare; belt and braces
 		return false
 	}
@@ -255,7 +283,7 @@ func (q *Queue) processFrame(blk []byte, off int, h *tpacket3Hdr, frame *[]byte,
 		}
 	}
 	if status&unix.TP_STATUS_VLAN_VALID != 0 {
-		if start-vlanTagLen-q.headroom < off+tpacket3HdrLen {
+		if start-vlanTagLen-q.headroom < off+h.hdrLen {
 			bc.errors++ // cannot happen with the reserve Open sets
 			return false
 		}
@@ -266,9 +294,9 @@ func (q *Queue) processFrame(blk []byte, off int, h *tpacket3Hdr, frame *[]byte,
 		copy(blk[start-vlanTagLen:start+12-vlanTagLen], blk[start:start+12])
 		start -= vlanTagLen
 		binary.BigEndian.PutUint16(blk[start+12:], tpid)
-		binary.BigEndian.PutUint16(blk[start+14:], uint16(h.vlanTCI))
+		binary.BigEndian.PutUint16(blk[start+14:], h.vlanTCI)
 		m.Len += vlanTagLen
-		m.VLANTCI = uint16(h.vlanTCI)
+		m.VLANTCI = h.vlanTCI
 		m.Flags |= FlagVLANRestored
 		bc.vlan++
 	}
@@ -313,6 +341,12 @@ func newQueue(p *Port, idx int, s *rawSocket, cfg *Config) (*Queue, error) {
 	q := &Queue{port: p, idx: idx, sock: s, blockSize: cfg.BlockSize, blocks: cfg.Blocks,
 		headroom: cfg.Headroom, vnet: !cfg.NoOffload, keepPartial: cfg.KeepPartialChecksum}
 	q.waitFn = q.wait
+	if cfg.Ring == RingV2 {
+		if err := q.setupV2(s, cfg); err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
 		return nil, err
 	}

@@ -255,9 +255,9 @@ const (
 	blkFirstPktOff = 16
 	blkHdrLen      = 48 // BLK_PLUS_PRIV(0), 8-aligned
 
-	tpacket3HdrLen = 48 // TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
-	sockaddrLLLen  = 20
-	sllPkttypeOff  = tpacket3HdrLen + 10
+	tpacket3HdrLen  = 48 // TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
+	sockaddrLLLen   = 20
+	sllPkttypeInSLL = 10 // sll_pkttype within struct sockaddr_ll
 	// tp_hdrlen of V3: the kernel puts the MAC header at
 	// TPACKET_ALIGN(tp_hdrlen + max(maclen, 16)) + reserve (+10 vnet) - maclen.
 	tpacket3HdrLenWithSLL = tpacket3HdrLen + sockaddrLLLen

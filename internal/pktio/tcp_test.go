@@ -134,8 +134,8 @@ func tcpStream(t testing.TB, c *chain, d time.Duration) (int64, bool) {
 // TestTCPThroughForwarder: a TCP stream between two host namespaces passes
 // intact through the trivial forwarder, GSO super-frames passed on whole.
 func TestTCPThroughForwarder(t *testing.T) {
-	for _, cfg := range []Config{{Queues: 1}, {Queues: 2}, {Queues: 1, Tx: TxSendmmsg}} {
-		t.Run(fmt.Sprintf("queues%d-%v", cfg.Queues, cfg.Tx), func(t *testing.T) {
+	for _, cfg := range []Config{{Queues: 1}, {Queues: 2}, {Queues: 1, Tx: TxSendmmsg}, {Queues: 1, Ring: RingV2}} {
+		t.Run(fmt.Sprintf("queues%d-%v-ring%d", cfg.Queues, cfg.Tx, cfg.Ring), func(t *testing.T) {
 			c := newChain(t)
 			a, b, stop := c.startL2Forwarder(t, cfg)
 			d := 2 * time.Second
