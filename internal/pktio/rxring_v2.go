@@ -208,10 +208,15 @@ func (q *Queue) readCopy(fd uintptr) bool {
 	v := q.v2
 	v.readN, v.readErr = unix.Read(int(fd), v.readBuf)
 	if errors.Is(v.readErr, unix.EAGAIN) {
-		v.readErr = errors.New("pktio: TP_STATUS_COPY without a queued frame")
+		v.readErr = errCopyMissing
 	}
 	return true
 }
+
+// errCopyMissing: a slot said TP_STATUS_COPY and the socket held no frame
+// (the kernel queues the frame before it sets the status, so this is not
+// expected); the frame is counted as an error and dropped.
+var errCopyMissing = errors.New("pktio: TP_STATUS_COPY without a queued frame")
 
 // setupV2 configures the socket for a V2 ring and maps it.
 func (q *Queue) setupV2(s *rawSocket, cfg *Config) error {
