@@ -12,39 +12,22 @@ package bench
 // Locking: none; one goroutine.
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 )
 
-// kernelDrops is a snapshot: "ns/if rx_dropped" etc. -> count.
+// kernelDrops is a snapshot: "IFACE rx_dropped" etc. -> count.
 type kernelDrops map[string]uint64
 
 // readKernelDrops reads the drop counters of the topology's interfaces.
 func (n *vethNet) readKernelDrops() kernelDrops {
 	d := kernelDrops{}
 	for _, at := range [][2]string{{n.h1, n.h1if}, {n.r, n.ra}, {n.r, n.rb}, {n.h2, n.h2if}} {
-		out, err := exec.Command("ip", "-n", at[0], "-j", "-s", "link", "show", "dev", at[1]).Output()
+		s, err := linkStats(at[0], at[1])
 		if err != nil {
 			continue
 		}
-		var links []struct {
-			Stats64 struct {
-				Rx struct {
-					Dropped uint64 `json:"dropped"`
-					Missed  uint64 `json:"missed"`
-				} `json:"rx"`
-				Tx struct {
-					Dropped uint64 `json:"dropped"`
-				} `json:"tx"`
-			} `json:"stats64"`
-		}
-		if json.Unmarshal(out, &links) != nil || len(links) != 1 {
-			continue
-		}
-		s := links[0].Stats64
 		d[at[1]+" rx_dropped"] = s.Rx.Dropped
 		d[at[1]+" rx_missed"] = s.Rx.Missed
 		d[at[1]+" tx_dropped"] = s.Tx.Dropped

@@ -232,30 +232,14 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	if err := linux.net.linuxRouter(); err != nil {
 		return fwds, err
 	}
-	for _, v := range []struct{ impl, io, mode, napi string }{
-		{"netfwd-afpacket", "afpacket", "", ""},
-		{"netfwd-afpacket-v3", "afpacket", "v3", ""},
-		{"netfwd-afxdp", "afxdp", "auto", ""},
-		{"netfwd-afxdp-generic", "afxdp", "generic", ""},
-		{"netfwd-afxdp-napi", "afxdp", "auto", "20us"},
-	} {
+	for _, v := range netfwdVariants {
 		f, err := add(v.impl, countAtH2, vethFAMAC)
 		if err != nil {
 			return fwds, err
 		}
-		var extra []string
-		switch {
-		case v.io == "afpacket" && v.mode != "":
-			extra = []string{"--afpacket-ring", v.mode}
-		case v.mode != "":
-			extra = []string{"--xdp-mode", v.mode}
-		}
-		if v.napi != "" {
-			extra = append(extra, "--xdp-napi-busy-poll", v.napi)
-		}
-		f.io, f.flags = v.io, extra
+		f.io, f.flags = v.io, v.flags
 		f.start = func(cpu int) (func() error, func() time.Duration, error) {
-			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, extra...)
+			c, err := startNetfwd(f.net.r, f.net.netfwdConfig(), v.io, cpu, v.flags...)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -267,6 +251,24 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	}
 	return fwds, nil
 }
+
+// netfwdVariant is one way the suite runs the daemon: its backend and flags.
+type netfwdVariant struct {
+	impl, io string
+	flags    []string
+}
+
+// netfwdVariants are the daemon's forwarders of the suite; the TCP part
+// runs those named in tcpVariants.
+var netfwdVariants = []netfwdVariant{
+	{"netfwd-afpacket", "afpacket", nil}, // the daemon's default ring, V2
+	{"netfwd-afpacket-v3", "afpacket", []string{"--afpacket-ring", "v3"}},
+	{"netfwd-afxdp", "afxdp", []string{"--xdp-mode", "auto"}},
+	{"netfwd-afxdp-generic", "afxdp", []string{"--xdp-mode", "generic"}},
+	{"netfwd-afxdp-napi", "afxdp", []string{"--xdp-mode", "auto", "--xdp-napi-busy-poll", "20us"}},
+}
+
+var tcpVariants = []string{"netfwd-afpacket", "netfwd-afpacket-v3", "netfwd-afxdp"}
 
 // xdpfwdVariant is an extra child forwarder: `bench-xdpfwd --impl kind args`.
 type xdpfwdVariant struct {
@@ -680,7 +682,7 @@ func tcpSpec() lab.Spec {
 func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 	type tcpCase struct {
 		impl        string
-		io          string // "": Linux
+		v           *netfwdVariant // nil: Linux
 		n           *lab.Net
 		gbps, retr  []float64
 		unsupported error
@@ -691,24 +693,30 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 			c.n.Close()
 		}
 	}()
-	for _, io := range []string{"", "afpacket", "afpacket-v3", "afxdp"} {
+	variants := []*netfwdVariant{nil} // Linux first: the baseline
+	for i := range netfwdVariants {
+		if slices.Contains(tcpVariants, netfwdVariants[i].impl) {
+			variants = append(variants, &netfwdVariants[i])
+		}
+	}
+	for _, v := range variants {
 		spec := tcpSpec()
 		// AF_XDP on veth: the hosts finish their own checksums (a veth
 		// hands partial ones to XDP unmarked; docs/pktio.md), and with a
 		// program attached the peer sends no GSO super-frames.
-		spec.HostTxChecksumOff = io == "afxdp"
+		spec.HostTxChecksumOff = v != nil && v.io == "afxdp"
 		n, err := lab.Build(spec)
 		if err != nil {
 			return nil, err
 		}
-		c := &tcpCase{impl: "linux-tcp", io: io, n: n}
+		c := &tcpCase{impl: "linux-tcp", v: v, n: n}
 		cases = append(cases, c)
-		if io == "" {
+		if v == nil {
 			if err := n.LinuxRouter(); err != nil {
 				return nil, err
 			}
 		} else {
-			c.impl = "netfwd-" + io + "-tcp"
+			c.impl = v.impl + "-tcp"
 		}
 	}
 	dst := netip.MustParseAddr("10.81.2.2")
@@ -718,12 +726,8 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 				continue
 			}
 			var child *netfwdChild
-			if c.io != "" {
-				backend, extra := c.io, []string(nil)
-				if c.io == "afpacket-v3" {
-					backend, extra = "afpacket", []string{"--afpacket-ring", "v3"}
-				}
-				child, err = startNetfwd(c.n.Router, c.n.Spec.Config(), backend, -1, extra...)
+			if c.v != nil {
+				child, err = startNetfwd(c.n.Router, c.n.Spec.Config(), c.v.io, -1, c.v.flags...)
 				if errors.Is(err, errIONotSupported) {
 					c.unsupported = err
 					continue
@@ -756,7 +760,7 @@ func vethTCP(plan vethPlan, opts Options) (recs []Record, err error) {
 		if c.n.Spec.HostTxChecksumOff {
 			extra["hosts_tx_checksum_offload"] = "off"
 		}
-		if c.io != "" {
+		if c.v != nil {
 			extra["x_linux"] = ratio(g, linux)
 		}
 		recs = append(recs, Record{Suite: "veth", Impl: c.impl, Params: params, Extra: extra})

@@ -344,21 +344,35 @@ func (n *vethNet) measure(g genSpec, fwdCPU func() time.Duration) (runResult, er
 
 // txPackets is the transmit packet counter of iface in ns.
 func txPackets(ns, iface string) (uint64, error) {
+	st, err := linkStats(ns, iface)
+	return st.Tx.Packets, err
+}
+
+// linkStats64 is the part of `ip -j -s link show`'s stats64 the suite reads.
+type linkStats64 struct {
+	Rx struct {
+		Dropped uint64 `json:"dropped"`
+		Missed  uint64 `json:"missed"`
+	} `json:"rx"`
+	Tx struct {
+		Packets uint64 `json:"packets"`
+		Dropped uint64 `json:"dropped"`
+	} `json:"tx"`
+}
+
+// linkStats reads an interface's counters in namespace ns.
+func linkStats(ns, iface string) (linkStats64, error) {
 	out, err := exec.Command("ip", "-n", ns, "-j", "-s", "link", "show", "dev", iface).Output()
 	if err != nil {
-		return 0, fmt.Errorf("ip -s link show %s: %w", iface, err)
+		return linkStats64{}, fmt.Errorf("ip -s link show %s: %w", iface, err)
 	}
 	var links []struct {
-		Stats64 struct {
-			Tx struct {
-				Packets uint64 `json:"packets"`
-			} `json:"tx"`
-		} `json:"stats64"`
+		Stats64 linkStats64 `json:"stats64"`
 	}
 	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
-		return 0, fmt.Errorf("ip -j -s link show %s: %v: %s", iface, err, out)
+		return linkStats64{}, fmt.Errorf("ip -j -s link show %s: %v: %s", iface, err, out)
 	}
-	return links[0].Stats64.Tx.Packets, nil
+	return links[0].Stats64, nil
 }
 
 // machineCPU is the non-idle CPU time of all CPUs since boot (/proc/stat:
