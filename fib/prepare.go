@@ -7,9 +7,9 @@ package fib
 // touches (~100-250 ms on the full table) under the writer lock, on the
 // critical path of the batch: the last batch of an FPM stream becomes
 // visible that much later. The published state is immutable, so a writer
-// that expects another in-place batch (FPM: more frames waiting after a
-// commit) can clone it while it waits; BeginPrepared takes the clones over
-// when nothing was committed in between, and ignores them otherwise.
+// that expects another batch (FPM: its stream goes on after a commit) can
+// clone it while it waits; BeginPrepared takes the clones over when
+// nothing was committed in between, and ignores them otherwise.
 //
 // Locking: PrepareInPlace reads the published state only (no lock);
 // BeginPrepared takes the writer lock as Begin does.

@@ -75,8 +75,8 @@ type session struct {
 
 	restoreGC func() // set while a bulk transaction is open
 	// prepared: clones for the next batch, made after an in-place batch
-	// when more frames were already waiting (fib/prepare.go): the clone
-	// is off the next batch's critical path, the stream's last included.
+	// while the stream goes on (streaming; fib/prepare.go): the clone is
+	// off the next batch's critical path, the stream's last included.
 	prepared *fib.Prepared
 
 	inMu    sync.Mutex

@@ -347,21 +347,10 @@ func newQueue(p *Port, idx int, s *rawSocket, cfg *Config) (*Queue, error) {
 		}
 		return q, nil
 	}
-	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3, "PACKET_VERSION"); err != nil {
-		return nil, err
-	}
-	if q.vnet {
-		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
-			return nil, err
-		}
-	}
 	// The kernel leaves TPACKET_ALIGN(68+16) - 14 = 82 bytes (92 with the
-	// vnet header) in front of an Ethernet frame; restoring a tag takes 4 of
-	// them and Headroom more must stay clear of the 48-byte frame header.
-	if r := tpacket3HdrLen + vlanTagLen + cfg.Headroom - 82; r > 0 {
-		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_RESERVE, r, "PACKET_RESERVE"); err != nil {
-			return nil, err
-		}
+	// vnet header) in front of an Ethernet frame.
+	if err := q.setFrameLayout(s, unix.TPACKET_V3, tpacket3HdrLen, 82, cfg.Headroom); err != nil {
+		return nil, err
 	}
 	req := unix.TpacketReq3{
 		Block_size:     uint32(cfg.BlockSize),
@@ -379,6 +368,25 @@ func newQueue(p *Port, idx int, s *rawSocket, cfg *Config) (*Queue, error) {
 	}
 	q.ring = ring
 	return q, nil
+}
+
+// setFrameLayout sets the ring's version, the virtio-net header and the
+// reserve: the kernel leaves gap bytes in front of a frame (without the vnet
+// header); restoring a VLAN tag takes 4 of them, and Headroom more must stay
+// clear of the hdrLen-byte frame header.
+func (q *Queue) setFrameLayout(s *rawSocket, version, hdrLen, gap, headroom int) error {
+	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, version, "PACKET_VERSION"); err != nil {
+		return err
+	}
+	if q.vnet {
+		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
+			return err
+		}
+	}
+	if r := hdrLen + vlanTagLen + headroom - gap; r > 0 {
+		return s.setInt(unix.SOL_PACKET, unix.PACKET_RESERVE, r, "PACKET_RESERVE")
+	}
+	return nil
 }
 
 // unmap releases the ring memory; the owner must be done with it.

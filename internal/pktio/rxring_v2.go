@@ -54,7 +54,6 @@ const (
 // TPACKET_V2 layout (linux/if_packet.h).
 const (
 	tpacket2HdrLen   = 32 // TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
-	tpStatusCopy     = unix.TP_STATUS_COPY
 	defaultSlotSize  = 2048
 	v2CopyBuffers    = 8
 	v2CopyBufferSize = 64<<10 + 512 // a GSO super-frame, its vnet header, a tag, headroom
@@ -148,7 +147,7 @@ func (q *Queue) fillV2(frames [][]byte, meta []Meta) int {
 		fh := rxHdr{snap: int(h.snaplen), wire: int(h.len), status: status, mac: int(h.mac),
 			vlanTCI: h.vlanTCI, vlanTPID: h.vlanTPID, hdrLen: tpacket2HdrLen}
 		var ok bool
-		if status&tpStatusCopy != 0 {
+		if status&unix.TP_STATUS_COPY != 0 {
 			if v.copyUsed == len(v.copies) {
 				break // the copy buffers are in use until the next Recv
 			}
@@ -223,21 +222,10 @@ func (q *Queue) setupV2(s *rawSocket, cfg *Config) error {
 	slotSize := cfg.SlotSize
 	q.v2 = &v2State{slotSize: slotSize, slots: cfg.BlockSize / slotSize * cfg.Blocks, spin: cfg.Spin}
 	q.v2.readFn = q.readCopy
-	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2, "PACKET_VERSION"); err != nil {
+	// The MAC header lands TPACKET_ALIGN(52 + 16) - 14 = 66 bytes into the
+	// slot (76 with the vnet header).
+	if err := q.setFrameLayout(s, unix.TPACKET_V2, tpacket2HdrLen, 66, cfg.Headroom); err != nil {
 		return err
-	}
-	if q.vnet {
-		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_VNET_HDR, 1, "PACKET_VNET_HDR"); err != nil {
-			return err
-		}
-	}
-	// The MAC header lands at TPACKET_ALIGN(52 + 16) = 80 (+10 vnet) - 14 =
-	// 66 bytes into the slot; a restored tag and Headroom must stay clear of
-	// the 32-byte header.
-	if r := tpacket2HdrLen + vlanTagLen + cfg.Headroom - 66; r > 0 {
-		if err := s.setInt(unix.SOL_PACKET, unix.PACKET_RESERVE, r, "PACKET_RESERVE"); err != nil {
-			return err
-		}
 	}
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1, "PACKET_COPY_THRESH"); err != nil {
 		return err
