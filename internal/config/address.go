@@ -61,6 +61,9 @@ func parseAddr(cmd *Command, w *words) error {
 					return err
 				}
 			}
+			if !prefixLike(a) && (have || suggest(a, w.cfg, addrArgs) != "") {
+				return errUnknownKeyword(a, w.cfg, addrArgs)
+			}
 			if err := c.setPrefix(a, &have); err != nil {
 				return err
 			}

@@ -74,7 +74,7 @@ func Stream(file string, r io.Reader, fn func(c *Command) error) []error {
 		pos := Pos{file, n}
 		var ok bool
 		var err error
-		cmd, ok, err = ParseLine(pos, sc.Text())
+		cmd, ok, err = parseLine(pos, sc.Text(), true)
 		if err == nil && ok {
 			err = fn(&cmd)
 		}
@@ -91,8 +91,14 @@ func Stream(file string, r io.Reader, fn func(c *Command) error) []error {
 	return errs.Errors()
 }
 
-// ParseLine parses one line; ok is false for blank and comment lines.
+// ParseLine parses one line of a request (the control socket, `netfwd
+// route`); ok is false for blank and comment lines.
 func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
+	return parseLine(pos, line, false)
+}
+
+// parseLine parses one line; cfg says it is a config file's (Stream).
+func parseLine(pos Pos, line string, cfg bool) (cmd Command, ok bool, err error) {
 	if len(line) > MaxLine {
 		return Command{}, false, fmt.Errorf("line longer than %d bytes", MaxLine)
 	}
@@ -100,7 +106,7 @@ func ParseLine(pos Pos, line string) (cmd Command, ok bool, err error) {
 		line = line[:i]
 	}
 	var buf [32]string // the words of most lines, without an allocation
-	w := &words{a: appendFields(buf[:0], line)}
+	w := &words{a: appendFields(buf[:0], line), cfg: cfg}
 	if !w.More() {
 		return Command{}, false, nil
 	}
@@ -128,7 +134,7 @@ func parseCommand(cmd *Command, w *words) error {
 		return errors.New("missing object")
 	}
 	word := w.Next()
-	obj, err := ipObjects.must(word)
+	obj, err := ipObjects.mustIn(word, w.cfg)
 	if err != nil {
 		return err
 	}
@@ -199,7 +205,7 @@ func parseBridgeCommand(cmd *Command, w *words) error {
 	if !w.More() {
 		return errors.New("bridge: missing object")
 	}
-	obj, err := bridgeObjects.must(w.Next())
+	obj, err := bridgeObjects.mustIn(w.Next(), w.cfg)
 	if err != nil {
 		return err
 	}
@@ -219,10 +225,10 @@ func parseBridgeCommand(cmd *Command, w *words) error {
 // object's table; with no word left, iproute2 lists (dflt).
 func verb(w *words, t *keywords, dflt string) (string, error) {
 	if !w.More() {
-		if dflt == "" {
-			return "", fmt.Errorf("%s: missing command", t.what)
+		if dflt == "" || w.cfg && queryMeanings[dflt] {
+			return "", fmt.Errorf("missing %s (want %s)", t.what, t.supported(w.cfg))
 		}
 		return dflt, nil
 	}
-	return t.must(w.Next())
+	return t.mustIn(w.Next(), w.cfg)
 }

@@ -120,26 +120,47 @@ func (t *keywords) lookup(word string) (means string, ok bool, err error) {
 	return k.means, true, nil
 }
 
-// must resolves a word that has to be one of the table's keywords.
-func (t *keywords) must(word string) (string, error) {
+// must resolves a word that has to be one of the table's keywords, as the
+// control socket reads it (queries offered).
+func (t *keywords) must(word string) (string, error) { return t.mustIn(word, false) }
+
+// mustIn is must in a context: in a config file (cfg) the words a message
+// offers are only those that configure; queries are parsed the same (the
+// applier refuses them, naming the query) but never suggested.
+func (t *keywords) mustIn(word string, cfg bool) (string, error) {
 	means, ok, err := t.lookup(word)
 	if err != nil {
 		return "", err
 	}
 	if !ok {
-		return "", fmt.Errorf("unknown %s %s (want %s)", t.what, Quote(word), t.supported())
+		if s := suggest(word, cfg, t); s != "" {
+			return "", fmt.Errorf("unknown %s %s (did you mean %s?)", t.what, Quote(word), Quote(s))
+		}
+		return "", fmt.Errorf("unknown %s %s (want %s)", t.what, Quote(word), t.supported(cfg))
 	}
 	return means, nil
 }
 
-// supported lists the table's keywords netfwd implements, for messages.
-func (t *keywords) supported() string {
+// queryMeanings are the meanings that ask instead of change. They are
+// offered where queries are answered (the control socket, `netfwd route`)
+// and never by the config file reader.
+var queryMeanings = map[string]bool{"show": true, "get": true, "stats": true, "reload": true}
+
+// offered reports whether a message in context cfg may offer k.
+func (k keyword) offered(cfg bool) bool {
+	return k.means != "" && !(cfg && queryMeanings[k.means])
+}
+
+// supported lists what a word of the table may be, for messages: the first
+// spelling of each meaning netfwd implements (`list` for show, `fdb` for
+// the bridge's fdb), each one a word the reader accepts.
+func (t *keywords) supported(cfg bool) string {
 	var out []string
 	seen := map[string]bool{}
 	for _, k := range t.table {
-		if k.means != "" && !seen[k.means] {
+		if k.offered(cfg) && !seen[k.means] {
 			seen[k.means] = true
-			out = append(out, k.means)
+			out = append(out, k.word)
 		}
 	}
 	return strings.Join(out, ", ")

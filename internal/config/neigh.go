@@ -104,8 +104,11 @@ func parseNeigh(cmd *Command, w *words) error {
 					return err
 				}
 			}
+			if !prefixLike(a) && (c.IP.IsValid() || suggest(a, w.cfg, neighArgs) != "") {
+				return errUnknownKeyword(a, w.cfg, neighArgs)
+			}
 			if c.IP.IsValid() {
-				return fmt.Errorf("unexpected %s (the address is given twice)", Quote(a))
+				return fmt.Errorf("the address is given twice (%s, then %s)", c.IP, Quote(a))
 			}
 			if c.IP, err = addr4(a); err != nil {
 				return err

@@ -183,8 +183,13 @@ func routeDst(w *words, a string, s *fib.RouteSpec, havePrefix *bool) error {
 			}
 		}
 	}
+	if !prefixLike(a) && (*havePrefix || suggest(a, w.cfg, routeArgs, routeTypes, pathArgs) != "") {
+		// A word that is no keyword, where no destination can be: a
+		// misspelt keyword (`metrc 5`), not a second destination.
+		return errUnknownKeyword(a, w.cfg, routeArgs, routeTypes, pathArgs)
+	}
 	if *havePrefix {
-		return fmt.Errorf("unexpected %s (the destination is given twice)", Quote(a))
+		return fmt.Errorf("the destination is given twice (%s, then %s)", s.Prefix, Quote(a))
 	}
 	p, err := parsePrefix(a)
 	if err != nil {
@@ -192,6 +197,12 @@ func routeDst(w *words, a string, s *fib.RouteSpec, havePrefix *bool) error {
 	}
 	s.Prefix, *havePrefix = p, true
 	return nil
+}
+
+// prefixLike reports whether s can only be meant as an address or prefix
+// (a digit first, or one of get_prefix's names), not as a keyword.
+func prefixLike(s string) bool {
+	return s != "" && s[0] >= '0' && s[0] <= '9' || s == "default" || s == "all" || s == "any"
 }
 
 // parsePath reads the attributes of one `nexthop` of a multipath route, up

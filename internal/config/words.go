@@ -15,6 +15,9 @@ import (
 type words struct {
 	a []string
 	i int
+	// cfg: the line is read from a config file, where messages offer no
+	// query words (keywords.go).
+	cfg bool
 }
 
 // appendFields appends the words of s (strings.Fields) to dst.
