@@ -17,13 +17,12 @@ import (
 // resolve late or never, packets fragmented towards them, echo requests to
 // the router (whose replies wait for ARP too or are fragmented) and ICMP
 // errors. Once every neighbour queue has drained, every packet that reached
-// the router ended as exactly one of forwarded, local, ARP, released after
-// waiting for ARP, or a drop under one reason:
+// the router ended as exactly one of forwarded (at once or when released
+// after waiting for ARP), local, ARP, or a drop under one reason, and every
+// packet that waited was released or expired:
 //
-//	In == Forwarded + Local + ARPIn + Released + sum(Drops)
-//
-// (Queued packets end as Released or a drop: Queued never appears in the sum
-// once the queues are empty.)
+//	In == Forwarded + Local + ARPIn + sum(Drops)
+//	Queued == Released + Expired
 func TestCountersAddUp(t *testing.T) {
 	for seed := range 12 {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { countersAddUp(t, uint64(seed)) })
@@ -101,12 +100,16 @@ route add 10.77.0.0/16 via 203.0.113.7 dev eth0
 	}
 	s := r.e.Stats()
 	drops := sumDrops(s)
-	if got := s.Forwarded + s.Local + s.ARPIn + s.Released + drops; s.In != got {
-		t.Fatalf("in %d, outcomes %d: forwarded %d local %d arp %d released %d (queued %d) drops %d %v",
-			s.In, got, s.Forwarded, s.Local, s.ARPIn, s.Released, s.Queued, drops, nonZero(s.Drops))
+	if got := s.Forwarded + s.Local + s.ARPIn + drops; s.In != got {
+		t.Fatalf("in %d, outcomes %d: forwarded %d local %d arp %d (queued %d released %d expired %d) drops %d %v",
+			s.In, got, s.Forwarded, s.Local, s.ARPIn, s.Queued, s.Released, s.Expired, drops, nonZero(s.Drops))
 	}
-	if s.Queued < s.Released || s.Queued == 0 || s.Fragmented == 0 {
-		t.Fatalf("queued %d released %d fragmented %d: the test did not exercise the queues", s.Queued, s.Released, s.Fragmented)
+	if s.Queued != s.Released+s.Expired {
+		t.Fatalf("queued %d, released %d + expired %d", s.Queued, s.Released, s.Expired)
+	}
+	if s.Released == 0 || s.Fragmented == 0 {
+		t.Fatalf("queued %d released %d expired %d fragmented %d: the test did not exercise the queues",
+			s.Queued, s.Released, s.Expired, s.Fragmented)
 	}
 }
 
@@ -130,4 +133,51 @@ func newRigClock(t *testing.T, clock *l2.ManualClock, extra string) *rig {
 func (r *rig) tick() {
 	r.w.Tick()
 	r.w.Flush(func(*l2.Port, [][]byte) {})
+}
+
+// Packets held for ARP are forwarded when they are released: Forwarded
+// moves with the frames that leave, at release, not when the packet was
+// parked; those whose resolution fails are Expired (and dropped under
+// neigh_failed).
+func TestForwardedAtRelease(t *testing.T) {
+	clock := l2.NewManualClock()
+	r := newRigClock(t, clock, `
+route add 10.77.0.0/16 via 203.0.113.7 dev eth0
+route add 10.78.0.0/16 via 203.0.113.8 dev eth0
+`)
+	late := wire.MustParseMAC("02:00:00:00:00:07")
+	s0 := r.e.Stats()
+	sent := 0
+	for range 3 {
+		out := r.run("eth1", r.fromH10("10.77.0.1", layers.IPProtocolUDP, nil))
+		for _, f := range out["eth0"] {
+			if f.Layer(layers.LayerTypeIPv4) != nil {
+				sent++
+			}
+		}
+	}
+	if s := r.e.Stats(); sent != 0 || s.Forwarded != s0.Forwarded || s.Queued-s0.Queued != 3 {
+		t.Fatalf("before ARP: %d sent, forwarded %d, queued %d", sent, s.Forwarded-s0.Forwarded, s.Queued-s0.Queued)
+	}
+	out := r.run("eth0", arpFrame(t, layers.ARPReply, late, r.mac("eth0"), 0, "203.0.113.7", "203.0.113.2", r.mac("eth0")))
+	for _, f := range out["eth0"] {
+		if f.Layer(layers.LayerTypeIPv4) != nil {
+			sent++
+		}
+	}
+	s := r.e.Stats()
+	if sent != 3 || s.Forwarded-s0.Forwarded != 3 || s.Released-s0.Released != 3 {
+		t.Fatalf("after ARP: %d sent, forwarded %d, released %d", sent, s.Forwarded-s0.Forwarded, s.Released-s0.Released)
+	}
+	// A next hop that never answers: its packet expires.
+	r.run("eth1", r.fromH10("10.78.0.1", layers.IPProtocolUDP, nil))
+	for range 100 {
+		clock.Advance(100 * time.Millisecond)
+		r.tick()
+	}
+	s = r.e.Stats()
+	if s.Expired-s0.Expired != 1 || s.Drops["neigh_failed"]-s0.Drops["neigh_failed"] != 1 || s.Forwarded-s0.Forwarded != 3 {
+		t.Fatalf("never resolved: expired %d, neigh_failed %d, forwarded %d", s.Expired-s0.Expired,
+			s.Drops["neigh_failed"]-s0.Drops["neigh_failed"], s.Forwarded-s0.Forwarded)
+	}
 }

@@ -7,8 +7,8 @@ package l3
 // out when it exceeds the interface's MTU.
 //
 // Counting: a transit packet that reached the router (Stats.In) ends here as
-// Forwarded, Queued (then Released or a drop once its resolution ends, see
-// neighbours.go) or a drop under one reason. The router's own packets never
+// Forwarded, Queued (then Released and Forwarded, or Expired and a drop,
+// once its resolution ends, see neighbours.go) or a drop under one reason. The router's own packets never
 // count as input: their failures are OutputErrors.
 //
 // Locking: none (worker-local).

@@ -97,9 +97,9 @@ func (w *Worker) handleActs() {
 }
 
 // act carries out one set of actions. Packets that had waited for ARP end
-// here: a transit packet as Released or a drop (the neighbour failed, the
-// queue dropped it, its interface went down), the router's own as sent or
-// an output error.
+// here: a transit packet as Released (and Forwarded) or Expired and a drop
+// (the neighbour failed, the queue dropped it, its interface went down),
+// the router's own as sent or an output error.
 func (w *Worker) act(a *neigh.Actions) {
 	t := w.r.ifaces.Load()
 	for i := range a.Requests {
@@ -153,8 +153,9 @@ func (w *Worker) act(a *neigh.Actions) {
 	}
 }
 
-// settle counts the end of a packet that waited for ARP: Released, or
-// dropped for r; the router's own packets count only when they fail.
+// settle counts the end of a packet that waited for ARP: a transit packet
+// is Released and, being sent now, Forwarded, or Expired and dropped for r;
+// the router's own packets count only when they fail.
 func (w *Worker) settle(mark xmitMark, r DropReason) {
 	switch {
 	case mark&generated != 0:
@@ -163,7 +164,9 @@ func (w *Worker) settle(mark xmitMark, r DropReason) {
 		}
 	case r == DropNone:
 		w.c.released++
+		w.c.forwarded++
 	default:
+		w.c.expired++
 		w.drop(r)
 	}
 }

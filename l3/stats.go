@@ -30,10 +30,11 @@ const (
 type counters struct {
 	in           uint64 // frames that reached the router (routed ports, host frames)
 	fibLookups   uint64 // FIB lookups of the forwarding path and of router output
-	queued       uint64 // transit packets parked waiting for ARP (released or dropped later)
-	released     uint64 // parked transit packets sent after ARP resolved
+	queued       uint64 // transit packets parked waiting for ARP (released or expired later)
+	released     uint64 // parked transit packets sent after ARP resolved (also counted forwarded)
+	expired      uint64 // parked transit packets dropped (resolution failed, queue overflow, egress down)
 	outputErrors uint64 // packets the router generated that could not be sent (now or after waiting for ARP)
-	forwarded    uint64
+	forwarded    uint64 // transit packets sent: at once, or at release after waiting for ARP
 	fragmented   uint64 // packets split into fragments
 	local        uint64 // delivered to the router (answered by it, or punted to the host path)
 	punted       uint64 // frames handed to the host path (among local, and copies of ARP)
@@ -44,7 +45,8 @@ type counters struct {
 }
 
 type publishedCounters struct {
-	in, queued, released, outputErrors, fibLookups   atomic.Uint64
+	in, queued, released, expired, outputErrors      atomic.Uint64
+	fibLookups                                       atomic.Uint64
 	forwarded, fragmented, local, arpIn, icmpLimited atomic.Uint64
 	punted                                           atomic.Uint64
 	drops                                            [dropReasonCount]atomic.Uint64
@@ -62,6 +64,7 @@ func (p *publishedCounters) add(c *counters) {
 	addIf(&p.fibLookups, c.fibLookups)
 	addIf(&p.queued, c.queued)
 	addIf(&p.released, c.released)
+	addIf(&p.expired, c.expired)
 	addIf(&p.outputErrors, c.outputErrors)
 	addIf(&p.forwarded, c.forwarded)
 	addIf(&p.fragmented, c.fragmented)
@@ -80,15 +83,19 @@ func (p *publishedCounters) add(c *counters) {
 
 // Stats is a snapshot of the router's counters, summed over workers. Every
 // frame that reaches the router (In) ends as exactly one of Forwarded, Local,
-// ARPIn, Queued or a drop under one reason; every Queued packet (parked until
-// ARP resolves) ends, once its resolution does, as Released or a drop
-// (neigh_failed, neigh_queue, egress_down, frag_needed). So with no packet
-// waiting, In = Forwarded + Local + ARPIn + Released + the drops.
-// Fragmented counts packets sent in fragments (among Forwarded, Released or
-// the router's own). The router's own packets (ICMP, echo replies, resets)
-// are not input: OutputErrors counts those it could not send.
+// ARPIn or a drop under one reason, or waits for ARP: Forwarded counts every
+// transit packet sent after its route decision, at once or when released
+// from waiting. Queued counts the transit packets parked until ARP resolves;
+// each ends, once its resolution does, as Released (counted in Forwarded as
+// it is sent) or Expired (counted under its drop reason too: neigh_failed,
+// neigh_queue, egress_down, frag_needed). So with no packet waiting,
+// In = Forwarded + Local + ARPIn + the drops, and Queued = Released + Expired.
+// Fragmented counts packets sent in fragments (among Forwarded or the
+// router's own). The router's own packets (ICMP, echo replies, resets) are
+// not input: OutputErrors counts those it could not send.
 type Stats struct {
-	In, Queued, Released, OutputErrors, FIBLookups       uint64
+	In, Queued, Released, Expired, OutputErrors          uint64
+	FIBLookups                                           uint64
 	Forwarded, Fragmented, Local, ARPIn, ICMPRateLimited uint64
 	// Punted counts frames handed to the host path (SetPunter): IPv4 and
 	// other packets for the box's own stack (among Local) and copies of
@@ -105,6 +112,7 @@ func sumCounters(blocks []*publishedCounters) Stats {
 		s.FIBLookups += b.fibLookups.Load()
 		s.Queued += b.queued.Load()
 		s.Released += b.released.Load()
+		s.Expired += b.expired.Load()
 		s.OutputErrors += b.outputErrors.Load()
 		s.Forwarded += b.forwarded.Load()
 		s.Fragmented += b.fragmented.Load()

@@ -57,9 +57,9 @@ const (
 )
 
 var arpDropNames = [...]string{
-	"ok", "truncated", "not-arp", "bad-hardware-type", "bad-protocol-type", "bad-address-length",
-	"bad-opcode", "other-host", "bad-sender-mac", "martian-sender", "sender-is-local",
-	"bad-target", "no-reply-buffer",
+	"ok", "truncated", "not_arp", "bad_hardware_type", "bad_protocol_type", "bad_address_length",
+	"bad_opcode", "other_host", "bad_sender_mac", "martian_sender", "sender_is_local",
+	"bad_target", "no_reply_buffer",
 }
 
 func (d ARPDrop) String() string {

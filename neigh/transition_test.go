@@ -464,7 +464,7 @@ func TestARPDropReasons(t *testing.T) {
 	}
 	h.w.Publish()
 	s := h.tab.Stats()
-	if s.ARPDrops["bad-address-length"] != 2 || s.ARPDrops["martian-sender"] != 3 || s.ARPDropsTotal() != 17 {
+	if s.ARPDrops["bad_address_length"] != 2 || s.ARPDrops["martian_sender"] != 3 || s.ARPDropsTotal() != 17 {
 		t.Fatalf("drops %v", s.ARPDrops)
 	}
 }

@@ -283,6 +283,7 @@ func replaySummary(e *l3.Engine, received, sent map[string]int, outDir string) s
 	st := e.Stats()
 	fmt.Fprintf(&b, "router: forwarded %d, fragmented %d, local %d, arp in %d, icmp rate-limited %d\n",
 		st.Forwarded, st.Fragmented, st.Local, st.ARPIn, st.ICMPRateLimited)
+	fmt.Fprintf(&b, "held for arp: queued %d, released %d, expired %d\n", st.Queued, st.Released, st.Expired)
 	writeNonZero(&b, "router drops", st.Drops)
 	writeNonZero(&b, "icmp sent", st.ICMPSent)
 	ds := e.Domain().Stats()

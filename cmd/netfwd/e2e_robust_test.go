@@ -134,6 +134,28 @@ func TestE2EMalformedFrames(t *testing.T) {
 	e.pingOK("h3", lab.InternetIP, 63)
 }
 
+// TestE2EForwardedCountsHeldPackets: the first pings to a host the router
+// has not resolved wait for ARP; forwarded still counts every routed frame
+// (three requests, three replies: 6), and the held ones show as queued and
+// released.
+func TestE2EForwardedCountsHeldPackets(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	before := e.scrape()
+	const n = 3
+	r := e.ping("h1", h3IP, lab.PingOptions{Count: n, Interval: 100 * time.Millisecond})
+	if r.Received != n {
+		t.Fatalf("%d of %d replies\n%s", r.Received, n, r.Output)
+	}
+	after := e.scrape()
+	delta := func(name string) float64 { return after.Sum(name) - before.Sum(name) }
+	if d := delta(metricForwarded); d != 2*n {
+		t.Errorf("%s moved by %v, want %d (every routed frame, held ones included)", metricForwarded, d, 2*n)
+	}
+	if q, rel, exp := delta(metricARPQueued), delta(metricARPReleased), delta(metricARPExpired); q < 1 || rel != q || exp != 0 {
+		t.Errorf("held for ARP: queued %v, released %v, expired %v; want at least 1 queued, all released", q, rel, exp)
+	}
+}
+
 // TestE2EMetrics: counters move with traffic (per port, forwarded, ICMP),
 // gauges say what the tables hold, pprof answers on the same listener.
 func TestE2EMetrics(t *testing.T) {

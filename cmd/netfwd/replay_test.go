@@ -186,3 +186,37 @@ func TestReplayExample(t *testing.T) {
 		t.Errorf("summary does not count the blackhole drop:\n%s", sum)
 	}
 }
+
+// The summary's forwarded counts every routed frame in the output pcaps,
+// those that waited for ARP included (released at the ARP reply), and
+// shows the held packets: two queued, both released.
+func TestReplayForwardedMatchesOutput(t *testing.T) {
+	src := "../../docs/examples"
+	out := t.TempDir()
+	sum, err := replay(filepath.Join(src, "replay.conf"), []string{
+		"eth0=" + filepath.Join(src, "eth0.pcap"),
+		"eth1=" + filepath.Join(src, "eth1.pcap"),
+		"eth2=" + filepath.Join(src, "eth2.pcap"),
+	}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{"10.0.10.1": true, "10.0.20.1": true, "203.0.113.2": true} // the router's addresses
+	routed := 0
+	for _, port := range []string{"eth0", "eth1", "eth2"} {
+		for _, p := range readPackets(t, filepath.Join(out, port+".pcap")) {
+			if ip, ok := p.Layer(layers.LayerTypeIPv4).(*layers.IPv4); ok && !own[ip.SrcIP.String()] {
+				routed++
+			}
+		}
+	}
+	if routed != 3 {
+		t.Fatalf("%d routed frames in the output, the example has 3\n%s", routed, sum)
+	}
+	if want := "router: forwarded 3,"; !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+	if want := "held for arp: queued 2, released 2, expired 0"; !strings.Contains(sum, want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum)
+	}
+}

@@ -230,7 +230,7 @@ func TestMalformedFrame(t *testing.T) {
 	waitFor(t, "malformed frame", func() bool { return len(s.Stats().Malformed()) > 0 })
 	waitFor(t, "close", func() bool { return !s.Stats().Connected.Load() })
 	wantRoutes(t, s.f, "10.1.0.0/16 via 192.0.2.1 dev eth0 proto bgp metric 20")
-	if m := s.Stats().Malformed(); m[rtnl.ErrMessageLength.Reason] != 1 {
+	if m := s.Stats().Malformed(); m["bad_netlink_message_length"] != 1 {
 		t.Fatalf("malformed: %v", m)
 	}
 	// Zebra reconnects and replays.

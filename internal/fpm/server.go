@@ -119,10 +119,10 @@ type Stats struct {
 }
 
 func (s *Stats) countMalformed(err error) {
-	reason := err.Error()
+	reason := "other" // a label value, never the text of an error
 	var e *rtnl.Error
 	if errors.As(err, &e) {
-		reason = e.Reason
+		reason = e.Label()
 	}
 	s.mu.Lock()
 	if s.malformed == nil {

@@ -15,6 +15,7 @@
 //	pktio_offload_total{port,kind}               gso, checksum_completed, checksum_unfixed, vlan_restored
 //	l2_drops_total{reason}, l3_drops_total{reason}   drops by reason (stable names of l2.DropReason, l3.DropReason)
 //	forwarded_total, fragmented_total, local_delivered_total, arp_received_total
+//	arp_queued_total, arp_released_total, arp_expired_total   transit packets held for ARP, and how they ended
 //	fib_lookups_total                            FIB lookups (forwarding and router output)
 //	fib_routes{table,type}                       routes as configured
 //	fdb_entries{bridge,type}                     learned, local, static, dynamic (configured)
@@ -120,7 +121,10 @@ func NewCollector(src Source) *Collector {
 		"xdp_kick_gave_up":  desc("xdp_tx_kick_gave_up_total", "AF_XDP transmits that left frames on the TX ring for a later kick (the device made no progress).", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
-		"forwarded":         desc("forwarded_total", "Packets the router forwarded."),
+		"forwarded":         desc("forwarded_total", "Packets the router forwarded (sent after the route decision, at once or released after waiting for ARP)."),
+		"arp_queued":        desc("arp_queued_total", "Transit packets held waiting for ARP resolution."),
+		"arp_released":      desc("arp_released_total", "Held transit packets sent once ARP resolved (also in forwarded_total)."),
+		"arp_expired":       desc("arp_expired_total", "Held transit packets dropped: resolution failed or timed out, queue overflow, egress down (also in l3_drops_total)."),
 		"fragmented":        desc("fragmented_total", "Packets the router fragmented."),
 		"local":             desc("local_delivered_total", "Packets addressed to the router."),
 		"arp_in":            desc("arp_received_total", "ARP frames the router received."),
@@ -233,6 +237,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter("l3_drops", v, r)
 	}
 	counter("forwarded", s.Forwarded)
+	counter("arp_queued", s.Queued)
+	counter("arp_released", s.Released)
+	counter("arp_expired", s.Expired)
 	counter("fragmented", s.Fragmented)
 	counter("local", s.Local)
 	counter("arp_in", s.ARPIn)

@@ -3,11 +3,16 @@ package metrics
 import (
 	"encoding/binary"
 	"io"
+	"net"
 	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
 
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
@@ -125,6 +130,99 @@ func TestCollectorXDPCounters(t *testing.T) {
 	} {
 		if got, ok := m[k]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+}
+
+// udpFrame builds an IPv4/UDP frame from src to dst, to the MAC dstMAC.
+func udpFrame(t *testing.T, dstMAC wire.MAC, src, dst string) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 0x50}, DstMAC: net.HardwareAddr(dstMAC[:]), EthernetType: layers.EthernetTypeIPv4}
+	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: net.ParseIP(src).To4(), DstIP: net.ParseIP(dst).To4()}
+	u := &layers.UDP{SrcPort: 1000, DstPort: 2000}
+	u.SetNetworkLayerForChecksum(ip)
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, u, gopacket.Payload(make([]byte, 20))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Transit packets held for ARP are exported: queued, then released (and
+// forwarded, at release) or expired (resolution failed); every reason
+// label value is snake_case.
+func TestCollectorHeldForARP(t *testing.T) {
+	clock := l2.NewManualClock()
+	e := l3.NewEngine(l3.EngineOptions{Clock: clock})
+	c := apply.New(e)
+	cmds, errs := config.Parse("m.conf", strings.NewReader(`address add 192.0.2.1/24 dev eth0
+address add 198.51.100.1/24 dev eth1
+route add 10.0.0.0/8 via 192.0.2.9
+route add 10.99.0.0/16 via 192.0.2.10
+`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := c.Apply(cmds); err != nil {
+		t.Fatal(err)
+	}
+	w := e.NewWorker()
+	sent := 0
+	send := func(p *l2.Port, frames [][]byte) {
+		for _, f := range frames {
+			if wire.Ethernet(f).Type() == 0x0800 {
+				sent++
+			}
+		}
+	}
+	eth0, eth1 := e.Domain().Port("eth0"), e.Domain().Port("eth1")
+	mac1 := e.Router().Iface("eth1").MAC
+	for range 3 {
+		w.Receive(eth1, [][]byte{udpFrame(t, mac1, "198.51.100.7", "10.1.2.3")})
+		w.Flush(send)
+	}
+	reply := arpRequest(wire.MAC{2, 0, 0, 0, 0, 9}, [4]byte{192, 0, 2, 9}, [4]byte{192, 0, 2, 1})
+	mac0 := e.Router().Iface("eth0").MAC
+	copy(reply[0:6], mac0[:])
+	binary.BigEndian.PutUint16(reply[20:], 2)
+	copy(reply[32:38], mac0[:])
+	w.Receive(eth0, [][]byte{reply})
+	w.Flush(send)
+	w.Receive(eth1, [][]byte{udpFrame(t, mac1, "198.51.100.7", "10.99.0.1")}) // 192.0.2.10 never answers
+	w.Flush(send)
+	for range 100 {
+		clock.Advance(100 * time.Millisecond)
+		w.Tick()
+		w.Flush(send)
+	}
+	m := scrape(t, Source{Engine: e, Controller: c})
+	for k, want := range map[string]float64{
+		`netfwd_forwarded_total`:                              3,
+		`netfwd_arp_queued_total`:                             4,
+		`netfwd_arp_released_total`:                           3,
+		`netfwd_arp_expired_total`:                            1,
+		`netfwd_l3_drops_total{reason="neigh_failed"}`:        1,
+		`netfwd_arp_drops_total{reason="bad_opcode"}`:         0,
+		`netfwd_arp_drops_total{reason="martian_sender"}`:     0,
+		`netfwd_l3_drops_total{reason="ip_checksum"}`:         0,
+		`netfwd_l2_drops_total{reason="egress_filtered"}`:     0,
+		`netfwd_neigh_lookups_total{result="miss"}`:           m[`netfwd_neigh_lookups_total{result="miss"}`],
+		`netfwd_arp_drops_total{reason="bad_address_length"}`: 0,
+	} {
+		if got, ok := m[k]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+	if sent != 3 {
+		t.Errorf("%d packets sent, want 3", sent)
+	}
+	label := regexp.MustCompile(`(\w+)="([^"]*)"`)
+	snake := regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
+	for k := range m {
+		for _, l := range label.FindAllStringSubmatch(k, -1) {
+			if l[1] == "reason" && !snake.MatchString(l[2]) {
+				t.Errorf("%s: reason %q is not snake_case", k, l[2])
+			}
 		}
 	}
 }

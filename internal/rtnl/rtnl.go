@@ -22,6 +22,7 @@ package rtnl
 
 import (
 	"encoding/binary"
+	"strings"
 )
 
 // Message types and flags the package's users need beyond x/sys/unix.
@@ -75,10 +76,14 @@ type Header struct {
 	PID   uint32
 }
 
-// Error is a decoding error; Reason is short and stable (metric labels).
+// Error is a decoding error; Reason is short and stable, and its metric
+// label (Label) is Reason in snake_case, as every label value of netfwd's.
 type Error struct{ Reason string }
 
 func (e *Error) Error() string { return "rtnetlink: " + e.Reason }
+
+// Label is the reason as a metric label value: "bad_address_length".
+func (e *Error) Label() string { return strings.ReplaceAll(e.Reason, " ", "_") }
 
 // The ways a message can be malformed.
 var (

@@ -21,6 +21,7 @@ func counters(e *l3.Engine) map[string]uint64 {
 	m := map[string]uint64{
 		"forwarded": s.Forwarded, "fragmented": s.Fragmented, "local": s.Local, "arp_in": s.ARPIn,
 		"fib_lookups": s.FIBLookups, "icmp_rate_limited": s.ICMPRateLimited,
+		"arp_queued": s.Queued, "arp_released": s.Released, "arp_expired": s.Expired,
 		"flood_inline": d.FloodInline, "flood_deferred": d.FloodDeferred, "host_delivered": d.HostDelivered,
 		"fdb_learned": d.FDBLearned, "fdb_moved": d.FDBMoved, "fdb_aged": d.FDBAged,
 	}
