@@ -3,7 +3,10 @@ package main
 // `netfwd ctl [-j] [--ctl SOCKET] [LINE...]`: one request to a running
 // daemon (lines from stdin when none are given). Config lines are one
 // transaction; queries are answered after it. Errors come back as
-// "ctl:N: reason" (exit 1); an unreachable daemon exits 2.
+// "ctl:N: reason" (exit 1); an unreachable daemon exits 2; a query answered
+// with a failure exits as `ip` does (`route get` with no usable route: 2,
+// an invalid address: 1; the answer, -j's error object included, is printed
+// on stdout all the same).
 
 import (
 	"bufio"
@@ -61,7 +64,7 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	out, err := ctlsock.Do(*sock, lines, *asJSON)
+	out, status, err := ctlsock.DoStatus(*sock, lines, *asJSON)
 	io.WriteString(stdout, out)
 	if err != nil {
 		if ctlsock.IsRequestError(err) {
@@ -71,5 +74,5 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "netfwd ctl: %s: %v\n", *sock, err)
 		return 2
 	}
-	return 0
+	return status // non-zero when a query's answer is a failure, as ip exits
 }

@@ -5,7 +5,10 @@ package main
 // loaded from a config file, queried as `ip route get|show` would be.
 // route get answers from stdin when no address is given: one line out per
 // line in, flushed whenever the input has nothing more buffered, so it works
-// both interactively and for millions of piped addresses. The config file
+// both interactively and for millions of piped addresses. Every address is
+// answered; the exit status is ip's for the worst answer: 2 when a lookup
+// failed (no route, or a blackhole, unreachable or prohibit route: the
+// kernel refuses those), else 1 when an address did not parse. The config file
 // is read and applied by the daemon's reader and applier
 // (apply.LoadFIBFile), the table argument of route show is read as the rest
 // of a `route show` line (iproute2's abbreviations: `t all`), and answers
@@ -86,15 +89,18 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 	w := bufio.NewWriterSize(stdout, 64*1024)
 	defer w.Flush()
 	var buf []byte
+	status := 0 // the worst of the answers: 2 when a lookup failed, 1 for an invalid address
 	answer := func(s string) {
-		buf = show.AppendRouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
+		var st int
+		buf, st = show.RouteGet(buf[:0], f, strings.TrimSpace(s), asJSON)
+		status = max(status, st)
 		w.Write(buf)
 	}
 	if len(addrs) > 0 {
 		for _, a := range addrs {
 			answer(a)
 		}
-		return 0
+		return status
 	}
 	in := bufio.NewReaderSize(stdin, 64*1024)
 	for {
@@ -107,7 +113,7 @@ func routeGet(f *fib.FIB, addrs []string, asJSON bool, stdin io.Reader, stdout, 
 				fmt.Fprintln(stderr, "netfwd route get:", err)
 				return 1
 			}
-			return 0
+			return status
 		}
 		if in.Buffered() == 0 {
 			if err := w.Flush(); err != nil {

@@ -348,10 +348,16 @@ func (e *e2e) ctl(lines ...string) string {
 	return out
 }
 
-// routeGet asks the daemon `route get -j ADDR`.
+// routeGet asks the daemon `route get -j ADDR`: the answer, a route or an
+// error object (`netfwd ctl` exits 2 for the lookups that fail).
 func (e *e2e) routeGet(addr netip.Addr) map[string]any {
 	e.t.Helper()
-	out := e.ctl("-j", "route get "+addr.String())
+	var o, errb bytes.Buffer
+	code := dispatch([]string{"ctl", "--ctl", e.CtlPath, "-j", "route get " + addr.String()}, strings.NewReader(""), &o, &errb)
+	if code != 0 && code != 2 {
+		e.t.Fatalf("route get -j %s: exit %d: %s", addr, code, strings.TrimSpace(errb.String()))
+	}
+	out := o.String()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &m); err != nil {
 		e.t.Fatalf("route get -j %s: %v: %q", addr, err, out)

@@ -168,3 +168,38 @@ func TestCtlSetsBridgeOptions(t *testing.T) {
 		}
 	}
 }
+
+// A query answered with a failure is served (ok, its answer in the output,
+// -j's error object included) and carries ip's exit status: 2 for a lookup
+// that fails, 1 for an invalid address; every query of the request is
+// answered. A refused request stays a *RequestError.
+func TestCtlFailedQueryStatus(t *testing.T) {
+	sock, _ := serve(t, nil)
+	if _, err := Do(sock, []string{"address add 192.0.2.1/24 dev eth0", "route add 10.0.0.0/8 via 192.0.2.9"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		lines  []string
+		status int
+		out    string
+	}{
+		{[]string{"route get 10.1.2.3"}, 0, `"gateway":"192.0.2.9"`},
+		{[]string{"route get 9.9.9.9"}, 2, `{"dst":"9.9.9.9","error":"network unreachable"}` + "\n"},
+		{[]string{"route get 9.9.9.9", "route get 10.1.2.3"}, 2, `{"dst":"9.9.9.9","error":"network unreachable"}` + "\n" + `{"dst":"10.1.2.3","type":"unicast"`},
+		{[]string{"route get nonsense"}, 1, `{"dst":"nonsense","error":"invalid IPv4 address"}`},
+		{[]string{"route show"}, 0, `"dst":"10.0.0.0/8"`},
+	} {
+		out, status, err := DoStatus(sock, c.lines, true)
+		if err != nil || status != c.status || !strings.Contains(out, c.out) {
+			t.Errorf("%v: status %d err %v out %q, want status %d with %q", c.lines, status, err, out, c.status, c.out)
+		}
+	}
+	// On the wire: the status field, absent when 0.
+	resp := Handler{Ctl: apply.New(l3.NewEngine(l3.EngineOptions{}))}.Do(Request{Lines: []string{"route get 9.9.9.9"}})
+	if !resp.OK || resp.Status != 2 || len(resp.Errors) != 0 {
+		t.Errorf("response %+v", resp)
+	}
+	if _, status, err := DoStatus(sock, []string{"route get"}, false); !IsRequestError(err) || status != 0 {
+		t.Errorf("a refused request: status %d err %v", status, err)
+	}
+}

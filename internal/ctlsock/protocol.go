@@ -4,7 +4,7 @@ package ctlsock
 // the response writer that streams the output into the response's JSON
 // string as the answers are rendered.
 //
-// The response object is written in the order output, errors, ok, so that
+// The response object is written in the order output, errors, ok, status, so that
 // the output (possibly tens of megabytes) can go out while it is produced
 // and the errors of the queries answered along the way follow it; JSON
 // readers do not depend on the order of keys.
@@ -30,6 +30,9 @@ type Response struct {
 	OK     bool     `json:"ok"`
 	Output string   `json:"output"`
 	Errors []string `json:"errors"`
+	// Status is the exit status of the request's queries (server.go): 0,
+	// or that of a query answered with a failure.
+	Status int `json:"status,omitempty"`
 }
 
 // responseWriter writes one Response as a stream: Write appends to the
@@ -39,6 +42,7 @@ type responseWriter struct {
 	started bool
 	carry   []byte // the start of a UTF-8 sequence that the next Write completes
 	err     error  // the first write error: the client is gone or too slow
+	status  int    // Response.Status, written by finish
 }
 
 func newResponseWriter(w io.Writer, bufSize int) *responseWriter {
@@ -168,7 +172,11 @@ func (r *responseWriter) finish(errs []string) error {
 	b, _ := json.Marshal(errs)
 	r.bw.WriteString(`","errors":`)
 	r.bw.Write(b)
-	r.bw.WriteString(`,"ok":` + strconv.FormatBool(len(errs) == 0) + "}\n")
+	r.bw.WriteString(`,"ok":` + strconv.FormatBool(len(errs) == 0))
+	if r.status != 0 {
+		r.bw.WriteString(`,"status":` + strconv.Itoa(r.status))
+	}
+	r.bw.WriteString("}\n")
 	if err := r.bw.Flush(); err != nil {
 		r.err = err
 	}

@@ -6,8 +6,13 @@
 //
 // Protocol: one request per connection. The client writes one JSON object
 // {"lines": [...], "json": bool} and shuts its write side; the server
-// answers {"output": "...", "errors": ["ctl:N: reason"], "ok": bool} and
-// closes. Errors name the line of the request (from 1).
+// answers {"output": "...", "errors": ["ctl:N: reason"], "ok": bool,
+// "status": N} and closes. Errors name the line of the request (from 1).
+// ok is false when the request was refused (errors say why: `netfwd ctl`
+// exits 1); status, when the request was served, is the exit status of its
+// queries as `ip` gives it: 0, or non-zero when a query's answer is a
+// failure (`route get` with no usable route: 2; show.Failed), so that
+// scripts can tell; absent (0) from daemons older than the field.
 //
 // Flow of a request: every line is read by internal/config (position
 // ctl:N), the one reader of configuration and queries; when all lines
@@ -210,6 +215,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		rw.finish(errorStrings(&errs))
 		return
 	}
+	status := 0   // the worst exit status of a query answered with a failure
 	held := false // an answer slot, taken for the first answer rendered (not for reload)
 	defer func() {
 		if held {
@@ -233,9 +239,15 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			if rw.err != nil {
 				return // the client is gone or stopped reading: drop it
 			}
+			var f *show.Failed
+			if errors.As(err, &f) { // answered: the failure is the answer
+				status = max(status, f.Status)
+				continue
+			}
 			errs.Add(fmt.Errorf("ctl:%d: %v", q.line, err))
 		}
 	}
+	rw.status = status
 	rw.finish(errorStrings(&errs))
 }
 

@@ -1,7 +1,9 @@
 package show
 
 // `route get` answers, shared by `netfwd route get` and the control socket:
-// the design notes' JSON object (-j) or an `ip route get` style line.
+// the design notes' JSON object (-j) or an `ip route get` style line, and
+// the exit status `ip route get` would give for it (non-zero when the
+// lookup fails: scripts tell the cases apart by it).
 //
 // Locking: lock-free (FIB lookups).
 
@@ -16,9 +18,35 @@ import (
 // maxEcho bounds the bad input an answer repeats.
 const maxEcho = 64
 
+// Exit statuses of `route get`, as `ip route get` exits: 1 for an address
+// that does not parse (iproute2's get_prefix), 2 when the kernel refuses
+// the lookup ("RTNETLINK answers: ..."): no route (ENETUNREACH) and the
+// routes that drop, blackhole (EINVAL), unreachable (EHOSTUNREACH) and
+// prohibit (EACCES). The answer is printed all the same.
+const (
+	StatusInvalid = 1
+	StatusFailed  = 2
+)
+
+// Failed is the error of a query whose answer is a failure (written
+// already): a script reads Status as the command's exit status.
+type Failed struct {
+	Query  string
+	Status int
+}
+
+func (f *Failed) Error() string { return fmt.Sprintf("%s failed (status %d)", f.Query, f.Status) }
+
 // AppendRouteGet formats one `route get` answer: the design notes' JSON object, or an
 // `ip route get` style line.
 func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
+	b, _ = RouteGet(b, f, s, asJSON)
+	return b
+}
+
+// RouteGet is AppendRouteGet with the answer's exit status (0, StatusInvalid
+// or StatusFailed).
+func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
 		if len(s) > maxEcho { // an answer echoes at most a short prefix of bad input
@@ -27,9 +55,9 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 		if asJSON {
 			b = append(b, `{"dst":`...)
 			b = strconv.AppendQuote(b, s)
-			return append(b, `,"error":"invalid IPv4 address"}`+"\n"...)
+			return append(b, `,"error":"invalid IPv4 address"}`+"\n"...), StatusInvalid
 		}
-		return append(b, fmt.Sprintf("%s: invalid IPv4 address\n", s)...)
+		return append(b, fmt.Sprintf("%s: invalid IPv4 address\n", s)...), StatusInvalid
 	}
 	nh := f.Lookup(a) // the datapath's answer
 	res, ok := f.LookupRoute(a)
@@ -42,15 +70,15 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 			b = strconv.AppendQuote(b, s)
 			b = append(b, `,"error":`...)
 			b = strconv.AppendQuote(b, msg)
-			return append(b, "}\n"...)
+			return append(b, "}\n"...), StatusInvalid
 		}
-		return append(b, s+": "+msg+"\n"...)
+		return append(b, s+": "+msg+"\n"...), StatusInvalid
 	}
 	if !ok {
 		if asJSON {
-			return append(b, `{"dst":"`+a.String()+`","error":"network unreachable"}`+"\n"...)
+			return append(b, `{"dst":"`+a.String()+`","error":"network unreachable"}`+"\n"...), StatusFailed
 		}
-		return append(b, a.String()+": network unreachable\n"...)
+		return append(b, a.String()+": network unreachable\n"...), StatusFailed
 	}
 	r := res.Route
 	typ := r.Type.String()
@@ -63,6 +91,11 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 			gw = res.NH.Gateway.String()
 		}
 		dev = res.NH.Dev
+	}
+	status := 0
+	switch typ {
+	case "blackhole", "unreachable", "prohibit":
+		status = StatusFailed // the kernel refuses these lookups
 	}
 	src := ""
 	if res.Prefsrc.IsValid() {
@@ -82,7 +115,7 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 		}
 		b = append(b, `,"metric":`...)
 		b = strconv.AppendUint(b, uint64(r.Metric), 10)
-		return append(b, "}\n"...)
+		return append(b, "}\n"...), status
 	}
 	if typ != "unicast" {
 		b = append(b, typ+" "...)
@@ -103,5 +136,5 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 	if r.Metric != 0 {
 		b = append(b, " metric "+strconv.FormatUint(uint64(r.Metric), 10)...)
 	}
-	return append(b, '\n')
+	return append(b, '\n'), status
 }

@@ -37,13 +37,21 @@ type State interface {
 }
 
 // Answer writes the answer to one query: iproute2's text, or its JSON
-// (one value per query, then a newline) when asJSON.
+// (one value per query, then a newline) when asJSON. A query answered
+// with a failure (`route get` of an unreachable destination) returns a
+// *Failed after writing its answer.
 func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 	e := st.Engine()
 	switch q := q.(type) {
 	case config.RouteGet:
-		_, err := w.Write(AppendRouteGet(nil, e.FIB(), q.Dst, asJSON))
-		return err
+		b, status := RouteGet(nil, e.FIB(), q.Dst, asJSON)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if status != 0 {
+			return &Failed{Query: q.Name(), Status: status}
+		}
+		return nil
 	case config.RouteShow:
 		return Routes(w, e.FIB(), q.Table, asJSON)
 	case config.FDBShow:
