@@ -188,6 +188,7 @@ func TestCtlFailedQueryStatus(t *testing.T) {
 		{[]string{"route get 9.9.9.9", "route get 10.1.2.3"}, 2, `{"dst":"9.9.9.9","error":"network unreachable"}` + "\n" + `{"dst":"10.1.2.3","type":"unicast"`},
 		{[]string{"route get nonsense"}, 1, `{"dst":"nonsense","error":"invalid IPv4 address"}`},
 		{[]string{"route show"}, 0, `"dst":"10.0.0.0/8"`},
+		{[]string{"stats"}, 0, `"arp_expired":0,"arp_in":0,"arp_queued":0,"arp_released":0,`}, // held for ARP
 	} {
 		out, status, err := DoStatus(sock, c.lines, true)
 		if err != nil || status != c.status || !strings.Contains(out, c.out) {
