@@ -29,6 +29,7 @@ import (
 
 // linkChanged is the link monitor's callback.
 func (d *Daemon) linkChanged(ev linkEvent) {
+	d.hp.twinLinkEvent(ev) // a twin deleted: re-created (twinwatch.go)
 	if d.e.Domain().Port(ev.name) == nil {
 		return // not one of ours
 	}
