@@ -134,6 +134,25 @@ func TestE2ECtlLinkMTU(t *testing.T) {
 	}
 }
 
+// TestE2EConfigLinkMTU: `link set eth0 mtu 1400` in the config file, on
+// reload (SIGHUP), sets the kernel's MTU too, and the router follows it.
+func TestE2EConfigLinkMTU(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	conf, err := os.ReadFile(e.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.writeConfig(string(conf) + "\nlink set eth0 mtu 1400\n")
+	e.sighup()
+	ok, why := eventually(5*time.Second, func() (bool, string) {
+		out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0")
+		return strings.Contains(out, "mtu 1400") && strings.Contains(e.ctl("link show eth0"), "mtu 1400"), out
+	})
+	if !ok {
+		t.Errorf("after the reload with link set eth0 mtu 1400: %s", why)
+	}
+}
+
 // TestE2ESecondDaemonRefused: a second daemon on the same ports refuses to
 // start and names the first; the first keeps forwarding, alone.
 func TestE2ESecondDaemonRefused(t *testing.T) {
