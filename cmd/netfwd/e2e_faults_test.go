@@ -127,6 +127,18 @@ func TestE2ECtlLinkMTU(t *testing.T) {
 	if err != nil || !strings.Contains(out, "3 received") {
 		t.Errorf("1500-byte pings without DF through a 1400-byte link: %v\n%s", err, out)
 	}
+	if testIO() == "afxdp" {
+		// Above what the AF_XDP port's 2 KiB frames hold: refused, nothing
+		// changed.
+		_, err := e.ctlErr("link set eth0 mtu 3000")
+		if err == nil || !strings.Contains(err.Error(), "AF_XDP") {
+			t.Errorf("ctl link set eth0 mtu 3000 on an AF_XDP port: %v", err)
+		}
+		t.Logf("refused: %v", err)
+		if out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0"); !strings.Contains(out, "mtu 1400") {
+			t.Errorf("the kernel's eth0 after the refused change:\n%s", out)
+		}
+	}
 	// Back up: the kernel follows again.
 	e.ctl("link set eth0 mtu 1500")
 	if out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0"); !strings.Contains(out, "mtu 1500") {

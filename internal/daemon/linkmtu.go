@@ -10,7 +10,8 @@ package daemon
 // Flow (ctlApply): for each `link set PORT mtu N` of an open port, the
 // kernel's MTU is set first (SIOCSIFMTU in the ports' namespace); if the
 // kernel refuses, the MTUs already changed by the request are put back and
-// the request fails whole with the kernel's reason, nothing applied. Then
+// the request fails whole with the kernel's reason, nothing applied (so
+// does an MTU above what an AF_XDP port's 2 KiB frames hold). Then
 // the lines are applied to the router; if that fails, the kernel's MTUs
 // are put back too. Lines for other devices (a VLAN interface, a bridge, a
 // port whose interface is gone) change the router's view only, as before.
@@ -54,6 +55,12 @@ func (d *Daemon) ctlApply(cmds []config.Command) error {
 		p := d.ports.Load().byName(l.Name)
 		if p == nil {
 			continue
+		}
+		if p.xp != nil && l.MTU > xdpFrameMTU {
+			// The kernel would take it, and the XDP program would drop
+			// every longer frame: its UMEM frames are 2 KiB.
+			undo()
+			return fmt.Errorf("%s: %s: mtu %d is above AF_XDP's %d with 2 KiB frames (%s is an AF_XDP port; --io afpacket takes larger MTUs)", c.Pos, c.Text, l.MTU, xdpFrameMTU, l.Name)
 		}
 		old, err := d.setPortKernelMTU(p, l.MTU)
 		if err != nil {
