@@ -34,17 +34,17 @@ func (m *Manager) Vanished() []VanishedTwin {
 		if d == nil {
 			continue
 		}
+		// The kernel's view first: a deleted twin's reader fails too
+		// (EBADFD), but "deleted" is the reason worth logging.
 		reason := ""
-		if d.broken.Load() {
+		li, err := m.nl.linkByName(d.name)
+		switch {
+		case errors.Is(err, errNoLink):
+			reason = "deleted"
+		case err == nil && li.index != d.index:
+			reason = "replaced by another interface of that name"
+		case d.broken.Load():
 			reason = "its reader failed"
-		} else {
-			li, err := m.nl.linkByName(d.name)
-			switch {
-			case errors.Is(err, errNoLink):
-				reason = "deleted"
-			case err == nil && li.index != d.index:
-				reason = "replaced by another interface of that name"
-			}
 		}
 		if reason != "" {
 			out = append(out, VanishedTwin{Port: port, Name: d.name, Reason: reason})
