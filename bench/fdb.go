@@ -108,7 +108,11 @@ func NewFDBBench(n int, hash256Impl bool) *FDBBench {
 	if hash256Impl {
 		f.h = &hash256{salt: rng.Uint32()}
 	} else {
-		f.fdb = fdbbench.New(0)
+		// The bridge's learned limit is the table's size, as
+		// `link add br0 type bridge fdb_max_learned N` would set it: the
+		// default limit (l2.DefaultFDBMaxLearned) would refuse the larger
+		// tables' stations.
+		f.fdb = fdbbench.New(uint32(n))
 	}
 	seen := map[wire.MAC]bool{}
 	for len(f.macs) < n {

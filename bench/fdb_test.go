@@ -38,3 +38,20 @@ func TestFDBBenchConsistent(t *testing.T) {
 		}
 	}
 }
+
+// TestFDBBenchTableAboveDefaultLimit: a table larger than the bridge's
+// default learned limit (l2.DefaultFDBMaxLearned) is filled whole and every
+// station is found (the suite's 1M case panicked with "lookups missed" when
+// the benchmark's bridge kept the default limit).
+func TestFDBBenchTableAboveDefaultLimit(t *testing.T) {
+	const n = 100000
+	f := NewFDBBench(n, false)
+	if got := f.fdb.Len(); got != n {
+		t.Fatalf("fdb has %d entries, want %d", got, n)
+	}
+	f.Lookup(1<<16, true)
+	f.Learn(1000)
+	if got := f.fdb.Len(); got != n {
+		t.Fatalf("after learning churn fdb has %d entries, want %d", got, n)
+	}
+}

@@ -19,8 +19,6 @@ package bench
 //	                 default receive ring, TPACKET_V2)
 //	netfwd-afpacket-v3  the same with --afpacket-ring v3
 //	netfwd-afxdp     `netfwd run --io afxdp` as a child process
-//	netfwd-afxdp-napi  the same with --xdp-napi-busy-poll 20us (the workers
-//	                 run veth's receive NAPI, deferred, themselves)
 //
 // in two set-ups, rounds interleaved (round by round, set-up by set-up,
 // forwarder by forwarder): "unpinned" (trafgen on every CPU, the forwarder
@@ -265,7 +263,6 @@ var netfwdVariants = []netfwdVariant{
 	{"netfwd-afpacket-v3", "afpacket", []string{"--afpacket-ring", "v3"}},
 	{"netfwd-afxdp", "afxdp", []string{"--xdp-mode", "auto"}},
 	{"netfwd-afxdp-generic", "afxdp", []string{"--xdp-mode", "generic"}},
-	{"netfwd-afxdp-napi", "afxdp", []string{"--xdp-mode", "auto", "--xdp-napi-busy-poll", "20us"}},
 }
 
 var tcpVariants = []string{"netfwd-afpacket", "netfwd-afpacket-v3", "netfwd-afxdp"}

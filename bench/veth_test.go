@@ -56,7 +56,7 @@ func TestVethSuiteQuick(t *testing.T) {
 		rate, _ := r.Params["rate"].(string)
 		by[key{r.Impl, setup, rate}] = r
 	}
-	for _, impl := range []string{"generator", "ceiling", "reflector", "reflector-generic", "minimal", "reflector-process", "linux", "netfwd-afpacket", "netfwd-afxdp", "netfwd-afxdp-generic", "netfwd-afxdp-napi"} {
+	for _, impl := range []string{"generator", "ceiling", "reflector", "reflector-generic", "minimal", "reflector-process", "linux", "netfwd-afpacket", "netfwd-afxdp", "netfwd-afxdp-generic"} {
 		for _, setup := range []string{"unpinned", "onecore"} {
 			r, ok := by[key{impl, setup, "max"}]
 			switch {

@@ -38,7 +38,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON array of records")
 	quick := fs.Bool("quick", false, "small inputs and short measurements (smoke test)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
-	only := fs.String("only", "", "comma-separated implementations to run (veth: generator,ceiling,reflector,reflector-generic,reflector-process,minimal,linux,netfwd-afpacket,netfwd-afpacket-v3,netfwd-afxdp,netfwd-afxdp-generic,netfwd-afxdp-napi; routes: config-load,fpm-nhg,fpm-inline,fpm-tcp,fpm-replay,fpm-paced-replay,fpm-paced-first,daemon-paced-replay,daemon-paced-first,lookup-churn,traffic-churn,bgp-e2e)")
+	only := fs.String("only", "", "comma-separated implementations to run (veth: generator,ceiling,reflector,reflector-generic,reflector-process,minimal,linux,netfwd-afpacket,netfwd-afpacket-v3,netfwd-afxdp,netfwd-afxdp-generic; routes: config-load,fpm-nhg,fpm-inline,fpm-tcp,fpm-replay,fpm-paced-replay,fpm-paced-first,daemon-paced-replay,daemon-paced-first,lookup-churn,traffic-churn,bgp-e2e)")
 	setups := fs.String("setup", "", "comma-separated set-ups to run (veth: unpinned,onecore)")
 	rounds := fs.Int("rounds", 0, "rounds per measurement (0: the suite's)")
 	frames := fs.Uint64("frames", 0, "frames per measurement (0: the suite's)")

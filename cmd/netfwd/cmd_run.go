@@ -41,7 +41,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--xdp-napi-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
 
 func init() {
 	register(command{
@@ -69,7 +69,6 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ioKind := fs.String("io", "auto", "packet I/O: auto, afxdp or afpacket")
 	xdpMode := fs.String("xdp-mode", "auto", "AF_XDP ports: how the steering program attaches: auto (native, else generic), native or generic")
 	xdpBusy := fs.Duration("xdp-busy-poll", 0, "AF_XDP workers: while traffic flows, spin this long on the rings before sleeping in poll(2) (0: pktio's default)")
-	xdpNAPI := fs.Duration("xdp-napi-busy-poll", 0, "AF_XDP: the workers run the ports' receive NAPI themselves while they spin (SO_PREFER_BUSY_POLL, SO_BUSY_POLL of this duration), the ports' NAPI deferral set to 2 polls / 200µs while netfwd runs (0: off)")
 	afpRing := fs.String("afpacket-ring", "v2", "AF_PACKET receive ring: v2 (a slot per frame, handed over at once: low latency, TCP) or v3 (frames packed in blocks handed over when full or after 1 ms: more 64-byte frames per second; docs/pktio.md)")
 	workers := fs.Int("workers", 0, "datapath workers = receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
@@ -100,8 +99,8 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	attach, ok := map[string]pktio.XDPAttach{"auto": pktio.XDPAttachAuto, "native": pktio.XDPAttachNative,
 		"generic": pktio.XDPAttachGeneric}[*xdpMode]
-	if !ok || *xdpBusy < 0 || *xdpNAPI < 0 {
-		fmt.Fprintf(stderr, "netfwd run: --xdp-mode %q --xdp-busy-poll %v --xdp-napi-busy-poll %v: want auto, native or generic and durations >= 0\n", *xdpMode, *xdpBusy, *xdpNAPI)
+	if !ok || *xdpBusy < 0 {
+		fmt.Fprintf(stderr, "netfwd run: --xdp-mode %q --xdp-busy-poll %v: want auto, native or generic and a duration >= 0\n", *xdpMode, *xdpBusy)
 		return 2
 	}
 	ring, ok := map[string]pktio.Ring{"v3": pktio.RingV3, "v2": pktio.RingV2}[*afpRing]
@@ -110,10 +109,11 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	xdpPort := pktio.XDPPortConfig{Attach: attach}
-	xdpWorker := pktio.XDPWorkerConfig{BusyPoll: *xdpBusy, NAPIBusyPoll: *xdpNAPI}
-	if *xdpNAPI > 0 {
-		xdpPort.NAPIDefer = pktio.NAPIDefer{HardIRQs: 2} // without it the sender's CPU keeps the NAPI work (docs/pktio.md)
-	}
+	// No NAPI busy polling (XDPWorkerConfig.NAPIBusyPoll, NAPIDefer): the
+	// daemon offered it as --xdp-napi-busy-poll until it measured 0.09-0.14
+	// Mpps against 0.6 without it on veth (docs/bench-veth.md, "NAPI busy
+	// polling removed").
+	xdpWorker := pktio.XDPWorkerConfig{BusyPoll: *xdpBusy}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/netfwd/netfwd/internal/hostpath"
@@ -32,5 +33,20 @@ func TestParsePuntLimit(t *testing.T) {
 		if err == nil && l[c.class] != c.want {
 			t.Errorf("%q: %v, want %v", c.in, l[c.class], c.want)
 		}
+	}
+}
+
+// TestRunNoNAPIBusyPoll: the daemon no longer offers NAPI busy polling
+// (--xdp-napi-busy-poll collapsed forwarding to a tenth of what it was
+// without it, docs/bench-veth.md): the flag is refused before anything
+// opens.
+func TestRunNoNAPIBusyPoll(t *testing.T) {
+	var out strings.Builder
+	rc := runDaemon([]string{"--config", "/nonexistent", "--xdp-napi-busy-poll", "20us"}, nil, &out, &out)
+	if rc != 2 || !strings.Contains(out.String(), "xdp-napi-busy-poll") {
+		t.Fatalf("rc %d, want 2 and the flag named:\n%s", rc, out.String())
+	}
+	if strings.Contains(runUsage, "napi") {
+		t.Errorf("the usage still offers it: %s", runUsage)
 	}
 }

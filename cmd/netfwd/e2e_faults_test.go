@@ -100,6 +100,71 @@ func TestE2EKernelMTU(t *testing.T) {
 	}
 }
 
+// TestE2ECtlLinkMTU: `netfwd ctl link set eth0 mtu 1400` does what
+// `ip link set eth0 mtu 1400` does: the kernel's interface has mtu 1400,
+// 1500-byte DF packets are answered with "fragmentation needed" (mtu 1400),
+// others are fragmented and answered.
+func TestE2ECtlLinkMTU(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	// The far end as well (a veth drops frames longer than its own MTU on
+	// receive): the replies to the fragmented pings come back in 1400.
+	if err := e.net.IP(e.host("isp").NS, "link", "set", e.host("isp").Iface, "mtu", "1400"); err != nil {
+		t.Fatal(err)
+	}
+	e.ctl("link set eth0 mtu 1400")
+	if out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0"); !strings.Contains(out, "mtu 1400") {
+		t.Errorf("the kernel's eth0 after ctl link set mtu 1400:\n%s", out)
+	}
+	if out := e.ctl("link show eth0"); !strings.Contains(out, "mtu 1400") {
+		t.Errorf("ctl link show eth0: %s", out)
+	}
+	h3 := e.host("h3").NS
+	out, _ := e.net.Exec(h3, "ping", "-c", "1", "-W", "2", "-M", "do", "-s", "1472", lab.InternetIP.String())
+	if !strings.Contains(out, "mtu = 1400") && !strings.Contains(out, "mtu=1400") {
+		t.Errorf("DF ping: want fragmentation needed with mtu 1400:\n%s", out)
+	}
+	out, err := e.net.Exec(h3, "ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "dont", "-s", "1472", lab.InternetIP.String())
+	if err != nil || !strings.Contains(out, "3 received") {
+		t.Errorf("1500-byte pings without DF through a 1400-byte link: %v\n%s", err, out)
+	}
+	if testIO() == "afxdp" {
+		// Above what the AF_XDP port's 2 KiB frames hold: refused, nothing
+		// changed.
+		_, err := e.ctlErr("link set eth0 mtu 3000")
+		if err == nil || !strings.Contains(err.Error(), "AF_XDP") {
+			t.Errorf("ctl link set eth0 mtu 3000 on an AF_XDP port: %v", err)
+		}
+		t.Logf("refused: %v", err)
+		if out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0"); !strings.Contains(out, "mtu 1400") {
+			t.Errorf("the kernel's eth0 after the refused change:\n%s", out)
+		}
+	}
+	// Back up: the kernel follows again.
+	e.ctl("link set eth0 mtu 1500")
+	if out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0"); !strings.Contains(out, "mtu 1500") {
+		t.Errorf("the kernel's eth0 after ctl link set mtu 1500:\n%s", out)
+	}
+}
+
+// TestE2EConfigLinkMTU: `link set eth0 mtu 1400` in the config file, on
+// reload (SIGHUP), sets the kernel's MTU too, and the router follows it.
+func TestE2EConfigLinkMTU(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	conf, err := os.ReadFile(e.ConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.writeConfig(string(conf) + "\nlink set eth0 mtu 1400\n")
+	e.sighup()
+	ok, why := eventually(5*time.Second, func() (bool, string) {
+		out, _ := e.net.Exec(e.net.Router, "ip", "link", "show", "eth0")
+		return strings.Contains(out, "mtu 1400") && strings.Contains(e.ctl("link show eth0"), "mtu 1400"), out
+	})
+	if !ok {
+		t.Errorf("after the reload with link set eth0 mtu 1400: %s", why)
+	}
+}
+
 // TestE2ESecondDaemonRefused: a second daemon on the same ports refuses to
 // start and names the first; the first keeps forwarding, alone.
 func TestE2ESecondDaemonRefused(t *testing.T) {

@@ -30,14 +30,6 @@ func TestE2EPing(t *testing.T) {
 	pingStandard(newE2E(t, lab.Standard(), nil))
 }
 
-// TestE2EPingNAPIBusyPoll: the same with the AF_XDP workers busy-polling
-// the ports' NAPI (--xdp-napi-busy-poll; run it with NETFWD_TEST_IO=afxdp,
-// AF_PACKET ports ignore it): single pings, each after an idle spell, get
-// through, so the NAPI deferral does not hold frames back.
-func TestE2EPingNAPIBusyPoll(t *testing.T) {
-	pingStandard(newE2EArgs(t, lab.Standard(), nil, "--xdp-napi-busy-poll", "20us"))
-}
-
 // pingStandard pings across the standard lab: bridged, routed, the uplink
 // and the router's own addresses.
 func pingStandard(e *e2e) {

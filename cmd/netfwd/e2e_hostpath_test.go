@@ -485,3 +485,67 @@ func TestHostPathPuntFlood(t *testing.T) {
 		t.Errorf("transit during the flood %.0f < 0.9 x %.0f without", during, base)
 	}
 }
+
+// TestHostPathTwinDeleted: an admin deletes a twin (`ip link del nf-eth0`);
+// within a second it is back with the same MAC and its addresses, the
+// deletion is logged at WARN, and the router namespace reaches the isp
+// through it again. A second deletion is repaired as well (the watch is
+// not one-shot).
+func TestHostPathTwinDeleted(t *testing.T) {
+	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
+	rtr := e.net.Router
+	isp := lab.ISPAddr.Addr().String()
+	type link struct {
+		Ifindex int
+		Address string
+	}
+	twin := func() (link, bool) {
+		out, err := testenv.Output("ip", "-n", rtr, "-j", "link", "show", "nf-eth0")
+		var l []link
+		if err != nil || json.Unmarshal([]byte(out), &l) != nil || len(l) != 1 {
+			return link{}, false
+		}
+		return l[0], true
+	}
+	want := lab.UplinkAddr.String()
+	if ok, why := eventually(5*time.Second, func() (bool, string) {
+		got := twinAddrs(t, rtr)["nf-eth0"]
+		return strings.Join(got, " ") == want, fmt.Sprint(got)
+	}); !ok {
+		t.Fatalf("nf-eth0 has %s, want %s", why, want)
+	}
+	before, _ := twin()
+	pingISP := func(within time.Duration) {
+		t.Helper()
+		ok, why := eventually(within, func() (bool, string) {
+			out, err := e.net.Exec(rtr, "ping", "-c", "1", "-W", "1", "-I", "nf-eth0", isp)
+			return err == nil && strings.Contains(out, "1 received"), out
+		})
+		if !ok {
+			t.Errorf("ping %s from the router namespace through nf-eth0:\n%s", isp, why)
+		}
+	}
+	pingISP(5 * time.Second)
+	for round := 1; round <= 2; round++ {
+		old, _ := twin()
+		testenv.Run(t, "ip", "-n", rtr, "link", "del", "nf-eth0")
+		start := time.Now()
+		ok, why := eventually(time.Second, func() (bool, string) {
+			l, ok := twin()
+			if !ok || l.Ifindex == old.Ifindex {
+				return false, "no new nf-eth0"
+			}
+			got := twinAddrs(t, rtr)["nf-eth0"]
+			return l.Address == before.Address && strings.Join(got, " ") == want,
+				fmt.Sprintf("nf-eth0 %s with %v; want %s with %s", l.Address, got, before.Address, want)
+		})
+		if !ok {
+			t.Fatalf("round %d: not re-created within 1 s: %s", round, why)
+		}
+		t.Logf("round %d: nf-eth0 back after %v", round, time.Since(start).Round(time.Millisecond))
+		pingISP(5 * time.Second)
+	}
+	if n := strings.Count(e.stderr.String(), "twin deleted behind netfwd's back"); n < 2 {
+		t.Errorf("%d WARN lines for 2 deletions:\n%s", n, e.stderr.String())
+	}
+}

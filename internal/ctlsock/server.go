@@ -64,6 +64,17 @@ type Handler struct {
 	Ctl *apply.Controller
 	// Reload re-reads the daemon's config file (nil: `reload` refused).
 	Reload func() error
+	// Apply applies a request's configuration lines (nil: Ctl.Apply). The
+	// daemon's also makes the kernel follow them (a port's MTU).
+	Apply func(cmds []config.Command) error
+}
+
+// apply applies cmds through Apply, or the Controller.
+func (h Handler) apply(cmds []config.Command) error {
+	if h.Apply != nil {
+		return h.Apply(cmds)
+	}
+	return h.Ctl.Apply(cmds)
 }
 
 // Server serves a control socket.
@@ -207,7 +218,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		}
 	}
 	if errs.Len() == 0 && len(cmds) > 0 {
-		if err := h.Ctl.Apply(cmds); err != nil {
+		if err := h.apply(cmds); err != nil {
 			addJoined(&errs, err)
 		}
 	}

@@ -141,9 +141,10 @@ type Daemon struct {
 	e    *l3.Engine
 	ctl  *apply.Controller
 
-	metricsLn net.Listener
-	pprofLn   net.Listener
-	ctlSrv    *ctlsock.Server
+	metricsLn  net.Listener
+	pprofLn    net.Listener
+	ctlSrv     *ctlsock.Server
+	ctlApplyMu sync.Mutex // serialises ctlApply (linkmtu.go)
 
 	ports atomic.Pointer[portTable] // read by workers
 
@@ -310,7 +311,7 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if opts.Ctl != "" {
-		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
+		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 	}

@@ -20,7 +20,8 @@ package daemon
 //     state, and the link-layer multicast groups the kernel joined on the
 //     twin of a VLAN interface (so the bridge delivers OSPF's 224.0.0.5 to
 //     the host). It runs at start, after a reload and every syncPeriod;
-//     each pass compares a snapshot and touches the kernel only on change.
+//     each pass compares a snapshot and touches the kernel only on change,
+//     or when a twin vanished (twinwatch.go).
 //
 // Locking: the Punter runs on its worker and only loads atomics (the
 // Manager's twin snapshot). injector.mu serialises the twins' readers on
@@ -58,7 +59,8 @@ type hostPath struct {
 	m   *hostpath.Manager
 	inj *injector
 
-	kick chan struct{} // a reconcile now (reload, ctl)
+	kick  chan struct{} // a reconcile now (reload, ctl)
+	watch twinWatch     // twins that vanished: a Sync although the specs did not change (twinwatch.go)
 
 	byTwinName atomic.Pointer[map[string]string] // twin name -> port, for twinPort
 
@@ -116,11 +118,13 @@ func (hp *hostPath) twinPort(name string) string {
 	return ""
 }
 
-// requestSync asks the reconcile loop for a pass now.
+// requestSync asks the reconcile loop for a pass now, with a Sync (a
+// twin that vanished is re-created: SIGHUP re-syncs the twins).
 func (hp *hostPath) requestSync() {
 	if hp == nil {
 		return
 	}
+	hp.watch.force.Store(true)
 	select {
 	case hp.kick <- struct{}{}:
 	default:
@@ -172,7 +176,7 @@ func sameSpecs(a, b []hostpath.Spec) bool {
 // reconcile makes the twins follow the router's interfaces.
 func (hp *hostPath) reconcile() {
 	specs := hp.specs()
-	if !sameSpecs(specs, hp.last) {
+	if !sameSpecs(specs, hp.last) || hp.resyncDue() {
 		if err := hp.m.Sync(specs); err != nil {
 			hp.d.log.Error("host path", "err", err) // per twin; the others are in place
 		}

@@ -7,7 +7,8 @@ package daemon
 //     the router fragments or answers "fragmentation needed" for it, and the
 //     port's transmit handles refuse (and count) longer frames. The config's
 //     `link set DEV mtu N` is pushed to the kernel at start and at every
-//     reload (netfwd owns its ports); between those, whoever changes the
+//     reload (netfwd owns its ports), and a ctl request's at once
+//     (linkmtu.go); between those, whoever changes the
 //     kernel's MTU is followed;
 //   - deletion and re-creation (a driver reload, a container restart): the
 //     packet sockets of a deleted interface are bound to an index that no
@@ -28,6 +29,7 @@ import (
 
 // linkChanged is the link monitor's callback.
 func (d *Daemon) linkChanged(ev linkEvent) {
+	d.hp.twinLinkEvent(ev) // a twin deleted: re-created (twinwatch.go)
 	if d.e.Domain().Port(ev.name) == nil {
 		return // not one of ours
 	}

@@ -27,5 +27,7 @@ var newTable func(maxLearned uint32) Table
 // Install is called by package l2.
 func Install(f func(maxLearned uint32) Table) { newTable = f }
 
-// New returns an empty table; maxLearned 0 means unlimited.
+// New returns an empty table with the bridge-wide learned-entry limit
+// maxLearned (fdb_max_learned; 0 means the bridge's default limit,
+// l2.DefaultFDBMaxLearned, not unlimited).
 func New(maxLearned uint32) Table { return newTable(maxLearned) }
