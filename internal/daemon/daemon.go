@@ -310,7 +310,8 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if opts.Ctl != "" {
-		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload}); err != nil {
+		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload,
+			Monitor: ctlsock.NewMonitor(d.ctl)}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 	}

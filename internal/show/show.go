@@ -42,10 +42,18 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 	e := st.Engine()
 	switch q := q.(type) {
 	case config.RouteGet:
-		_, err := w.Write(AppendRouteGet(nil, e.FIB(), q.Dst, asJSON))
+		for _, dev := range []string{q.IIf, q.OIf} {
+			if dev != "" && e.Router().Iface(dev) == nil {
+				return fmt.Errorf("cannot find device %q", dev)
+			}
+		}
+		_, err := w.Write(appendRouteGet(nil, e.FIB(), q, asJSON))
 		return err
 	case config.RouteShow:
-		return Routes(w, e.FIB(), q.Table, asJSON)
+		return RoutesFiltered(w, e.FIB(), q.RouteFilter, asJSON)
+	case config.Help:
+		_, err := io.WriteString(w, q.Text)
+		return err
 	case config.FDBShow:
 		return fdb(w, e.Domain(), q, asJSON)
 	case config.VLANShow:
