@@ -31,7 +31,7 @@ type helpObject struct {
 var helpObjects map[string]helpObject
 
 func init() {
-	modify := func(ts ...*keywords) []*keywords { return ts }
+	modify := func(ts ...*keywords) []*keywords { return ts } // a command's argument tables
 	helpObjects = map[string]helpObject{
 		"route": {routeCommands, map[string][]*keywords{
 			"add": modify(routeArgs, routeTypes, pathArgs), "change": modify(routeArgs, routeTypes, pathArgs),

@@ -124,22 +124,20 @@ func (m *Monitor) poll() {
 			return
 		}
 		cur := show.TakeSnapshot(m.st, objs, prev)
-		if prev.Objects() == objs {
-			cur.Diff(prev, func(ev show.Event) {
-				for _, s := range subs {
-					if s.objs&ev.Object == 0 {
-						continue
-					}
-					select {
-					case s.ch <- ev:
-					default:
-						s.lost.Add(1)
-					}
+		// Objects a new subscriber added have no earlier snapshot: Diff
+		// compares only those both hold, and they start from this one.
+		cur.Diff(prev, func(ev show.Event) {
+			for _, s := range subs {
+				if s.objs&ev.Object == 0 {
+					continue
 				}
-			})
-		}
-		// A new subscriber that widened the set starts from this snapshot:
-		// the objects it added have no earlier one to compare with.
+				select {
+				case s.ch <- ev:
+				default:
+					s.lost.Add(1)
+				}
+			}
+		})
 		prev = cur
 	}
 }
