@@ -219,7 +219,8 @@ func waitFor(t *testing.T, what string, out *syncBuffer, re string) {
 
 func TestE2EMonitor(t *testing.T) {
 	e := newE2E(t, lab.Standard(), nil)
-	all, _ := e.monitorProc("monitor")
+	all, _ := e.monitorProc("monitor", "all")
+	plain, _ := e.monitorProc("monitor") // every object, no banners
 	js, _ := e.monitorProc("-j", "monitor", "route")
 	// The monitors are connected once they see a change: add and delete
 	// a route until both have seen it.
@@ -257,6 +258,11 @@ func TestE2EMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "link up", all, `(?m)^\[LINK\]\d+: eth0: <[A-Z,]*LOWER_UP> mtu \d+ state UP`)
+	waitFor(t, "monitor without all", plain, `(?m)^Deleted 10\.90\.0\.0/16 via 203\.0\.113\.1 dev eth0$`)
+	waitFor(t, "monitor without all", plain, `(?m)^\d+: eth0: <[A-Z,]*LOWER_UP> mtu \d+ state UP`)
+	if strings.Contains(plain.String(), "[") {
+		t.Errorf("monitor without all printed banners:\n%s", plain.String())
+	}
 	if strings.Contains(js.String(), "NEIGH") || strings.Contains(js.String(), `"ifname"`) {
 		t.Errorf("monitor route printed other objects:\n%s", js.String())
 	}

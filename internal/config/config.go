@@ -266,8 +266,9 @@ func verb(w *words, t *keywords, dflt string) (string, error) {
 }
 
 // parseMonitor reads `monitor [all | OBJECT...]` (t: ip's or bridge's
-// objects). Without an object, or with `all`, every object is followed
-// and lines carry their [ROUTE]-style prefix, as `ip monitor` prints.
+// objects). Without an object every object is followed; `all` does the
+// same and prefixes each line with its [ROUTE]-style banner, as ipmonitor.c
+// sets prefix_banner for `all` only.
 func parseMonitor(w *words, t *keywords) (Query, error) {
 	var q Monitor
 	for w.More() {
@@ -290,10 +291,7 @@ func parseMonitor(w *words, t *keywords) (Query, error) {
 			q.Objects |= MonitorFDB
 		}
 	}
-	if q.Objects == 0 {
-		q.All = true
-	}
-	if q.All {
+	if q.All || q.Objects == 0 {
 		q.Objects = MonitorAll
 		if t == bridgeMonitorObjects {
 			q.Objects = MonitorLink | MonitorFDB

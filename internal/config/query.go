@@ -62,7 +62,7 @@ type NeighFlush struct {
 // client goes.
 type Monitor struct {
 	Objects MonitorObjects
-	All     bool // `monitor all` (or no object): lines carry [ROUTE]-style prefixes
+	All     bool // `monitor all`: lines carry [ROUTE]-style prefixes
 }
 
 // MonitorObjects is a set of monitored objects.
