@@ -370,6 +370,9 @@ func TestHelp(t *testing.T) {
 		"neigh help":      {"neigh flush: dev nud"},
 		"bridge fdb help": {"Usage: bridge fdb {", "bridge fdb show: dev br"},
 		"bridge help":     {"OBJECT := { link | fdb | mdb | vlan | monitor | help }"},
+		"ip bridge ?":     {"Usage: bridge [ OPTIONS ]"},
+		"ip bridge fdb ?": {"Usage: bridge fdb {"},
+		"fdb help":        {"Usage: bridge fdb {"},
 		"monitor help":    {"Usage: monitor { link | route | neigh | all | help | fdb }"},
 		"link help":       {"link add: up down name link address mtu master nomaster type dev"},
 	} {

@@ -129,10 +129,14 @@ func helpFor(prefix []string) string {
 		t = bridgeObjects
 	}
 	obj, ok, _ := t.lookup(objWord)
-	if bridge || obj == "bridge" {
-		if obj == "bridge" && w.More() { // `ip bridge fdb ...`
-			obj, ok, _ = bridgeObjects.lookup(w.Next())
+	if obj == "bridge" { // `ip bridge ...`: bridge's objects follow
+		if !w.More() {
+			return helpFor([]string{"bridge"})
 		}
+		bridge = true
+		obj, ok, _ = bridgeObjects.lookup(w.Next())
+	}
+	if bridge {
 		obj = "bridge-" + obj
 	}
 	h, known := helpObjects[obj]
