@@ -74,7 +74,15 @@ type item struct {
 type Snapshot struct {
 	objects    config.MonitorObjects
 	fibVersion uint64
-	sets       map[config.MonitorObjects]map[string]item // by object, by key
+	routes     map[routeKey]item                         // nil unless routes are followed
+	sets       map[config.MonitorObjects]map[string]item // the other objects, by key
+}
+
+// routeKey is a published route and whether its nexthop is dead (the one
+// thing about it that changes in place: the link state of its device).
+type routeKey struct {
+	r    *fib.Route
+	dead bool
 }
 
 // Objects returns the objects the snapshot holds.
@@ -87,16 +95,26 @@ func TakeSnapshot(st State, objs config.MonitorObjects, prev *Snapshot) *Snapsho
 	s := &Snapshot{objects: objs, sets: map[config.MonitorObjects]map[string]item{}}
 	if objs&config.MonitorRoute != 0 {
 		s.fibVersion = e.FIB().Version()
-		if prev != nil && prev.objects&config.MonitorRoute != 0 && prev.fibVersion == s.fibVersion {
-			s.sets[config.MonitorRoute] = prev.sets[config.MonitorRoute]
+		var old map[routeKey]item
+		if prev != nil && prev.routes != nil {
+			old = prev.routes
+		}
+		if old != nil && prev.fibVersion == s.fibVersion {
+			s.routes = old
 		} else {
-			m := map[string]item{}
+			// Published routes are not changed in place (a change is a new
+			// object), so a route seen before keeps its rendered line: a
+			// snapshot costs a map lookup per route, a rendering per change.
+			s.routes = make(map[routeKey]item, len(old))
 			for _, r := range e.FIB().Routes(fib.TableAll) {
+				k := routeKey{r, r.NH != nil && r.NH.Dead()}
+				if it, ok := old[k]; ok {
+					s.routes[k] = it
+					continue
+				}
 				j := RouteOf(r, true)
-				t := j.Text()
-				m[t] = item{t, j}
+				s.routes[k] = item{j.Text(), j}
 			}
-			s.sets[config.MonitorRoute] = m
 		}
 	}
 	if objs&config.MonitorNeigh != 0 {
@@ -151,9 +169,35 @@ func TakeSnapshot(st State, objs config.MonitorObjects, prev *Snapshot) *Snapsho
 
 // Diff calls fn for every difference from old to s, in the order routes,
 // neighbours, links, FDB: removals first (`Deleted `), then additions
-// and changes (the new line), each sorted by key.
+// and changes (the new line), each sorted. A changed route is its old line
+// deleted and its new one added (routes have no identity beyond their
+// fields); the FIB is only compared when its version moved.
 func (s *Snapshot) Diff(old *Snapshot, fn func(Event)) {
-	for _, obj := range []config.MonitorObjects{config.MonitorRoute, config.MonitorNeigh, config.MonitorLink, config.MonitorFDB} {
+	if s.routes != nil && old != nil && old.routes != nil && s.fibVersion != old.fibVersion {
+		var gone, added []item
+		for k, it := range old.routes {
+			if _, ok := s.routes[k]; !ok {
+				gone = append(gone, it)
+			}
+		}
+		for k, it := range s.routes {
+			if _, ok := old.routes[k]; !ok {
+				added = append(added, it)
+			}
+		}
+		byText := func(l []item) {
+			sort.Slice(l, func(i, j int) bool { return l[i].text < l[j].text })
+		}
+		byText(gone)
+		byText(added)
+		for _, it := range gone {
+			fn(event(config.MonitorRoute, it, true))
+		}
+		for _, it := range added {
+			fn(event(config.MonitorRoute, it, false))
+		}
+	}
+	for _, obj := range []config.MonitorObjects{config.MonitorNeigh, config.MonitorLink, config.MonitorFDB} {
 		cur, ok := s.sets[obj]
 		if !ok || old == nil {
 			continue
@@ -166,8 +210,8 @@ func (s *Snapshot) Diff(old *Snapshot, fn func(Event)) {
 		for k, it := range prev {
 			if n, ok := cur[k]; !ok {
 				gone = append(gone, k)
-			} else if n.text != it.text && obj != config.MonitorRoute {
-				changed = append(changed, k) // a route's key is its line: a change is a removal and an addition
+			} else if n.text != it.text {
+				changed = append(changed, k)
 			}
 		}
 		for k := range cur {
