@@ -84,9 +84,14 @@ type Result struct {
 
 // LookupRoute answers like `ip route get`: the full route as configured.
 // ok is false when there is no route. Lock-free.
-func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) {
+func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) { return f.LookupRouteOIF(dst, "") }
+
+// LookupRouteOIF is LookupRoute restricted to routes through device oif
+// ("" = any), as `ip route get ADDR oif D` asks the kernel (flowi4_oif:
+// routes through other devices are skipped, a shorter prefix may answer).
+func (f *FIB) LookupRouteOIF(dst netip.Addr, oif string) (Result, bool) {
 	s := f.cur.Load()
-	r := lookupTables(s.tables, dst, lookupFilter{})
+	r := lookupTables(s.tables, dst, lookupFilter{dev: oif})
 	if r == nil {
 		return Result{}, false
 	}

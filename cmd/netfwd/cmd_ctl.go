@@ -2,18 +2,26 @@ package main
 
 // `netfwd ctl [-j] [--ctl SOCKET] [LINE...]`: one request to a running
 // daemon (lines from stdin when none are given). Config lines are one
-// transaction; queries are answered after it. Errors come back as
-// "ctl:N: reason" (exit 1); an unreachable daemon exits 2; a query answered
-// with a failure exits as `ip` does (`route get` with no usable route: 2,
-// an invalid address: 1; the answer, -j's error object included, is printed
-// on stdout all the same).
+// transaction; queries are answered after it, streamed as they come
+// (`monitor` until Ctrl-C). Errors come back as "ctl:N: reason" (exit 1);
+// an unreachable daemon exits 2; a query answered with a failure exits as
+// `ip` does (`route get` with no usable route: 2, an invalid address: 1;
+// the answer, -j's error object included, is printed on stdout all the
+// same).
+//
+// The arguments are read as ip reads its own: netfwd ctl's options are
+// `-j`/`-json` and `--ctl SOCKET` (anywhere); every other word, options
+// of the line included (`-br`, `-s`, `-4`), belongs to the line, so
+// `netfwd ctl -br link show`, `netfwd ctl -s link` and `netfwd ctl '-br
+// link'` all mean `ip -br link show`.
 
 import (
 	"bufio"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
 )
@@ -21,18 +29,47 @@ import (
 func init() {
 	register(command{
 		name:  "ctl",
-		usage: "[-j] [--ctl SOCKET] [LINE...]   (a line per argument, or lines on stdin)",
+		usage: "[-j] [--ctl SOCKET] [LINE...]   (a line per argument, or lines on stdin; ip's options: -s, -br, -j)",
 		run:   runCtl,
 	})
 }
 
+// ctlArgs splits netfwd ctl's own options from the words of the lines.
+func ctlArgs(args []string) (sock string, asJSON bool, words []string, err error) {
+	sock = defaultCtl
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return sock, asJSON, append(words, args[i+1:]...), nil
+		case a == "-j" || a == "-json" || a == "--json" || a == "-j=true" || a == "--j":
+			asJSON = true
+		case a == "--ctl" || a == "-ctl":
+			if i+1 == len(args) {
+				return "", false, nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			sock = args[i]
+		case strings.HasPrefix(a, "--ctl=") || strings.HasPrefix(a, "-ctl="):
+			sock = a[strings.IndexByte(a, '=')+1:]
+		default:
+			words = append(words, a)
+		}
+	}
+	return sock, asJSON, words, nil
+}
+
 func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ctl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("j", false, "JSON answers")
-	sock := fs.String("ctl", defaultCtl, "control socket path")
-	words, ok := parseInterspersed(fs, args)
-	if !ok {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fmt.Fprintln(stderr, "usage: netfwd ctl", commands["ctl"].usage)
+			fmt.Fprintln(stderr, "  `netfwd ctl help` lists what the daemon takes")
+			return 0
+		}
+	}
+	sock, asJSON, words, err := ctlArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "netfwd ctl:", err)
 		return 2
 	}
 	var lines []string
@@ -64,14 +101,22 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	out, status, err := ctlsock.DoStatus(*sock, lines, *asJSON)
-	io.WriteString(stdout, out)
+	status, err := ctlsock.Stream(sock, lines, asJSON, stdout)
 	if err != nil {
 		if ctlsock.IsRequestError(err) {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "netfwd ctl: %s: %v\n", *sock, err)
+		const hint = "start it with netfwd run --config FILE, or pass --ctl SOCKET"
+		switch {
+		case errors.Is(err, syscall.ENOENT):
+			fmt.Fprintf(stderr, "netfwd is not running (no control socket at %s; %s)\n", sock, hint)
+			return 2
+		case errors.Is(err, syscall.ECONNREFUSED): // a socket left by a daemon that died
+			fmt.Fprintf(stderr, "netfwd is not running (nothing listens on the control socket at %s; %s)\n", sock, hint)
+			return 2
+		}
+		fmt.Fprintf(stderr, "netfwd ctl: %s: %v\n", sock, err)
 		return 2
 	}
 	return status // non-zero when a query's answer is a failure, as ip exits

@@ -79,9 +79,19 @@ func runReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cfgFile := fs.String("config", "", "config file (ip -batch syntax)")
 	var ins inputs
 	fs.Var(&ins, "in", "PORT=FILE.pcap: frames received on PORT (repeatable)")
-	outDir := fs.String("out", "netfwd-replay", "directory for one PORT.pcap per port that sent frames")
+	outDir := fs.String("out", "", "directory for one PORT.pcap per port that sent frames (default: a new temporary directory, printed at the end)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *outDir == "" {
+		// Not the working directory: a run from the repository would leave
+		// its output among the sources.
+		dir, err := os.MkdirTemp("", "netfwd-replay-")
+		if err != nil {
+			fmt.Fprintln(stderr, "netfwd replay:", err)
+			return 1
+		}
+		*outDir = dir
 	}
 	if *cfgFile == "" && len(ins) == 0 {
 		dir, err := unpackExample()
@@ -106,6 +116,7 @@ func runReplay(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprint(stdout, sum)
+	fmt.Fprintf(stdout, "output: %s (open with tcpdump -r %s -e)\n", *outDir, filepath.Join(*outDir, "PORT.pcap"))
 	return 0
 }
 

@@ -68,7 +68,7 @@ func TestLabCommand(t *testing.T) {
 		"[ok  ] TTL 1: \"Time to live exceeded\" from the router 10.0.10.1",
 		"[ok  ] learned h1",
 		"[ok  ] netfwd resolved h3",
-		"metrics:   http://127.0.0.1:",
+		"the metrics listener, the control socket and the namespaces " + prefix + "-* are removed now",
 		"removed namespaces " + prefix,
 	} {
 		if !strings.Contains(text, want) {

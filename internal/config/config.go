@@ -31,6 +31,9 @@ type Command struct {
 	// JSON is set by `-j` on the line (`ip -j route show`): the query's
 	// answer is JSON.
 	JSON bool
+	// Stats and Brief are `-s` and `-br` on the line (`ip -s link`,
+	// `ip -br address`); parseCommand passes them to the query they shape.
+	Stats, Brief bool
 	// Exactly one of these is set.
 	Route   *RouteCmd
 	Addr    *AddrCmd
@@ -111,8 +114,25 @@ func parseLine(pos Pos, line string, cfg bool) (cmd Command, ok bool, err error)
 		return Command{}, false, nil
 	}
 	cmd = Command{Pos: pos, Text: strings.TrimSpace(line)}
+	if last := w.a[len(w.a)-1]; last == "?" || last == "help" {
+		// `route show help`, `bridge fdb ?`: the help of that level.
+		cmd.Query = Help{Text: helpFor(w.a[:len(w.a)-1])}
+		return cmd, true, nil
+	}
 	if err := parseCommand(&cmd, w); err != nil {
+		if err == errHelp { // an abbreviation of help where a command word stands (`route h`)
+			cmd.Query = Help{Text: helpFor(w.a[:w.i-1])}
+			return cmd, true, nil
+		}
 		return Command{}, false, err
+	}
+	switch q := cmd.Query.(type) {
+	case LinkShow:
+		q.Stats, q.Brief = cmd.Stats, cmd.Brief
+		cmd.Query = q
+	case AddrShow:
+		q.Brief = cmd.Brief
+		cmd.Query = q
 	}
 	return cmd, true, nil
 }
@@ -139,6 +159,11 @@ func parseCommand(cmd *Command, w *words) error {
 		return err
 	}
 	switch obj {
+	case "help":
+		return errHelp
+	case "monitor":
+		cmd.Query, err = parseMonitor(w, monitorObjects)
+		return err
 	case "route":
 		return parseRoute(cmd, w)
 	case "address":
@@ -191,6 +216,10 @@ func readOptions(cmd *Command, w *words, t *keywords, compress *bool) error {
 			return errors.New("netfwd is IPv4 only (-6)")
 		case "-compressvlans":
 			*compress = true
+		case "-stats":
+			cmd.Stats = true
+		case "-brief":
+			cmd.Brief = true
 		}
 	}
 	return nil
@@ -210,6 +239,11 @@ func parseBridgeCommand(cmd *Command, w *words) error {
 		return err
 	}
 	switch obj {
+	case "help":
+		return errHelp
+	case "monitor":
+		cmd.Query, err = parseMonitor(w, bridgeMonitorObjects)
+		return err
 	case "vlan":
 		return parseBridgeVLAN(cmd, w, compress)
 	case "fdb":
@@ -230,5 +264,44 @@ func verb(w *words, t *keywords, dflt string) (string, error) {
 		}
 		return dflt, nil
 	}
-	return t.mustIn(w.Next(), w.cfg)
+	word := w.Next()
+	if k, ok := t.find(word); ok && k.word == "help" {
+		return "", errHelp
+	}
+	return t.mustIn(word, w.cfg)
+}
+
+// parseMonitor reads `monitor [all | OBJECT...]` (t: ip's or bridge's
+// objects). Without an object every object is followed; `all` does the
+// same and prefixes each line with its [ROUTE]-style banner, as ipmonitor.c
+// sets prefix_banner for `all` only.
+func parseMonitor(w *words, t *keywords) (Query, error) {
+	var q Monitor
+	for w.More() {
+		obj, err := t.must(w.Next())
+		if err != nil {
+			return nil, err
+		}
+		switch obj {
+		case "help":
+			return nil, errHelp
+		case "all":
+			q.All = true
+		case "route":
+			q.Objects |= MonitorRoute
+		case "neigh":
+			q.Objects |= MonitorNeigh
+		case "link":
+			q.Objects |= MonitorLink
+		case "fdb":
+			q.Objects |= MonitorFDB
+		}
+	}
+	if q.All || q.Objects == 0 {
+		q.Objects = MonitorAll
+		if t == bridgeMonitorObjects {
+			q.Objects = MonitorLink | MonitorFDB
+		}
+	}
+	return q, nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -179,9 +180,9 @@ func TestAbbreviations(t *testing.T) {
 		"m show":                         `object "m" (maddress) is not supported`,
 		"route add 10.0.0.0/8 dev e s 1": `route argument "s" (ssthresh) is not supported`,
 		"route add 10.0.0.0/8 tos 1":     `route argument "tos" is not supported`,
-		"route f":                        `route command "f" (flush) is not supported`,
+		"route f":                        `"route flush" requires arguments`,
 		"route add any dev eth0":         `route type "any" (anycast) is not supported`,
-		"ip -s link show":                `option "-s" (-stats) is not supported`,
+		"ip -d link show":                `option "-d" (-details) is not supported`,
 		"bridge -c vlan show":            `bridge option "-c" (-color) is not supported`,
 		"link show down":                 `argument "down" is not supported`,
 		"route frobnicate":               `unknown route command "frobnicate"`,
@@ -217,9 +218,29 @@ func describe(c Command) string {
 // Queries are typed values of the same reader.
 func TestQueries(t *testing.T) {
 	for line, want := range map[string]Query{
-		"route show":                         RouteShow{Table: fib.TableMain},
-		"route show table all":               RouteShow{Table: fib.TableAll},
-		"ip r s t local":                     RouteShow{Table: fib.TableLocal},
+		"route show":                 RouteShow{RouteFilter{Table: fib.TableMain}},
+		"route show table all":       RouteShow{RouteFilter{Table: fib.TableAll}},
+		"ip r s t local":             RouteShow{RouteFilter{Table: fib.TableLocal}},
+		"route show dev eth1":        RouteShow{RouteFilter{Table: fib.TableMain, Dev: "eth1"}},
+		"route show proto kernel":    RouteShow{RouteFilter{Table: fib.TableMain, Proto: fib.ProtoKernel}},
+		"route show 10.2.0.0/24":     RouteShow{RouteFilter{Table: fib.TableMain, Root: pfx("10.2.0.0/24"), Match: pfx("10.2.0.0/24")}},
+		"route show root 10.0.0.0/8": RouteShow{RouteFilter{Table: fib.TableMain, Root: pfx("10.0.0.0/8")}},
+		"r s match 10.2.3.4":         RouteShow{RouteFilter{Table: fib.TableMain, Match: pfx("10.2.3.4/32")}},
+		"route show type blackhole scope host": RouteShow{RouteFilter{Table: fib.TableMain, Type: fib.Blackhole, TypeSet: true,
+			Scope: fib.ScopeHost, ScopeSet: true}},
+		"route flush table all proto static": RouteFlush{RouteFilter{Table: fib.TableAll, Proto: fib.ProtoStatic}},
+		"route get 10.1.2.3 from 10.0.0.1 iif eth1 oif eth2": RouteGet{Dst: "10.1.2.3", From: netip.MustParseAddr("10.0.0.1"),
+			IIf: "eth1", OIf: "eth2"},
+		"neigh flush dev eth0":               NeighFlush{Dev: "eth0"},
+		"neigh flush":                        NeighFlush{},
+		"monitor":                            Monitor{Objects: MonitorAll},
+		"monitor all":                        Monitor{Objects: MonitorAll, All: true},
+		"monitor route neigh":                Monitor{Objects: MonitorRoute | MonitorNeigh},
+		"ip mon fdb link":                    Monitor{Objects: MonitorFDB | MonitorLink},
+		"bridge monitor fdb":                 Monitor{Objects: MonitorFDB},
+		"-s link":                            LinkShow{Stats: true},
+		"ip -br link show dev eth1":          LinkShow{Dev: "eth1", Brief: true},
+		"-br addr":                           AddrShow{Brief: true},
 		"route get to 10.1.2.3":              RouteGet{Dst: "10.1.2.3"},
 		"route get nonsense":                 RouteGet{Dst: "nonsense"},
 		"link show up":                       LinkShow{Up: true},
@@ -245,7 +266,7 @@ func TestQueries(t *testing.T) {
 	if c := parse(t, "ip -j neigh show"); !c.JSON {
 		t.Error("-j not seen")
 	}
-	for _, bad := range []string{"route get", "route get 1.1.1.1 2.2.2.2", "route show 10.0.0.0/8", "link show eth0 eth1",
+	for _, bad := range []string{"route get", "route get 1.1.1.1 2.2.2.2", "route show 10.0.0.0/8 10.0.0.0/9x", "link show eth0 eth1",
 		"neigh show nud bogus", "bridge link show", "reload now", "stats now"} {
 		if _, _, err := ParseLine(Pos{"t", 1}, bad); err == nil {
 			t.Errorf("%q accepted", bad)
@@ -330,6 +351,46 @@ func TestBridgeOps(t *testing.T) {
 	} {
 		if got := parse(t, line).Bridge.Op; !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: %#v, want %#v", line, got, want)
+		}
+	}
+}
+
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// TestHelp: help at every level comes from the keyword tables: the
+// commands and arguments the parser takes are listed, unsupported ones not.
+func TestHelp(t *testing.T) {
+	for line, want := range map[string][]string{
+		"help":            {"OBJECT := { address | route | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload }", "-json"},
+		"?":               {"OBJECT := "},
+		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: from iif oif"},
+		"r h":             {"Usage: route {"},
+		"route show help": {"route show: table protocol scope type dev to", "route prefix selector: root match exact"},
+		"ip route add ?":  {"route add: src via metric"},
+		"neigh help":      {"neigh flush: dev nud"},
+		"bridge fdb help": {"Usage: bridge fdb {", "bridge fdb show: dev br"},
+		"bridge help":     {"OBJECT := { link | fdb | mdb | vlan | monitor | help }"},
+		"ip bridge ?":     {"Usage: bridge [ OPTIONS ]"},
+		"ip bridge fdb ?": {"Usage: bridge fdb {"},
+		"fdb help":        {"Usage: bridge fdb {"},
+		"monitor help":    {"Usage: monitor { link | route | neigh | all | help | fdb }"},
+		"link help":       {"link add: up down name link address mtu master nomaster type dev"},
+	} {
+		c, ok, err := ParseLine(Pos{"t", 1}, line)
+		if err != nil || !ok {
+			t.Fatalf("%q: %v", line, err)
+		}
+		h, isHelp := c.Query.(Help)
+		if !isHelp {
+			t.Fatalf("%q: %T, want Help", line, c.Query)
+		}
+		for _, w := range want {
+			if !strings.Contains(h.Text, w) {
+				t.Errorf("%q: no %q in\n%s", line, w, h.Text)
+			}
+		}
+		if strings.Contains(h.Text, "prepend") || strings.Contains(h.Text, "save") {
+			t.Errorf("%q lists an unsupported keyword:\n%s", line, h.Text)
 		}
 	}
 }

@@ -144,7 +144,8 @@ func (t *keywords) mustIn(word string, cfg bool) (string, error) {
 // queryMeanings are the meanings that ask instead of change. They are
 // offered where queries are answered (the control socket, `netfwd route`)
 // and never by the config file reader.
-var queryMeanings = map[string]bool{"show": true, "get": true, "stats": true, "reload": true}
+var queryMeanings = map[string]bool{"show": true, "get": true, "stats": true, "reload": true,
+	"flush": true, "monitor": true, "help": true}
 
 // offered reports whether a message in context cfg may offer k.
 func (k keyword) offered(cfg bool) bool {
@@ -181,9 +182,9 @@ var ipObjects = table("object",
 	unsupported(kw("rule")), kw("neighbor", "neigh"), kw("neighbour", "neigh"),
 	unsupported(kw("ntable"), kw("ntbl")), kw("link"),
 	unsupported(kw("l2tp"), kw("fou"), kw("ila"), kw("macsec"), kw("tunnel"), kw("tunl"), kw("tuntap"),
-		kw("tap"), kw("token"), kw("tcpmetrics"), kw("tcp_metrics"), kw("monitor"), kw("xfrm"), kw("mroute"),
+		kw("tap"), kw("token"), kw("tcpmetrics"), kw("tcp_metrics")), kw("monitor"), unsupported(kw("xfrm"), kw("mroute"),
 		kw("mrule"), kw("netns"), kw("netconf"), kw("vrf"), kw("sr")),
-	kw("nexthop"), unsupported(kw("mptcp"), kw("ioam"), kw("help")), kw("stats"),
+	kw("nexthop"), unsupported(kw("mptcp"), kw("ioam")), kw("help"), kw("stats"),
 	// netfwd: `bridge ...` lines, the control socket's shorthands.
 	kw("bridge"), exact("nh", "nexthop"), kw("fdb", "bridge-fdb"), kw("vlan", "bridge-vlan"), kw("reload"),
 )
@@ -191,9 +192,9 @@ var ipObjects = table("object",
 // ipOptions is ip.c's option chain (main()), in its order.
 var ipOptions = table("option",
 	unsupported(kw("-loops"), kw("-family")), exact("-4"), exact("-6", "-6"),
-	unsupported(exact("-0"), exact("-M"), exact("-B"), kw("-human"), kw("-human-readable"), kw("-iec"),
-		kw("-stats"), kw("-statistics"), kw("-details"), kw("-resolve"), kw("-oneline"), kw("-timestamp"),
-		kw("-tshort"), kw("-Version"), kw("-force"), kw("-batch"), kw("-brief")),
+	unsupported(exact("-0"), exact("-M"), exact("-B"), kw("-human"), kw("-human-readable"), kw("-iec")),
+	kw("-stats"), kw("-statistics", "-stats"), unsupported(kw("-details"), kw("-resolve"),
+		kw("-oneline"), kw("-timestamp"), kw("-tshort"), kw("-Version"), kw("-force"), kw("-batch")), kw("-brief"),
 	kw("-json"), unsupported(kw("-pretty"), kw("-rcvbuf"), kw("-color"), kw("-help"), kw("-netns"),
 		kw("-Numeric"), kw("-all"), exact("-echo")),
 )
@@ -201,7 +202,21 @@ var ipOptions = table("option",
 // bridgeObjects is bridge.c's cmds[] table.
 var bridgeObjects = table("bridge object",
 	kw("link"), kw("fdb"), kw("mdb"), unsupported(kw("mst")), kw("vlan"),
-	unsupported(kw("vni"), kw("monitor"), kw("help")),
+	unsupported(kw("vni")), kw("monitor"), kw("help"),
+)
+
+// monitorObjects is ipmonitor.c's argument chain, then netfwd's fdb (the
+// bridge's, as `bridge monitor fdb`).
+var monitorObjects = table("monitor object",
+	unsupported(kw("file"), exact("label"), exact("all-nsid")), kw("link"), unsupported(kw("address")),
+	kw("route"), unsupported(kw("mroute"), kw("prefix")), kw("neigh"), unsupported(kw("netconf"), kw("rule"),
+		kw("nsid"), kw("nexthop"), exact("stats")), exact("all"), kw("help"), unsupported(exact("dev")),
+	kw("fdb"),
+)
+
+// bridgeMonitorObjects is bridge/monitor.c's chain.
+var bridgeMonitorObjects = table("bridge monitor object",
+	kw("link"), kw("fdb"), unsupported(kw("mdb"), kw("vlan"), kw("vni")), kw("all"), kw("help"),
 )
 
 // bridgeOptions is bridge.c's option chain.

@@ -36,7 +36,7 @@ type NeighCmd struct {
 // neighCommands is do_ipneigh's chain.
 var neighCommands = table("neigh command",
 	kw("add"), kw("change"), exact("chg", "change"), kw("replace"), kw("delete"), unsupported(kw("get")),
-	kw("show"), kw("lst", "show"), kw("list", "show"), unsupported(kw("flush"), kw("help")),
+	kw("show"), kw("lst", "show"), kw("list", "show"), kw("flush"), kw("help"),
 )
 
 // neighArgs is ipneigh_modify's chain (the default branch is `[to] ADDR`).
@@ -87,9 +87,18 @@ func parseNeigh(cmd *Command, w *words) error {
 	if err != nil {
 		return err
 	}
-	if op == "show" {
+	switch op {
+	case "show":
 		cmd.Query, err = parseNeighShow(w)
 		return err
+	case "flush":
+		q, err := parseNeighShow(w)
+		if err != nil {
+			return err
+		}
+		s := q.(NeighShow)
+		cmd.Query = NeighFlush{Dev: s.Dev, NUD: s.NUD}
+		return nil
 	}
 	c := &NeighCmd{Op: op, State: neigh.NUDPermanent}
 	for w.More() {

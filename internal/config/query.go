@@ -11,6 +11,8 @@ package config
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/netfwd/netfwd/fib"
 )
 
 // Query is one parsed query line: one of the types below.
@@ -19,9 +21,67 @@ type Query interface {
 	Name() string
 }
 
-// RouteShow is `ip route show [table main|local|all|N]`.
+// RouteShow is `ip route show [SELECTOR]` (iproute_list_flush_or_save):
+// `[table main|local|all|N] [dev D] [proto P] [type T] [scope S]
+// [root|match|exact PREFIX | PREFIX]`.
 type RouteShow struct {
+	RouteFilter
+}
+
+// RouteFilter is iproute2's route SELECTOR, shared by `route show` and
+// `route flush`. Zero fields select everything.
+type RouteFilter struct {
 	Table uint32 // fib.TableAll for `table all`
+	Dev   string
+	Proto fib.Proto // 0: any
+	Type  fib.Type
+	Scope fib.Scope
+	// TypeSet and ScopeSet say Type and Scope filter.
+	TypeSet, ScopeSet bool
+	// Root selects routes inside the prefix (`root P`), Match routes
+	// containing it (`match P`); a bare prefix or `exact P` sets both
+	// (that one prefix). Invalid: not set.
+	Root, Match netip.Prefix
+}
+
+// RouteFlush is `ip route flush SELECTOR`: delete the configured routes
+// the selector names (a configuration change, done by the control socket
+// as one batch).
+type RouteFlush struct {
+	RouteFilter
+}
+
+// NeighFlush is `ip neigh flush [dev D] [nud STATE]...`: delete the
+// matching entries (iproute2's default: all but permanent and noarp).
+type NeighFlush struct {
+	Dev string
+	NUD uint16 // as NeighShow; 0: iproute2's flush default
+}
+
+// Monitor is `ip monitor [all | OBJECT...]`: stream changes until the
+// client goes.
+type Monitor struct {
+	Objects MonitorObjects
+	All     bool // `monitor all`: lines carry [ROUTE]-style prefixes
+}
+
+// MonitorObjects is a set of monitored objects.
+type MonitorObjects uint8
+
+// The objects `monitor` follows.
+const (
+	MonitorRoute MonitorObjects = 1 << iota
+	MonitorNeigh
+	MonitorLink
+	MonitorFDB
+	MonitorAll = MonitorRoute | MonitorNeigh | MonitorLink | MonitorFDB
+)
+
+// Help is `help` at any level (`help`, `route help`, `route show help`,
+// `bridge fdb help`, or `?` in place of `help`): what that level takes,
+// generated from the parser's keyword tables (help.go).
+type Help struct {
+	Text string
 }
 
 // RouteGet is `ip route get [to] ADDR`. Dst is kept as written: an address
@@ -29,18 +89,26 @@ type RouteShow struct {
 // get` answers it.
 type RouteGet struct {
 	Dst string
+	// From, IIf and OIf are `from A`, `iif D`, `oif D`: OIf restricts the
+	// lookup to routes through D (flowi4_oif); From and IIf are echoed
+	// as iproute2 prints them (one FIB: no policy routing by source).
+	From     netip.Addr
+	IIf, OIf string
 }
 
 // AddrShow is `ip address show [up] [[dev] D]`.
 type AddrShow struct {
-	Dev string
-	Up  bool // only interfaces that are up
+	Dev   string
+	Up    bool // only interfaces that are up
+	Brief bool // `ip -br address show`
 }
 
 // LinkShow is `ip link show [up] [[dev] D]`.
 type LinkShow struct {
-	Dev string
-	Up  bool
+	Dev   string
+	Up    bool
+	Stats bool // `ip -s link show`: the counters under each interface
+	Brief bool // `ip -br link show`: one line per interface
 }
 
 // NexthopShow is `ip nexthop show [id N]`.
@@ -84,6 +152,10 @@ func (FDBShow) Name() string     { return "bridge fdb show" }
 func (VLANShow) Name() string    { return "bridge vlan show" }
 func (Stats) Name() string       { return "stats" }
 func (Reload) Name() string      { return "reload" }
+func (RouteFlush) Name() string  { return "route flush" }
+func (NeighFlush) Name() string  { return "neigh flush" }
+func (Monitor) Name() string     { return "monitor" }
+func (Help) Name() string        { return "help" }
 
 // ipstats.c's commands.
 var statsCommands = table("stats command", kw("show"), unsupported(kw("set"), kw("help")))
@@ -137,22 +209,47 @@ func parseListFilter(w *words) (dev string, up bool, err error) {
 	return dev, up, nil
 }
 
-// parseRouteGet reads the arguments of `ip route get` (iproute_get).
+// routeGetArgs is iproute_get's argument table.
 var routeGetArgs = table("route get argument",
-	unsupported(exact("tos"), kw("dsfield"), kw("from"), kw("iif"), kw("mark"), kw("oif"), exact("dev"),
-		kw("notify"), kw("connected"), kw("vrf"), kw("uid"), kw("fibmatch"), exact("as"), kw("sport"),
+	unsupported(exact("tos"), kw("dsfield")), kw("from"), kw("iif"), unsupported(kw("mark")), kw("oif"),
+	exact("dev", "oif"),
+	unsupported(kw("notify"), kw("connected"), kw("vrf"), kw("uid"), kw("fibmatch"), exact("as"), kw("sport"),
 		kw("dport"), kw("ipproto"), exact("flowlabel")),
 )
 
+// parseRouteGet reads `[to] ADDR [from A] [iif D] [oif D]`.
 func parseRouteGet(w *words) (Query, error) {
 	var q RouteGet
 	for w.More() {
 		a := w.Next()
-		if _, ok, err := routeGetArgs.lookup(a); ok {
+		means, ok, err := routeGetArgs.lookup(a)
+		if err != nil {
 			return nil, err
 		}
+		if ok {
+			v, err := w.Value(a)
+			if err != nil {
+				return nil, err
+			}
+			switch means {
+			case "from":
+				p, err := parsePrefix(v)
+				if err != nil {
+					return nil, err
+				}
+				q.From = p.Addr()
+			case "iif":
+				if err := setDev(&q.IIf, v); err != nil {
+					return nil, err
+				}
+			case "oif":
+				if err := setDev(&q.OIf, v); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
 		if a == "to" {
-			var err error
 			if a, err = w.Value(a); err != nil {
 				return nil, err
 			}
@@ -171,37 +268,121 @@ func parseRouteGet(w *words) (Query, error) {
 // routeShowArgs is iproute_list_flush_or_save's argument table.
 var routeShowArgs = table("route show argument",
 	kw("table"),
-	unsupported(kw("vrf"), kw("cached"), kw("cloned"), exact("tos"), kw("dsfield"), kw("protocol"), kw("scope"),
-		kw("type"), exact("dev"), exact("oif"), exact("iif"), exact("mark"), kw("metric"), kw("priority"),
-		exact("preference"), exact("via"), exact("src"), kw("realms"), kw("from"), exact("to"), kw("root"),
-		kw("match"), kw("exact")),
+	unsupported(kw("vrf"), kw("cached"), kw("cloned"), exact("tos"), kw("dsfield")), kw("protocol"), kw("scope"),
+	kw("type"), exact("dev"), exact("oif", "dev"),
+	unsupported(exact("iif"), exact("mark"), kw("metric"), kw("priority"),
+		exact("preference"), exact("via"), exact("src"), kw("realms"), kw("from")), exact("to"),
 )
 
+// routePrefixArgs is the selector's default branch: `[to] [root|match|exact] PREFIX`.
+var routePrefixArgs = table("route prefix selector", kw("root"), kw("match"), kw("exact"))
+
 func parseRouteShow(w *words) (Query, error) {
-	q := RouteShow{Table: tableMain}
+	f, err := parseRouteFilter(w, tableMain)
+	return RouteShow{f}, err
+}
+
+// parseRouteFilter reads iproute2's route SELECTOR.
+func parseRouteFilter(w *words, dflt uint32) (RouteFilter, error) {
+	f := RouteFilter{Table: dflt}
 	for w.More() {
 		a := w.Next()
 		means, ok, err := routeShowArgs.lookup(a)
 		if err != nil {
-			return nil, err
+			return f, err
 		}
-		if !ok || means != "table" {
-			// A prefix selector (`ip route show 10.0.0.0/8`).
-			return nil, fmt.Errorf("route show: selecting routes by prefix (%s) is not supported by netfwd", Quote(a))
+		if !ok || means == "to" {
+			if ok {
+				if a, err = w.Value(a); err != nil {
+					return f, err
+				}
+			}
+			sel, ok, err := routePrefixArgs.lookup(a)
+			if err != nil {
+				return f, err
+			}
+			if ok {
+				if a, err = w.Value(a); err != nil {
+					return f, err
+				}
+			}
+			if a == "all" || a == "any" { // get_prefix's AF_UNSPEC: every route
+				continue
+			}
+			p, err := parsePrefix(a)
+			if err != nil {
+				return f, err
+			}
+			p = p.Masked()
+			switch sel {
+			case "root":
+				f.Root = p
+			case "match":
+				f.Match = p
+			default:
+				f.Root, f.Match = p, p
+			}
+			continue
 		}
 		v, err := w.Value(a)
 		if err != nil {
-			return nil, err
+			return f, err
 		}
-		if v == "all" {
-			q.Table = tableAll
-			continue
-		}
-		if q.Table, err = parseTable(v); err != nil {
-			return nil, err
+		switch means {
+		case "table":
+			if v == "all" {
+				f.Table = tableAll
+			} else if f.Table, err = parseTable(v); err != nil {
+				return f, err
+			}
+		case "protocol":
+			p, ok := fib.ParseProto(v)
+			if !ok || p == 0 {
+				return f, fmt.Errorf("invalid protocol %s", Quote(v))
+			}
+			f.Proto = p
+		case "scope":
+			sc, ok := fib.ParseScope(v)
+			if !ok {
+				return f, fmt.Errorf("invalid scope %s", Quote(v))
+			}
+			f.Scope, f.ScopeSet = sc, true
+		case "type":
+			t, err := routeTypes.must(v)
+			if err != nil {
+				return f, err
+			}
+			f.Type, _ = fib.ParseType(t)
+			f.TypeSet = true
+		case "dev":
+			if err := setDev(&f.Dev, v); err != nil {
+				return f, err
+			}
 		}
 	}
-	return q, nil
+	return f, nil
+}
+
+// Selects reports whether the selector takes r (filter_nlmsg).
+func (f *RouteFilter) Selects(r *fib.Route) bool {
+	if f.Table != tableAll && r.Table != f.Table {
+		return false
+	}
+	if f.Proto != 0 && r.Proto != f.Proto || f.TypeSet && r.Type != f.Type || f.ScopeSet && r.Scope != f.Scope {
+		return false
+	}
+	if f.Root.IsValid() && (r.Prefix.Bits() < f.Root.Bits() || !f.Root.Contains(r.Prefix.Addr())) {
+		return false
+	}
+	if f.Match.IsValid() && (r.Prefix.Bits() > f.Match.Bits() || !r.Prefix.Contains(f.Match.Addr())) {
+		return false
+	}
+	if f.Dev != "" {
+		if r.NH == nil || r.NH.Group != nil || r.NH.Dev != f.Dev {
+			return false
+		}
+	}
+	return true
 }
 
 // neighShowArgs is do_show_or_flush's argument table (ipneigh.c).

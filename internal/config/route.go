@@ -29,7 +29,7 @@ const (
 var routeCommands = table("route command",
 	kw("add"), kw("change"), exact("chg", "change"), kw("replace"), unsupported(kw("prepend")), kw("append"),
 	unsupported(kw("test")), kw("delete"), kw("list", "show"), kw("show"), kw("lst", "show"), kw("get"),
-	unsupported(kw("flush"), kw("save"), kw("restore"), kw("showdump"), kw("help")),
+	kw("flush"), unsupported(kw("save"), kw("restore"), kw("showdump")), kw("help"),
 )
 
 // routeArgs is iproute_modify's chain.
@@ -68,6 +68,13 @@ func parseRoute(cmd *Command, w *words) error {
 		return err
 	case "get":
 		cmd.Query, err = parseRouteGet(w)
+		return err
+	case "flush":
+		if !w.More() {
+			return errors.New(`"route flush" requires arguments`)
+		}
+		f, err := parseRouteFilter(w, tableMain)
+		cmd.Query = RouteFlush{f}
 		return err
 	}
 	c := &RouteCmd{Op: op}

@@ -204,3 +204,47 @@ func TestCtlFailedQueryStatus(t *testing.T) {
 		t.Errorf("a refused request: status %d err %v", status, err)
 	}
 }
+
+// route flush and neigh flush delete what their selector takes, in one
+// batch, and nothing else.
+func TestCtlFlush(t *testing.T) {
+	sock, _ := serve(t, nil)
+	if _, err := Do(sock, []string{
+		"address add 192.0.2.1/24 dev eth0", "address add 198.51.100.1/24 dev eth1",
+		"route add 10.1.0.0/16 via 192.0.2.9", "route add 10.2.0.0/16 via 198.51.100.9",
+		"route add 10.3.0.0/16 via 198.51.100.9 proto static", "route add 10.4.0.0/16 via 192.0.2.9 table 7",
+		"neigh add 192.0.2.5 lladdr 02:00:00:00:00:05 dev eth0 nud reachable",
+		"neigh add 192.0.2.6 lladdr 02:00:00:00:00:06 dev eth0",
+		"neigh add 198.51.100.5 lladdr 02:00:00:00:00:07 dev eth1 nud stale",
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	show := func(line string) string {
+		out, err := Do(sock, []string{line}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if _, err := Do(sock, []string{"route flush dev eth1 proto static", "neigh flush dev eth0"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := show("route show"); strings.Contains(got, "10.3.0.0") || !strings.Contains(got, "10.2.0.0/16") || !strings.Contains(got, "10.1.0.0/16") {
+		t.Errorf("after route flush dev eth1 proto static:\n%s", got)
+	}
+	if got := show("neigh show"); got != "192.0.2.6 dev eth0 lladdr 02:00:00:00:00:06 PERMANENT\n198.51.100.5 dev eth1 lladdr 02:00:00:00:00:07 STALE\n" {
+		t.Errorf("after neigh flush dev eth0:\n%s", got)
+	}
+	if _, err := Do(sock, []string{"route flush root 10.0.0.0/8 table all", "neigh flush nud all"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := show("route show table all"); strings.Contains(got, "10.") || !strings.Contains(got, "192.0.2.0/24") {
+		t.Errorf("after route flush root 10.0.0.0/8 table all:\n%s", got)
+	}
+	if got := show("neigh show nud all"); got != "" {
+		t.Errorf("after neigh flush nud all:\n%s", got)
+	}
+	if _, err := Do(sock, []string{"neigh flush dev eth9"}, false); err == nil {
+		t.Error("neigh flush of a missing device accepted")
+	}
+}

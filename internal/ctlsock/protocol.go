@@ -43,6 +43,9 @@ type responseWriter struct {
 	carry   []byte // the start of a UTF-8 sequence that the next Write completes
 	err     error  // the first write error: the client is gone or too slow
 	status  int    // Response.Status, written by finish
+	// monitorStart, on a socket connection, lifts the answer's deadline
+	// and returns a channel closed when the client goes (monitor).
+	monitorStart func() <-chan struct{}
 }
 
 func newResponseWriter(w io.Writer, bufSize int) *responseWriter {
@@ -152,6 +155,16 @@ func (r *responseWriter) escape(p []byte) {
 func (r *responseWriter) flushErr() error {
 	if r.err == nil {
 		if _, err := r.bw.Write(nil); err != nil {
+			r.err = err
+		}
+	}
+	return r.err
+}
+
+// flush sends what is buffered (a monitor's events as they happen).
+func (r *responseWriter) flush() error {
+	if r.err == nil {
+		if err := r.bw.Flush(); err != nil {
 			r.err = err
 		}
 	}

@@ -67,6 +67,8 @@ type Handler struct {
 	// Apply applies a request's configuration lines (nil: Ctl.Apply). The
 	// daemon's also makes the kernel follow them (a port's MTU).
 	Apply func(cmds []config.Command) error
+	// Monitor serves `monitor` (nil: refused); Server.Close closes it.
+	Monitor *Monitor
 }
 
 // apply applies cmds through Apply, or the Controller.
@@ -138,17 +140,35 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if s.h.Monitor != nil {
+		s.h.Monitor.Close() // monitor streams end, so their connections do
+	}
 	return s.sock.close()
 }
 
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(s.ReadTimeout))
-	rw := newResponseWriter(&deadlineWriter{c: c, d: s.WriteTimeout, total: s.AnswerTimeout}, answerBuffer)
+	dw := &deadlineWriter{c: c, d: s.WriteTimeout, total: s.AnswerTimeout}
+	rw := newResponseWriter(dw, answerBuffer)
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
 		rw.finish([]string{"ctl: bad request: " + err.Error()})
 		return
+	}
+	// A monitor streams until the client goes: no deadline for the whole
+	// answer, and the end of the client's side (it keeps it open while it
+	// listens) ends the stream.
+	rw.monitorStart = func() <-chan struct{} {
+		dw.total = 1<<63 - 1
+		dw.end = time.Time{}
+		c.SetReadDeadline(time.Time{})
+		done := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, c)
+			close(done)
+		}()
+		return done
 	}
 	s.h.serve(req, rw, s.slots)
 }
@@ -204,6 +224,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 	errs := config.ErrorList{File: "ctl"}
 	var cmds []config.Command
 	var queries []query
+	var mon *query
 	for i, line := range req.Lines {
 		pos := config.Pos{File: "ctl", Line: i + 1}
 		cmd, ok, err := config.ParseLine(pos, line)
@@ -212,6 +233,13 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			errs.Add(&config.Error{Pos: pos, Err: err})
 		case !ok:
 		case cmd.Query != nil:
+			if _, ok := cmd.Query.(config.Monitor); ok {
+				if mon != nil {
+					errs.Add(&config.Error{Pos: pos, Err: errors.New("monitor: one per request")})
+				}
+				mon = &query{i + 1, cmd.Query, cmd.JSON || req.JSON}
+				continue
+			}
 			queries = append(queries, query{i + 1, cmd.Query, cmd.JSON || req.JSON})
 		default:
 			cmds = append(cmds, cmd)
@@ -234,10 +262,16 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		}
 	}()
 	for _, q := range queries {
-		if _, ok := q.q.(config.Reload); ok {
+		switch qq := q.q.(type) {
+		case config.Reload:
 			if h.Reload == nil {
 				errs.Add(fmt.Errorf("ctl:%d: reload: no config file to reload", q.line))
 			} else if err := h.Reload(); err != nil {
+				addJoined(&errs, err)
+			}
+			continue
+		case config.RouteFlush, config.NeighFlush:
+			if err := h.flush(q.line, qq); err != nil {
 				addJoined(&errs, err)
 			}
 			continue
@@ -256,6 +290,21 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 				continue
 			}
 			errs.Add(fmt.Errorf("ctl:%d: %v", q.line, err))
+		}
+	}
+	if mon != nil && errs.Len() == 0 {
+		if held {
+			<-slots // a monitor never holds an answer slot
+			held = false
+		}
+		switch {
+		case h.Monitor == nil || rw.monitorStart == nil:
+			errs.Add(fmt.Errorf("ctl:%d: monitor: only on the control socket of a running daemon", mon.line))
+		default:
+			h.Monitor.stream(rw, mon.q.(config.Monitor), mon.json, rw.monitorStart())
+			if rw.err != nil {
+				return
+			}
 		}
 	}
 	rw.status = status

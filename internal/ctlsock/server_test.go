@@ -68,6 +68,24 @@ func TestStreamedEqualsInMemory(t *testing.T) {
 		if err != nil || got != want.Output || !want.OK {
 			t.Fatalf("json=%v: socket %q %v\nin memory %+v", js, got, err, want)
 		}
+		// The streaming client (netfwd ctl) unescapes the same text.
+		lines := append(req.Lines, "route add 10.9.0.0/16 nexthop via 192.0.2.7 nexthop via 192.0.2.8",
+			"route show 10.9.0.0/16", "help")
+		var b bytes.Buffer
+		if _, err := Stream(sock, lines, js, &b); err != nil {
+			t.Fatal(err)
+		}
+		Do(sock, []string{"route del 10.9.0.0/16"}, false)
+		want = Handler{Ctl: c}.Do(Request{Lines: lines, JSON: js})
+		Do(sock, []string{"route del 10.9.0.0/16"}, false)
+		if b.String() != want.Output || !strings.Contains(b.String(), "\n\tnexthop via 192.0.2.8") && !js {
+			t.Fatalf("json=%v: Stream gave %q, want %q", js, b.String(), want.Output)
+		}
+	}
+	var b bytes.Buffer
+	_, err := Stream(sock, []string{"route add 10.0.0.0/8 via 192.0.2.9"}, false, &b)
+	if re, ok := err.(*RequestError); !ok || len(re.Errors) != 1 || !strings.HasPrefix(re.Errors[0], "ctl:1: ") {
+		t.Fatalf("refused request: %v", err)
 	}
 }
 

@@ -311,7 +311,8 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if opts.Ctl != "" {
-		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply}); err != nil {
+		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
+			Monitor: ctlsock.NewMonitor(d.ctl)}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 	}

@@ -39,6 +39,10 @@ import (
 // may be pushed).
 const xdpFrameMTU = 2048 - 256 - 14 - 8
 
+// errVethAuto is why --io auto takes AF_PACKET on veth: the documented
+// default there (docs/daemon.md), logged as information, not a warning.
+var errVethAuto = errors.New("veth: partial checksums and GSO super-frames of local senders cannot cross AF_XDP (--io afxdp forces it)")
+
 // openIO opens the backend of an interface (in the calling thread's
 // namespace). why is the reason auto fell back to AF_PACKET.
 func (d *Daemon) openIO(ifi *net.Interface) (pk, ctl *pktio.Port, xp *pktio.XDPPort, why string, err error) {
@@ -83,7 +87,7 @@ func (d *Daemon) openXDP(ifi *net.Interface) (*pktio.XDPPort, error) {
 	cfg := d.opts.XDPPort
 	if d.opts.IO == "auto" {
 		if driver(ifi.Name) == "veth" {
-			return nil, fmt.Errorf("veth: partial checksums and GSO super-frames of local senders cannot cross AF_XDP (--io afxdp forces it)")
+			return nil, errVethAuto
 		}
 		if cfg.Attach == pktio.XDPAttachAuto {
 			cfg.Attach = pktio.XDPAttachNative // generic XDP is no faster than AF_PACKET

@@ -89,9 +89,12 @@ func (d *Daemon) openPorts(names []string) ([]*port, error) {
 		return nil, err
 	}
 	for _, p := range out {
-		if p.ioWhy != "" {
+		switch {
+		case p.ioWhy == errVethAuto.Error():
+			d.log.Info("port opened with AF_PACKET, the default on veth", "dev", p.name, "queues", p.queues(), "why", p.ioWhy)
+		case p.ioWhy != "":
 			d.log.Warn("port opened with AF_PACKET: AF_XDP is not available", "dev", p.name, "why", p.ioWhy)
-		} else {
+		default:
 			d.log.Info("port opened", "dev", p.name, "io", p.ioName(), "queues", p.queues())
 		}
 	}

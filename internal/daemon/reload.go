@@ -44,6 +44,16 @@ import (
 // a router config, a second and third FIB for a full table).
 var verifyLines = 20000
 
+// logRefused logs a refused reload one error per line (a file with three
+// bad lines logs three lines, each FILE:LINE: reason, not one line of
+// escaped newlines).
+func (d *Daemon) logRefused(err error) {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	for i, l := range lines {
+		d.log.Error("reload refused", "err", strings.TrimSpace(l), "n", fmt.Sprintf("%d/%d", i+1, len(lines)))
+	}
+}
+
 // Reload re-reads the config file and applies the difference. The error
 // says why the new file was refused (the old configuration stays).
 func (d *Daemon) Reload() error {
@@ -60,12 +70,12 @@ func (d *Daemon) Reload() error {
 	defer boundReloadMemory()()
 	f, steps, st, names, err := d.reloadSteps(old)
 	if err != nil {
-		d.log.Error("reload refused", "err", err)
+		d.logRefused(err)
 		return err
 	}
 	opened, err := d.openPorts(names)
 	if err != nil {
-		d.log.Error("reload refused", "err", err)
+		d.logRefused(err)
 		return err
 	}
 	closeOpened := func() {
@@ -82,7 +92,7 @@ func (d *Daemon) Reload() error {
 	if err := d.ctl.ApplySteps(steps); err != nil {
 		closeOpened()
 		err = fmt.Errorf("reload refused (running configuration kept): %w", err)
-		d.log.Error("reload refused", "err", err)
+		d.logRefused(err)
 		return err
 	}
 	d.pushMTUs(opened)

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DemoOptions configure RunDemo.
@@ -185,16 +186,45 @@ func selfCommand() string {
 	return exe
 }
 
+// printTopology draws the network with the real namespace names, the
+// right-hand column aligned whatever their length.
 func (d *demo) printTopology() {
-	d.printf(`
-  namespace %[1]s-h1  10.0.10.11 ──eth1─┐
-  namespace %[1]s-h2  10.0.10.12 ──eth2─┤ netfwd (namespace %[1]s-r)
-                                         │   br0 VLAN 10: access eth1, eth2; vlan10 10.0.10.1
-  namespace %[1]s-h3  10.0.20.13 ──eth3─┤   br0 VLAN 20: access eth3;       vlan20 10.0.20.1
-                                         │   routed eth0 203.0.113.2, default via 203.0.113.1
-  namespace %[1]s-isp 203.0.113.1 ─eth0─┘   blackhole 10.66/16, unreachable 10.67/16, prohibit 10.68/16
-                      (and 198.51.100.1, "the Internet", on its loopback)
-`, d.n.Lab.Prefix)
+	d.printf("\n%s", topologyText(d.n.Router, []string{d.h["h1"].NS, d.h["h2"].NS, d.h["h3"].NS, d.h["isp"].NS}))
+}
+
+// topologyText is the standard network's diagram: router is the router's
+// namespace, hosts those of h1, h2, h3 and isp.
+func topologyText(router string, hosts []string) string {
+	left := []string{"10.0.10.11", "10.0.10.12", "10.0.20.13", "203.0.113.1"}
+	ports := []string{"eth1", "eth2", "eth3", "eth0"}
+	corner := []string{"┐", "┤", "┤", "┘"}
+	right := []string{
+		"netfwd (namespace " + router + ")",
+		"",
+		"  br0 VLAN 20: access eth3;       vlan20 10.0.20.1",
+		"  blackhole 10.66/16, unreachable 10.67/16, prohibit 10.68/16",
+	}
+	between := []string{
+		"  br0 VLAN 10: access eth1, eth2; vlan10 10.0.10.1",
+		"",
+		"  routed eth0 203.0.113.2, default via 203.0.113.1",
+	}
+	w := 0
+	cells := make([]string, len(hosts))
+	for i, ns := range hosts {
+		cells[i] = "namespace " + ns
+		w = max(w, len(cells[i]))
+	}
+	var b strings.Builder
+	bar := strings.Repeat(" ", 2+w+1+len(left[3])+1+utf8.RuneCountInString("──eth0─")) // the column of the corners
+	for i := range hosts {
+		fmt.Fprintf(&b, "  %-*s %-*s ──%s─%s %s\n", w, cells[i], len(left[3]), left[i], ports[i], corner[i], right[i])
+		if i < len(between) && between[i] != "" {
+			fmt.Fprintf(&b, "%s│ %s\n", bar, between[i])
+		}
+	}
+	fmt.Fprintf(&b, "  %*s(and 198.51.100.1, \"the Internet\", on %s's loopback)\n", w+1, "", hosts[3])
+	return strings.ReplaceAll(b.String(), " \n", "\n")
 }
 
 func (d *demo) startRouter() error {
@@ -448,18 +478,20 @@ func (d *demo) summary() {
 			d.printf("  FAILED: %s (%s)\n", c.Title, c.Why)
 		}
 	}
+	if !d.o.Keep {
+		// Everything below is torn down as soon as this returns: name it
+		// as gone, not as something to use.
+		d.printf("  the metrics listener, the control socket and the namespaces %s-* are removed now;\n", p)
+		d.printf("  run with --keep to leave them up for exploring\n")
+		return
+	}
 	if d.rep.MetricsURL != "" {
 		d.printf("  metrics:   %s\n", d.rep.MetricsURL)
 	}
-	d.printf("  control:   %s ctl --ctl %s fdb show | neigh show | route show | link show | stats\n", d.netfwd, d.rep.CtlPath)
-	if d.o.Keep {
-		d.printf("  config:    %s (edit, then reload: %s ctl --ctl %s reload)\n", d.r.ConfigFile, d.netfwd, d.rep.CtlPath)
-	}
-	d.printf("  explore:   ip netns exec %s-h1 ping 10.0.20.13\n", p)
-	d.printf("             ip netns exec %s-h3 ping -t 1 198.51.100.1\n", p)
-	d.printf("             ip netns exec %s-h1 bash    # a shell on host h1\n", p)
+	d.printf("  control:   %s ctl --ctl %s fdb show | neigh show | route show | link show | stats | monitor | help\n", d.netfwd, d.rep.CtlPath)
+	d.printf("  config:    %s (edit, then reload: %s ctl --ctl %s reload)\n", d.r.ConfigFile, d.netfwd, d.rep.CtlPath)
+	d.printf("  explore:   ip netns exec %s ping 10.0.20.13\n", d.h["h1"].NS)
+	d.printf("             ip netns exec %s ping -t 1 198.51.100.1\n", d.h["h3"].NS)
+	d.printf("             ip netns exec %s bash    # a shell on host h1\n", d.h["h1"].NS)
 	d.printf("             ip netns list | grep %s\n", p)
-	if !d.o.Keep {
-		d.printf("  (run with --keep to leave the lab up for exploring)\n")
-	}
 }

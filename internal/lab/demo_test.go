@@ -32,3 +32,37 @@ func TestDemoWithGoTools(t *testing.T) {
 		}
 	}
 }
+
+// The diagram names the real namespaces and keeps its right-hand column
+// (the corners and bars) in one column whatever their length.
+func TestTopologyTextAligned(t *testing.T) {
+	for _, prefix := range []string{"nf1", "nfab12cdef"} {
+		text := topologyText(prefix+"-r", []string{prefix + "-h1", prefix + "-h2", prefix + "-h3", prefix + "-isp"})
+		col := -1
+		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+			r := []rune(line)
+			i := -1
+			for j, c := range r {
+				if strings.ContainsRune("┐┤┘│", c) {
+					i = j
+					break
+				}
+			}
+			if strings.Contains(line, "the Internet") {
+				continue
+			}
+			if i < 0 {
+				t.Fatalf("%s: line without the column: %q\n%s", prefix, line, text)
+			}
+			if col >= 0 && i != col {
+				t.Errorf("%s: column at %d, want %d: %q\n%s", prefix, i, col, line, text)
+			}
+			col = i
+		}
+		for _, ns := range []string{prefix + "-h1", prefix + "-isp", prefix + "-r"} {
+			if !strings.Contains(text, "namespace "+ns) {
+				t.Errorf("no namespace %s in\n%s", ns, text)
+			}
+		}
+	}
+}

@@ -69,6 +69,13 @@ func addressList(st State, q config.AddrShow) []Address {
 // addresses answers `ip address show`.
 func addresses(w io.Writer, st State, q config.AddrShow, asJSON bool) error {
 	list := addressList(st, q)
+	if q.Brief {
+		links, err := linkList(st, config.LinkShow{Dev: q.Dev, Up: q.Up})
+		if err != nil {
+			return err
+		}
+		return addressesBrief(w, links, list, asJSON)
+	}
 	if asJSON {
 		return writeJSONArray(w, list)
 	}

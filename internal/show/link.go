@@ -24,6 +24,7 @@ type Link struct {
 	Address   string   `json:"address,omitempty"`
 	Kind      string   `json:"kind"`
 	Master    string   `json:"master,omitempty"`
+	Stats64   *Stats64 `json:"stats64,omitempty"` // `-s`
 }
 
 // linkList returns the interfaces a `link show` query selects; an unknown
@@ -91,12 +92,24 @@ func links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if q.Stats {
+		ports := st.Engine().Domain().Stats().Ports
+		for i := range list {
+			list[i].Stats64 = statsOf(ports[list[i].Ifname])
+		}
+	}
+	if q.Brief {
+		return linksBrief(w, list, asJSON)
+	}
 	if asJSON {
 		return writeJSONArray(w, list)
 	}
 	bw := bufio.NewWriter(w)
 	for _, l := range list {
 		l.writeText(bw)
+		if l.Stats64 != nil {
+			l.Stats64.writeText(bw)
+		}
 	}
 	return bw.Flush()
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/nexthop"
 )
 
@@ -167,18 +168,44 @@ func (j *Route) Text() string { return string(j.AppendText(nil)) }
 // Routes writes the routes of a table (fib.TableAll: every table, each
 // route naming its table unless main).
 func Routes(w io.Writer, f *fib.FIB, table uint32, asJSON bool) error {
-	routes := f.Routes(table)
-	withTable := table == fib.TableAll
+	return RoutesFiltered(w, f, config.RouteFilter{Table: table}, asJSON)
+}
+
+// RoutesFiltered writes the routes a selector takes (`ip route show dev D
+// proto P 10.2.0.0/24`). As iproute2, what the selector fixes is not
+// repeated on every line: no `dev` when filtering by device, no `proto`
+// by protocol, no `scope` by scope.
+func RoutesFiltered(w io.Writer, f *fib.FIB, flt config.RouteFilter, asJSON bool) error {
+	routes := f.Routes(flt.Table)
+	withTable := flt.Table == fib.TableAll
+	of := func(r *fib.Route) Route {
+		j := RouteOf(r, withTable)
+		if flt.Dev != "" {
+			j.Dev = ""
+		}
+		if flt.Proto != 0 {
+			j.Protocol = ""
+		}
+		if flt.ScopeSet {
+			j.Scope = ""
+		}
+		return j
+	}
 	if asJSON {
 		a := jsonArray{w: w}
 		for _, r := range routes {
-			a.add(RouteOf(r, withTable))
+			if flt.Selects(r) {
+				a.add(of(r))
+			}
 		}
 		return a.close()
 	}
 	var b []byte
 	for _, r := range routes {
-		j := RouteOf(r, withTable)
+		if !flt.Selects(r) {
+			continue
+		}
+		j := of(r)
 		b = append(j.AppendText(b[:0]), '\n')
 		if _, err := w.Write(b); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/internal/config"
 )
 
 // maxEcho bounds the bad input an answer repeats.
@@ -47,6 +48,16 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 // RouteGet is AppendRouteGet with the answer's exit status (0, StatusInvalid
 // or StatusFailed).
 func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
+	return appendRouteGet(b, f, config.RouteGet{Dst: s}, asJSON)
+}
+
+// appendRouteGet answers a `route get` query with its `from`, `iif` and
+// `oif`, and its exit status: oif restricts the lookup to routes through
+// that device; from and iif are echoed as iproute2 prints them (`ADDR from
+// A via G dev D iif I`, no src: the kernel prints none for an input route
+// or a given source).
+func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byte, int) {
+	s := q.Dst
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() {
 		if len(s) > maxEcho { // an answer echoes at most a short prefix of bad input
@@ -60,8 +71,8 @@ func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
 		return append(b, fmt.Sprintf("%s: invalid IPv4 address\n", s)...), StatusInvalid
 	}
 	nh := f.Lookup(a) // the datapath's answer
-	res, ok := f.LookupRoute(a)
-	if ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw {
+	res, ok := f.LookupRouteOIF(a, q.OIf)
+	if q.OIf == "" && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw) {
 		// The merged trie and the per-table tries disagree: a bug, never
 		// papered over.
 		msg := fmt.Sprintf("internal error: fast path %v, slow path %v", nh, res.Route)
@@ -98,8 +109,12 @@ func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
 		status = StatusFailed // the kernel refuses these lookups
 	}
 	src := ""
-	if res.Prefsrc.IsValid() {
+	if res.Prefsrc.IsValid() && !q.From.IsValid() && q.IIf == "" {
 		src = res.Prefsrc.String()
+	}
+	from := ""
+	if q.From.IsValid() {
+		from = q.From.String()
 	}
 	if asJSON {
 		b = append(b, `{"dst":"`+a.String()+`","type":"`+typ+`","table":"`+fib.TableName(r.Table)+`","prefix":"`+r.Prefix.String()+`"`...)
@@ -115,12 +130,22 @@ func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
 		}
 		b = append(b, `,"metric":`...)
 		b = strconv.AppendUint(b, uint64(r.Metric), 10)
+		if from != "" {
+			b = append(b, `,"from":"`+from+`"`...)
+		}
+		if q.IIf != "" {
+			b = append(b, `,"iif":`...)
+			b = strconv.AppendQuote(b, q.IIf)
+		}
 		return append(b, "}\n"...), status
 	}
 	if typ != "unicast" {
 		b = append(b, typ+" "...)
 	}
 	b = append(b, a.String()...)
+	if from != "" {
+		b = append(b, " from "+from...)
+	}
 	if gw != "" {
 		b = append(b, " via "+gw...)
 	}
@@ -135,6 +160,9 @@ func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
 	}
 	if r.Metric != 0 {
 		b = append(b, " metric "+strconv.FormatUint(uint64(r.Metric), 10)...)
+	}
+	if q.IIf != "" {
+		b = append(b, " iif "+q.IIf...)
 	}
 	return append(b, '\n'), status
 }

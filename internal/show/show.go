@@ -44,7 +44,12 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 	e := st.Engine()
 	switch q := q.(type) {
 	case config.RouteGet:
-		b, status := RouteGet(nil, e.FIB(), q.Dst, asJSON)
+		for _, dev := range []string{q.IIf, q.OIf} {
+			if dev != "" && e.Router().Iface(dev) == nil {
+				return fmt.Errorf("Cannot find device %q", dev)
+			}
+		}
+		b, status := appendRouteGet(nil, e.FIB(), q, asJSON)
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
@@ -53,7 +58,10 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 		}
 		return nil
 	case config.RouteShow:
-		return Routes(w, e.FIB(), q.Table, asJSON)
+		return RoutesFiltered(w, e.FIB(), q.RouteFilter, asJSON)
+	case config.Help:
+		_, err := io.WriteString(w, q.Text)
+		return err
 	case config.FDBShow:
 		return fdb(w, e.Domain(), q, asJSON)
 	case config.VLANShow:

@@ -174,3 +174,43 @@ func TestLinkAndAddressOutput(t *testing.T) {
 		t.Fatalf("unknown device: %v", err)
 	}
 }
+
+// Route selectors, brief forms and route get's from/iif/oif on a small
+// configuration (the namespace tests check the same against a daemon).
+func TestSelectorsAndBrief(t *testing.T) {
+	c := setup(t, nil,
+		"address add 10.0.0.1/24 dev eth0",
+		"address add 10.1.0.1/24 dev eth1",
+		"route add default via 10.0.0.2 dev eth0",
+		"route add 10.2.0.0/24 via 10.1.0.2 proto static",
+		"route add 10.2.1.0/24 via 10.1.0.2 metric 5",
+		"route add blackhole 10.66.0.0/16")
+	for line, want := range map[string]string{
+		"route show dev eth1":          "10.1.0.0/24 proto kernel scope link src 10.1.0.1\n10.2.0.0/24 via 10.1.0.2 proto static\n10.2.1.0/24 via 10.1.0.2 metric 5\n",
+		"route show proto static":      "10.2.0.0/24 via 10.1.0.2 dev eth1\n",
+		"route show 10.2.0.0/24":       "10.2.0.0/24 via 10.1.0.2 dev eth1 proto static\n",
+		"route show exact 10.2.0.0/23": "",
+		"route show root 10.2.0.0/23":  "10.2.0.0/24 via 10.1.0.2 dev eth1 proto static\n10.2.1.0/24 via 10.1.0.2 dev eth1 metric 5\n",
+		"route show match 10.2.1.7":    "default via 10.0.0.2 dev eth0\n10.2.1.0/24 via 10.1.0.2 dev eth1 metric 5\n",
+		"route show type blackhole":    "blackhole 10.66.0.0/16\n",
+		"route show table local scope host": "local 10.0.0.1 dev eth0 proto kernel src 10.0.0.1\n" +
+			"local 10.1.0.1 dev eth1 proto kernel src 10.1.0.1\n",
+		"route get 10.2.1.9 oif eth0":               "10.2.1.9 via 10.0.0.2 dev eth0 src 10.0.0.1\n",
+		"route get 10.2.1.9 from 10.0.0.7 iif eth0": "10.2.1.9 from 10.0.0.7 via 10.1.0.2 dev eth1 metric 5 iif eth0\n",
+		"-br addr": "eth0             UP             10.0.0.1/24 \neth1             UP             10.1.0.1/24 \n",
+	} {
+		if got := answer(t, c, line, false); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", line, got, want)
+		}
+	}
+	if got := answer(t, c, "-br link show eth0", false); !strings.HasPrefix(got, "eth0             UP             ") ||
+		!strings.HasSuffix(got, " <BROADCAST,MULTICAST,UP,LOWER_UP> \n") {
+		t.Errorf("-br link: %q", got)
+	}
+	if got := answer(t, c, "-j -br link show eth0", false); !strings.Contains(got, `[{"ifname":"eth0","operstate":"UP","address":`) {
+		t.Errorf("-j -br link: %q", got)
+	}
+	if got := answer(t, c, "-j -s link show eth0", false); !strings.Contains(got, `"stats64":{"rx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"over_errors":0,"multicast":0},"tx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"carrier_errors":0,"collisions":0}}`) {
+		t.Errorf("-j -s link: %q", got)
+	}
+}
