@@ -11,11 +11,12 @@
 //
 // Flow of a request: every line is read by internal/config (position
 // ctl:N), the one reader of configuration and queries; when all lines
-// parsed, the config lines are applied in one Controller.Apply; when that
-// succeeded, the queries are answered in order, streamed into the response
-// through a bounded buffer: a client that stops reading is dropped after
-// WriteTimeout, and one request renders at a time (answerSlots), so clients
-// that never read cannot make the daemon hold their answers in memory.
+// parsed, the config lines are applied in one Controller.Apply (through the
+// Handler's Apply when it has one); when that succeeded, the queries are
+// answered in order, streamed into the response through a bounded buffer: a
+// client that stops reading is dropped after WriteTimeout, and one request
+// renders at a time (answerSlots), so clients that never read cannot make
+// the daemon hold their answers in memory.
 //
 // Locking: each connection is served on its own goroutine; the controller
 // serialises applies; queries read published state; answerSlots is a
@@ -57,6 +58,10 @@ const (
 // Handler is what requests act on.
 type Handler struct {
 	Ctl *apply.Controller
+	// Apply applies a request's config lines (nil: Ctl.Apply). The daemon
+	// opens the ports they newly name and acts on the kernel's interfaces
+	// around Ctl.Apply (internal/daemon, ctlapply.go).
+	Apply func([]config.Command) error
 	// Reload re-reads the daemon's config file (nil: `reload` refused).
 	Reload func() error
 }
@@ -202,7 +207,11 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		}
 	}
 	if errs.Len() == 0 && len(cmds) > 0 {
-		if err := h.Ctl.Apply(cmds); err != nil {
+		apply := h.Ctl.Apply
+		if h.Apply != nil {
+			apply = h.Apply
+		}
+		if err := apply(cmds); err != nil {
 			addJoined(&errs, err)
 		}
 	}
