@@ -4,7 +4,9 @@ package daemon
 // config file's are: a device they name must exist (devices.go: `Cannot
 // find device "X"`), an interface of the namespace they newly name becomes
 // an open port (opened before the batch is applied, all or none, closed
-// again when the batch is refused, as a reload does).
+// again when the batch is refused, as a reload does), and their `link set
+// DEV up|down` lines set the port's kernel interface up or down
+// (linkstate.go).
 //
 // Locking: reloadMu serialises the batches that open ports with reloads,
 // so two of them never open the same interface; the controller serialises
@@ -45,7 +47,7 @@ func (d *Daemon) applyCtl(cmds []config.Command) error {
 	if len(opened) > 0 {
 		d.hp.requestSync()
 	}
-	return nil
+	return d.pushLinkStates(append(opened, d.linkSetPorts(cmds)...))
 }
 
 // newPorts lists the interfaces of the namespace that cmds name as ports
@@ -63,6 +65,20 @@ func (d *Daemon) newPorts(cmds []config.Command) []string {
 			continue
 		}
 		out = append(out, n)
+	}
+	return out
+}
+
+// linkSetPorts lists the open ports whose admin state cmds set.
+func (d *Daemon) linkSetPorts(cmds []config.Command) []*port {
+	t := d.ports.Load()
+	var out []*port
+	for _, c := range cmds {
+		if l := c.Link; l != nil && l.Op == "set" && (l.Up || l.Down) {
+			if p := t.byName(l.Name); p != nil && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

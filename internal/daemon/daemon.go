@@ -4,11 +4,13 @@
 // Flow: New reads and checks the config file on the engine before anything
 // is opened (every error as FILE:LINE: reason; a device that is no
 // interface of the namespace is `Cannot find device "X"`, devices.go),
+// sets the interfaces of its ports up (or down) as it says (linkstate.go),
 // opens every port the config names (pktio, one fanout group of Workers
 // queues per port; all or none, concurrently; a port another daemon holds
 // is refused, portlock.go), applies the config, and creates the workers
-// with their transmit handles and the metrics and control listeners, so
-// that the first frame after Run is forwarded at once. Run starts the Workers datapath goroutines (worker.go: worker i
+// with their transmit handles and the metrics and control listeners (lo
+// brought up for them), so that the first frame after Run is forwarded at
+// once. Run starts the Workers datapath goroutines (worker.go: worker i
 // owns queue i of every port), the housekeeping goroutine
 // (housekeeping.go), the link monitor (linkmon.go, linkevents.go) and the
 // servers, and tears everything down when its context ends, within a
@@ -245,8 +247,11 @@ func New(opts Options) (d *Daemon, err error) {
 	}()
 	d = nd
 	// Carrier first, so the config is applied with the real link states.
-	names, _, err := portNames(cmds, eo, exists)
+	names, down, err := portNames(cmds, eo, exists)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.raiseLinks(names, down); err != nil {
 		return nil, err
 	}
 	opened, err := d.openPorts(names)
@@ -302,6 +307,11 @@ func New(opts Options) (d *Daemon, err error) {
 	if !opts.NoLinkMonitor {
 		if d.linkmon, err = newLinkMonitor(opts.Netns); err != nil {
 			return nil, fmt.Errorf("link monitor: %w", err)
+		}
+	}
+	if opts.Metrics != "" || opts.Pprof != "" {
+		if err := d.loopbackUp("", "metrics"); err != nil {
+			return nil, err
 		}
 	}
 	if opts.Metrics != "" {

@@ -17,9 +17,10 @@ package daemon
 // live check of the lines that changed, which are all the diff applies;
 // no scratch engine (a second FIB) is built. A device that is no interface
 // of the namespace is refused (`FILE:LINE: Cannot find device "X"`). Then:
-// open the new ports (all or none) -> one ApplySteps on the live engine ->
-// start the new ports' workers -> return the memory the reload freed to
-// the system.
+// set the new ports' interfaces up -> open them (all or none) -> one
+// ApplySteps on the live engine -> start the new ports' workers -> every
+// port's interface up or down as the file says (linkstate.go) -> return
+// the memory the reload freed to the system.
 // Any failure closes the ports it opened and leaves the engine as it was.
 //
 // Locking: reloadMu serialises reloads; the controller serialises applies.
@@ -60,8 +61,12 @@ func (d *Daemon) Reload() error {
 	}
 	defer releaseMemory()
 	defer boundReloadMemory()()
-	f, steps, st, names, _, err := d.reloadSteps(old)
+	f, steps, st, names, down, err := d.reloadSteps(old)
 	if err != nil {
+		d.log.Error("reload refused", "err", err)
+		return err
+	}
+	if err := d.raiseLinks(names, down); err != nil {
 		d.log.Error("reload refused", "err", err)
 		return err
 	}
@@ -92,6 +97,9 @@ func (d *Daemon) Reload() error {
 		return err
 	}
 	d.pushMTUs(d.ports.Load().list)
+	if err := d.pushLinkStates(d.ports.Load().list); err != nil {
+		d.log.Error("reload: link state", "err", err)
+	}
 	d.mu.Lock()
 	d.conf = f
 	d.mu.Unlock()
