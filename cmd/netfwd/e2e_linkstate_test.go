@@ -99,3 +99,33 @@ func TestE2EMetricsLoopbackDown(t *testing.T) {
 		t.Errorf("the log does not say lo was brought up")
 	}
 }
+
+// TestE2EConfigLinkSetDown: a config line `link set eth3 down` (here by a
+// reload) sets the kernel interface down and h3 is cut off; the file
+// without it brings both back.
+func TestE2EConfigLinkSetDown(t *testing.T) {
+	spec := lab.Standard()
+	e := newE2E(t, spec, nil)
+	base := spec.Config()
+	e.pingOK("h1", h3IP, 63)
+	e.writeConfig(base + "link set eth3 down\n")
+	e.ctl("reload")
+	if e.kernelUp("eth3") {
+		t.Fatal("eth3 is still up in the kernel after a reload with link set eth3 down")
+	}
+	if r := e.ping("h1", h3IP, lab.PingOptions{Count: 2, Wait: time.Second}); r.Received != 0 {
+		t.Fatalf("replies through a port the config sets down: %+v", r)
+	}
+	e.writeConfig(base)
+	e.ctl("reload")
+	if !e.kernelUp("eth3") {
+		t.Fatal("eth3 is still down in the kernel after the line went")
+	}
+	ok, why := eventually(10*time.Second, func() (bool, string) {
+		r := e.ping("h1", h3IP, lab.PingOptions{Count: 1, Wait: time.Second})
+		return r.Received == 1, r.Output
+	})
+	if !ok {
+		t.Fatalf("no forwarding after the reload without link set eth3 down: %s", why)
+	}
+}
