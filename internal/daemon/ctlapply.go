@@ -47,6 +47,8 @@ func (d *Daemon) applyCtl(cmds []config.Command) error {
 	if len(opened) > 0 {
 		d.hp.requestSync()
 	}
+	// The batch is committed: a kernel refusal is reported to the client
+	// (as `ip link set` would) and the port keeps its carrier state.
 	return d.pushLinkStates(append(opened, d.linkSetPorts(cmds)...))
 }
 

@@ -21,8 +21,8 @@ import (
 )
 
 // deviceCheck returns the device check of a daemon whose ports live in
-// netns: an interface of that name exists there, or the engine e (nil:
-// none yet) already has the port.
+// netns: an interface of that name exists there, or ports (nil: none yet,
+// at start) says the engine already has the port.
 func deviceCheck(netns string, ports func(name string) bool) func(name string) bool {
 	return func(name string) bool {
 		if ports != nil && ports(name) {
