@@ -470,7 +470,7 @@ func (v *view) memberPort(dev string) (*portModel, *brModel, error) {
 	}
 	pm := v.port(dev)
 	if !pm.exists {
-		return nil, nil, fmt.Errorf("cannot find device %q", dev)
+		return nil, nil, fmt.Errorf("Cannot find device %q", dev)
 	}
 	if pm.master == "" {
 		return nil, nil, fmt.Errorf("%s is not a bridge port", dev)

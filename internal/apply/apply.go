@@ -19,6 +19,12 @@
 // to a table the datapath filled meanwhile (gc_thresh3, "no buffer space
 // available"), reported with its line while the rest stays applied.
 //
+// Devices named but never created are ports. Whether a name may become
+// one is decided in one place, where applySteps declares the batch's new
+// ports: the daemon's device check (SetDeviceCheck) refuses a name that is
+// no interface with `Cannot find device "X"`; offline every name is a
+// virtual port.
+//
 // Interface state is the admin state of the configuration combined with the
 // carrier state the daemon reports (SetCarrier, carrier.go): an interface is
 // up for the router when neither says down.
@@ -61,6 +67,22 @@ type Controller struct {
 	// bridge a member of (`bridge vlan add dev BR ... self`); guarded by mu.
 	explicitHostVLAN map[string]map[uint16]bool
 	maxLearned       map[string]uint32 // bridge fdb_max_learned as configured; guarded by mu
+	// deviceExists says whether a name that is not a port yet is a
+	// device a new port can stand for (nil: every name, offline); set
+	// before the first Apply (SetDeviceCheck).
+	deviceExists func(name string) bool
+}
+
+// SetDeviceCheck makes a device named by the configuration that is not a
+// port, bridge or VLAN interface yet a port only when exists(name) says it
+// is there; otherwise the line is refused with iproute2's
+// `Cannot find device "X"`. The daemon checks its namespace's interfaces;
+// without a check (route get --config, replay, tests) every name is a
+// virtual port. Call it before the first Apply.
+func (c *Controller) SetDeviceCheck(exists func(name string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deviceExists = exists
 }
 
 // New returns a controller for an engine.
@@ -100,8 +122,34 @@ type pending struct {
 	settings  map[string]l3.IfaceSettings
 	errs      []*config.Error
 	names     map[string]config.Pos // devices named, for implicit ports
+	unchecked map[string]bool       // names that were bridges or VLAN interfaces where they were named
 	actions   []routerAction        // ordered router work after the commit
 	maxLearn  map[string]uint32
+}
+
+// declare records a device a command names, at its first line: a port of
+// the batch unless it is (at the end of the batch) a bridge or VLAN
+// interface. A name that is not one where it stands must be allowed to be a
+// port (mayBePort); false when it is not (the line's error recorded).
+func (c *Controller) declare(p *pending, dev string, pos config.Pos, bridges, vlanNames map[string]bool) bool {
+	if _, ok := p.names[dev]; ok {
+		return true
+	}
+	if bridges[dev] || vlanNames[dev] {
+		p.unchecked[dev] = true // checked at the end if it is no longer one
+	} else if !c.mayBePort(dev) {
+		p.fail(pos, errNoDevice(dev))
+		return false
+	}
+	p.names[dev] = pos
+	return true
+}
+
+// mayBePort is the one check of a device named as a port: a port already,
+// or, under the daemon, an interface that exists (SetDeviceCheck); offline
+// every name may be a (virtual) port.
+func (c *Controller) mayBePort(dev string) bool {
+	return c.deviceExists == nil || c.e.Domain().Port(dev) != nil || c.deviceExists(dev)
 }
 
 func (p *pending) fail(pos config.Pos, err error) {
@@ -133,7 +181,7 @@ func (c *Controller) applySteps(steps []Step, commit bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := &pending{vlans: append([]l3.VLANIfaceSpec(nil), c.vlans...), settings: map[string]l3.IfaceSettings{},
-		names: map[string]config.Pos{}, maxLearn: map[string]uint32{}}
+		names: map[string]config.Pos{}, unchecked: map[string]bool{}, maxLearn: map[string]uint32{}}
 	for k, v := range c.settings {
 		p.settings[k] = v
 	}
@@ -167,14 +215,10 @@ func (c *Controller) applySteps(steps []Step, commit bool) error {
 			p.fail(cmd.Pos, errQuery(cmd.Query))
 		default:
 			if !st.Lenient { // an inverse never declares a port
-				if cmd.Addr != nil {
-					p.names[cmd.Addr.Dev] = cmd.Pos
-				}
-				if cmd.Route != nil && cmd.Route.Spec.Dev != "" {
-					p.names[cmd.Route.Spec.Dev] = cmd.Pos
-				}
-				if cmd.Nexthop != nil && cmd.Nexthop.Spec.Single.Dev != "" {
-					p.names[cmd.Nexthop.Spec.Single.Dev] = cmd.Pos
+				ok := true
+				namedDevs(cmd, func(dev string) { ok = c.declare(p, dev, cmd.Pos, bridges, vlanNames) && ok })
+				if !ok {
+					continue // its one error: the device (as ip)
 				}
 			}
 			if err := FIBCommand(tx, cmd); err != nil && !(st.Lenient && missing(err)) {
@@ -204,6 +248,8 @@ func (c *Controller) applySteps(steps []Step, commit bool) error {
 	for _, n := range names {
 		switch {
 		case bridges[n] || vlanNames[n]:
+		case p.unchecked[n] && !c.mayBePort(n): // a bridge or VLAN interface where it was named
+			p.fail(p.names[n], errNoDevice(n))
 		case startBridges[n]:
 			late = append(late, l2.PortAdd{Name: n})
 			latePos = append(latePos, p.names[n])
@@ -431,8 +477,8 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 			p.addL2(l2.BridgeSet{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
 			return
 		}
-		if !bridges[l.Name] && !vlanNames[l.Name] && !st.Lenient {
-			p.names[l.Name] = cmd.Pos
+		if !bridges[l.Name] && !vlanNames[l.Name] && !st.Lenient && !c.declare(p, l.Name, cmd.Pos, bridges, vlanNames) {
+			return
 		}
 		if l.Master != "" || l.NoMaster {
 			p.addL2(l2.SetMaster{Port: l.Name, Master: l.Master}, cmd.Pos, st.Lenient)

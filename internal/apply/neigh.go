@@ -42,7 +42,7 @@ type neighOp struct {
 }
 
 // errNoDevice is iproute2's wording for an unknown dev.
-func errNoDevice(dev string) error { return fmt.Errorf("cannot find device %q", dev) }
+func errNoDevice(dev string) error { return fmt.Errorf("Cannot find device %q", dev) }
 
 // neighModel is checkNeigh's view of the table during the batch.
 type neighModel struct {

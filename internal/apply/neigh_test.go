@@ -48,7 +48,7 @@ func TestNeighLines(t *testing.T) {
 		"neigh add 10.0.0.9 lladdr 02:00:00:00:00:09 dev nosuch",
 	}))
 	for _, w := range []string{"b.conf:2: file exists", "b.conf:3: no such file or directory",
-		"b.conf:4: no link layer address given", `b.conf:5: cannot find device "nosuch"`} {
+		"b.conf:4: no link layer address given", `b.conf:5: Cannot find device "nosuch"`} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("want %q in %v", w, err)
 		}

@@ -51,15 +51,30 @@ func (p *PortNamer) Add(c *config.Command) {
 				p.named[l.Name] = true
 			}
 		}
+	default:
+		namedDevs(c, func(dev string) { p.named[dev] = true })
+	}
+}
+
+// namedDevs calls fn for every device an address, route (its multipath
+// paths too) or nexthop line names: the names Apply and PortNamer declare
+// as ports (with the link set lines).
+func namedDevs(c *config.Command, fn func(dev string)) {
+	switch {
 	case c.Addr != nil:
-		p.named[c.Addr.Dev] = true
+		fn(c.Addr.Dev)
 	case c.Route != nil:
 		if d := c.Route.Spec.Dev; d != "" {
-			p.named[d] = true
+			fn(d)
+		}
+		for _, path := range c.Route.Spec.Multipath {
+			if path.Dev != "" {
+				fn(path.Dev)
+			}
 		}
 	case c.Nexthop != nil:
 		if d := c.Nexthop.Spec.Single.Dev; d != "" {
-			p.named[d] = true
+			fn(d)
 		}
 	}
 }

@@ -16,11 +16,12 @@
 //
 // Flow of a request: every line is read by internal/config (position
 // ctl:N), the one reader of configuration and queries; when all lines
-// parsed, the config lines are applied in one Controller.Apply; when that
-// succeeded, the queries are answered in order, streamed into the response
-// through a bounded buffer: a client that stops reading is dropped after
-// WriteTimeout, and one request renders at a time (answerSlots), so clients
-// that never read cannot make the daemon hold their answers in memory.
+// parsed, the config lines are applied in one Controller.Apply (through the
+// Handler's Apply when it has one); when that succeeded, the queries are
+// answered in order, streamed into the response through a bounded buffer: a
+// client that stops reading is dropped after WriteTimeout, and one request
+// renders at a time (answerSlots), so clients that never read cannot make
+// the daemon hold their answers in memory.
 //
 // Locking: each connection is served on its own goroutine; the controller
 // serialises applies; queries read published state; answerSlots is a
@@ -65,7 +66,8 @@ type Handler struct {
 	// Reload re-reads the daemon's config file (nil: `reload` refused).
 	Reload func() error
 	// Apply applies a request's configuration lines (nil: Ctl.Apply). The
-	// daemon's also makes the kernel follow them (a port's MTU).
+	// daemon's opens the ports they newly name and makes the kernel follow
+	// them (link state, MTU: internal/daemon ctlapply.go, linkmtu.go).
 	Apply func(cmds []config.Command) error
 	// Monitor serves `monitor` (nil: refused); Server.Close closes it.
 	Monitor *Monitor

@@ -2,20 +2,24 @@
 // metrics, a control socket, link following and config reloads.
 //
 // Flow: New reads and checks the config file on the engine before anything
-// is opened (every error as FILE:LINE: reason), opens every port the config
-// names (pktio, one fanout group of Workers queues per port; all or none,
-// concurrently; a port another daemon holds is refused, portlock.go),
-// applies the config, and creates the workers with their transmit handles
-// and the metrics and control listeners, so that the first frame after Run
-// is forwarded at once. Run starts the Workers datapath goroutines
-// (worker.go: worker i owns queue i of every port), the housekeeping
-// goroutine (housekeeping.go), the link monitor (linkmon.go,
-// linkevents.go) and the servers, and tears everything down when its
-// context ends, within a bounded time. Reload (reload.go) applies the
-// difference to a new version of the file.
+// is opened (every error as FILE:LINE: reason; a device that is no
+// interface of the namespace is `Cannot find device "X"`, devices.go),
+// sets the interfaces of its ports up (or down) as it says (linkstate.go),
+// opens every port the config names (pktio, one fanout group of Workers
+// queues per port; all or none, concurrently; a port another daemon holds
+// is refused, portlock.go), applies the config, and creates the workers
+// with their transmit handles and the metrics and control listeners (lo
+// brought up for them), so that the first frame after Run is forwarded at
+// once. Run starts the Workers datapath goroutines (worker.go: worker i
+// owns queue i of every port), the housekeeping goroutine
+// (housekeeping.go), the link monitor (linkmon.go, linkevents.go) and the
+// servers, and tears everything down when its context ends, within a
+// bounded time. Reload (reload.go) applies the difference to a new version
+// of the file; ctl lines go through ctlapply.go.
 //
 // Locking: mu guards the port table's writers, the running state and the
-// loaded config text; reloadMu serialises reloads (SIGHUP, ctl). The datapath
+// loaded config text; reloadMu serialises reloads (SIGHUP, ctl) and the
+// ctl batches that open ports. The datapath
 // reads the port table through an atomic pointer and takes no lock.
 package daemon
 
@@ -220,7 +224,9 @@ func New(opts Options) (d *Daemon, err error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	conf, cmds, err := readConfig(opts.ConfigFile)
+	// A device the file names must be an interface of the namespace.
+	exists := deviceCheck(opts.Netns, nil)
+	conf, cmds, err := readConfig(opts.ConfigFile, exists)
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +239,7 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{})}
+	nd.ctl.SetDeviceCheck(deviceCheck(opts.Netns, nd.hasPort))
 	nd.ports.Store(&portTable{})
 	defer func() {
 		if err != nil {
@@ -241,8 +248,11 @@ func New(opts Options) (d *Daemon, err error) {
 	}()
 	d = nd
 	// Carrier first, so the config is applied with the real link states.
-	names, err := portNames(cmds, eo)
+	names, down, err := portNames(cmds, eo, exists)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.raiseLinks(names, down); err != nil {
 		return nil, err
 	}
 	opened, err := d.openPorts(names)
@@ -300,6 +310,11 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("link monitor: %w", err)
 		}
 	}
+	if opts.Metrics != "" || opts.Pprof != "" {
+		if err := d.loopbackUp("", "metrics"); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Metrics != "" {
 		if d.metricsLn, err = listenRetry(opts.Metrics, opts.ListenWait, log); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
@@ -336,25 +351,26 @@ func fibNames() string {
 // readConfig reads and parses a config file; the error lists every bad
 // line. The file must be a regular file: opening it cannot block (a FIFO's
 // open waits for a writer, forever), and its end is known.
-func readConfig(file string) (*apply.File, []config.Command, error) {
+func readConfig(file string, exists func(string) bool) (*apply.File, []config.Command, error) {
 	f, err := readConfigText(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	cmds, err := parseConfig(f)
+	cmds, err := parseConfig(f, exists)
 	if err != nil {
 		return nil, nil, err
 	}
 	return f, cmds, nil
 }
 
-// parseConfig parses a config file's text; the error lists every bad line.
-func parseConfig(f *apply.File) ([]config.Command, error) {
+// parseConfig parses a config file's text; the error lists every bad line
+// (exists: the device check, devices.go).
+func parseConfig(f *apply.File, exists func(string) bool) ([]config.Command, error) {
 	cmds, errs := f.Commands()
 	if len(errs) > 0 {
 		// Report the lines that parsed but do not apply too: every
 		// problem of the file at once, in line order.
-		if _, err := portNames(cmds, l3.EngineOptions{}); err != nil {
+		if _, _, err := portNames(cmds, l3.EngineOptions{}, exists); err != nil {
 			errs = append(errs, splitJoined(err)...)
 		}
 		sort.SliceStable(errs, func(i, j int) bool { return errLine(errs[i]) < errLine(errs[j]) })
@@ -397,18 +413,24 @@ func errLine(err error) int {
 }
 
 // portNames applies cmds to a scratch engine to learn which interfaces
-// they name as ports; the errors are the config's (FILE:LINE: reason).
-func portNames(cmds []config.Command, eo l3.EngineOptions) ([]string, error) {
+// they name as ports, and which of them they set down; the errors are the
+// config's (FILE:LINE: reason), a device the check exists refuses is
+// `Cannot find device "X"`.
+func portNames(cmds []config.Command, eo l3.EngineOptions, exists func(string) bool) (names []string, down map[string]bool, err error) {
 	eo.Clock = nil
 	scratch := apply.New(l3.NewEngine(eo))
+	scratch.SetDeviceCheck(exists)
 	if err := scratch.Apply(cmds); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var names []string
+	down = map[string]bool{}
 	for _, p := range scratch.Engine().Domain().Ports() {
 		names = append(names, p.Name)
+		if scratch.AdminDown(p.Name) {
+			down[p.Name] = true
+		}
 	}
-	return names, nil
+	return names, down, nil
 }
 
 // Engine returns the forwarding engine.

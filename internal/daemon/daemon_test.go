@@ -161,8 +161,8 @@ func TestConfigErrorsStartNothing(t *testing.T) {
 	tp.writeConfig(t, "address add 10.1.0.1/24 dev "+tp.r1, "address add 10.3.0.1/24 dev nosuch0")
 	_, err = New(Options{ConfigFile: tp.configFile, Netns: tp.r, NoLinkMonitor: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err == nil || !strings.Contains(err.Error(), "nosuch0: no such interface") {
-		t.Fatalf("want a missing-interface error, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), `router.conf:2: Cannot find device "nosuch0"`) {
+		t.Fatalf("want router.conf:2: Cannot find device \"nosuch0\", got %v", err)
 	}
 	// Nothing was left open: r1 can be opened again exclusively-enough to
 	// count frames (a leaked promiscuous socket would keep the flag).

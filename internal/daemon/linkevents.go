@@ -88,6 +88,9 @@ func (d *Daemon) reopen(name string) bool {
 		return false
 	}
 	d.log.Info("port re-opened", "dev", name, "index", p.ifindex)
+	if err := d.pushLinkStates(opened); err != nil {
+		d.log.Error("re-opened port", "dev", name, "err", err)
+	}
 	return true
 }
 

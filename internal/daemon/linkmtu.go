@@ -69,7 +69,9 @@ func (d *Daemon) ctlApply(cmds []config.Command) error {
 		}
 		done = append(done, change{p, old, l.MTU})
 	}
-	if err := d.ctl.Apply(cmds); err != nil {
+	// applyCtl opens the ports the batch newly names and sets the kernel's
+	// link states around the Controller's apply (ctlapply.go).
+	if err := d.applyCtl(cmds); err != nil {
 		undo()
 		return err
 	}

@@ -107,7 +107,7 @@ func (d *Daemon) openPort(name string) (*port, error) {
 	err := pktio.InNetns(d.opts.Netns, func() error {
 		ifi, err := net.InterfaceByName(name)
 		if err != nil {
-			return fmt.Errorf("%s: no such interface", name)
+			return fmt.Errorf("Cannot find device %q", name) // iproute2's words
 		}
 		lock, err := lockPort(ifi, d.opts.PortLockWait)
 		if err != nil {

@@ -15,9 +15,12 @@ package daemon
 // (apply.DiffFiles: two passes over each, ~40 bytes per line kept): the
 // ports come from the lines, and the errors from the parse and from the
 // live check of the lines that changed, which are all the diff applies;
-// no scratch engine (a second FIB) is built. Then: open the ports that are
-// new (all or none) -> one ApplySteps on the live engine -> start the new
-// ports' workers -> return the memory the reload freed to the system.
+// no scratch engine (a second FIB) is built. A device that is no interface
+// of the namespace is refused (`FILE:LINE: Cannot find device "X"`). Then:
+// set the new ports' interfaces up -> open them (all or none) -> one
+// ApplySteps on the live engine -> start the new ports' workers -> every
+// port's interface up or down as the file says (linkstate.go) -> return
+// the memory the reload freed to the system.
 // Any failure closes the ports it opened and leaves the engine as it was.
 //
 // Locking: reloadMu serialises reloads; the controller serialises applies.
@@ -68,9 +71,13 @@ func (d *Daemon) Reload() error {
 	}
 	defer releaseMemory()
 	defer boundReloadMemory()()
-	f, steps, st, names, err := d.reloadSteps(old)
+	f, steps, st, names, down, err := d.reloadSteps(old)
 	if err != nil {
 		d.logRefused(err)
+		return err
+	}
+	if err := d.raiseLinks(names, down); err != nil {
+		d.log.Error("reload refused", "err", err)
 		return err
 	}
 	opened, err := d.openPorts(names)
@@ -100,6 +107,9 @@ func (d *Daemon) Reload() error {
 		return err
 	}
 	d.pushMTUs(d.ports.Load().list)
+	if err := d.pushLinkStates(d.ports.Load().list); err != nil {
+		d.log.Error("reload: link state", "err", err)
+	}
 	d.mu.Lock()
 	d.conf = f
 	d.mu.Unlock()
@@ -110,11 +120,13 @@ func (d *Daemon) Reload() error {
 }
 
 // reloadSteps reads the config file and computes the steps from old to
-// it, and the ports it names; the error lists the file's problems.
-func (d *Daemon) reloadSteps(old *apply.File) (f *apply.File, steps []apply.Step, st apply.DiffStats, names []string, err error) {
+// it, the ports it names and those it sets down (files checked whole; nil
+// for a file diffed as text: its new ports are raised, then set as it says
+// after the apply); the error lists the file's problems.
+func (d *Daemon) reloadSteps(old *apply.File) (f *apply.File, steps []apply.Step, st apply.DiffStats, names []string, down map[string]bool, err error) {
 	f, err = readConfigText(d.opts.ConfigFile)
 	if err != nil {
-		return nil, nil, st, nil, err
+		return nil, nil, st, nil, nil, err
 	}
 	opts := apply.DiffOptions{BridgeMAC: func(name string) (wire.MAC, bool) {
 		if b := d.e.Domain().Bridge(name); b != nil {
@@ -132,16 +144,27 @@ func (d *Daemon) reloadSteps(old *apply.File) (f *apply.File, steps []apply.Step
 				errs = append(errs, splitJoined(err)...)
 			}
 			sort.SliceStable(errs, func(i, j int) bool { return errLine(errs[i]) < errLine(errs[j]) })
-			return nil, nil, st, nil, errors.Join(errs...)
+			return nil, nil, st, nil, nil, errors.Join(errs...)
 		}
-		return f, fd.Steps, fd.Stats, fd.Ports, nil
+		for _, n := range fd.Ports {
+			if !deviceCheck(d.opts.Netns, d.hasPort)(n) {
+				// The live check names the line (Cannot find device):
+				// only a changed line can name a new port.
+				if err := d.ctl.CheckSteps(fd.Steps); err != nil {
+					return nil, nil, st, nil, nil, err
+				}
+				break
+			}
+		}
+		return f, fd.Steps, fd.Stats, fd.Ports, nil, nil
 	}
-	cmds, err := parseConfig(f)
+	exists := deviceCheck(d.opts.Netns, d.hasPort)
+	cmds, err := parseConfig(f, exists)
 	if err != nil {
-		return nil, nil, st, nil, err
+		return nil, nil, st, nil, nil, err
 	}
-	if names, err = portNames(cmds, l3.EngineOptions{}); err != nil {
-		return nil, nil, st, nil, err
+	if names, down, err = portNames(cmds, l3.EngineOptions{}, exists); err != nil {
+		return nil, nil, st, nil, nil, err
 	}
 	oldCmds, _ := old.Commands()
 	steps, st = apply.Diff(oldCmds, cmds, opts)
@@ -149,7 +172,7 @@ func (d *Daemon) reloadSteps(old *apply.File) (f *apply.File, steps []apply.Step
 		d.log.Warn("reload: the diff does not reproduce the new file on a scratch engine; re-applying the whole file")
 		steps = apply.FullRedo(oldCmds, cmds, opts)
 	}
-	return f, steps, st, names, nil
+	return f, steps, st, names, down, nil
 }
 
 // fileLines counts a file's lines.

@@ -97,6 +97,9 @@ func (d *Daemon) openRouteSources() error {
 		iface = d.ifaceByName
 	}
 	if o.FPM != "" {
+		if err := d.loopbackUp(o.Netns, "fpm"); err != nil {
+			return err
+		}
 		err := pktio.InNetns(o.Netns, func() (err error) {
 			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log})
 			return err

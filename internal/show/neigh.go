@@ -28,7 +28,7 @@ func neighbours(w io.Writer, e *l3.Engine, q config.NeighShow, asJSON bool) erro
 	if q.Dev != "" {
 		ifc := e.Router().Iface(q.Dev)
 		if ifc == nil {
-			return fmt.Errorf("cannot find device %q", q.Dev)
+			return fmt.Errorf("Cannot find device %q", q.Dev)
 		}
 		f.ifIndex = ifc.Index
 	}
