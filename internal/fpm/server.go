@@ -14,7 +14,11 @@
 // Resync (zebra sends no end-of-replay marker): routes a session installs
 // or confirms carry its mark, so the routes of earlier sessions that the
 // new one has not replayed are recognisable without touching any route at
-// the start of the session, and forwarding keeps using them meanwhile. The
+// the start of the session, and forwarding keeps using them meanwhile.
+// Marks are a byte (they fill padding in fib.Route) and wrap after 255
+// sessions: a session whose mark comes round again first re-marks the
+// routes still carrying it as of no session (staleMark), so routes nobody
+// confirmed for 255 sessions cannot pass for its own. The
 // sweep that removes them runs once per session: when the session has
 // delivered at least one route of every protocol among those stale routes
 // and then been quiet (no route or nexthop message) for SweepQuiet, or
@@ -99,7 +103,7 @@ func (o *Options) normalize() {
 
 // Stats are the server's counters (atomic; the translator's are in C).
 type Stats struct {
-	Connections   atomic.Uint64
+	Connections   atomic.Uint64 // sessions started
 	Frames        atomic.Uint64
 	Messages      atomic.Uint64
 	Batches       atomic.Uint64 // FIB transactions
@@ -142,6 +146,10 @@ func (s *Stats) Malformed() map[string]uint64 {
 	}
 	return out
 }
+
+// staleMark is the mark of no session: the routes of a session whose mark
+// comes round again get it when the new session starts (startSession).
+const staleMark = 0
 
 // Server is an FPM server.
 type Server struct {
@@ -193,7 +201,6 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		s.stats.Connections.Add(1)
 		s.mu.Lock()
 		old := s.cur
 		s.mu.Unlock()
@@ -249,18 +256,26 @@ func (s *Server) startSession(c net.Conn) (*session, bool) {
 		s.stale = nil
 	}
 	s.mark++
-	if s.mark == 0 {
-		s.mark = 1
+	if s.mark == staleMark {
+		s.mark++
 	}
 	sess := &session{s: s, conn: c, done: make(chan struct{}), start: time.Now(),
 		tr: NewTranslator(fib.OwnerFPM, s.mark, s.opts.Iface, &s.stats.C)}
 	sess.tr.KeepKernelProto = s.opts.KeepKernelProto
 	sess.lastMsg = sess.start
 	tx := s.opts.FIB.Begin(1)
+	// Marks wrap: routes still carrying this mark were last confirmed 255
+	// sessions ago. They are stale for this session like any other's.
+	reused := tx.RemarkLearned(fib.OwnerFPM, s.mark, staleMark)
 	sess.stale = tx.StaleProtos(fib.OwnerFPM, s.mark)
-	tx.Abort()
+	if reused > 0 {
+		tx.Commit()
+	} else {
+		tx.Abort()
+	}
 	s.cur = sess
 	s.stats.Connected.Store(true)
+	s.stats.Connections.Add(1) // after Connected: who sees the count sees the session live or ended
 	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
 	return sess, true
 }
