@@ -65,6 +65,7 @@ const minBatch = 4096
 type session struct {
 	s     *Server
 	conn  net.Conn
+	peer  peer
 	tr    *Translator
 	done  chan struct{}
 	start time.Time

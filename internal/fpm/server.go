@@ -3,9 +3,13 @@
 // nexthop objects as netlink messages in FPM frames; they become learned
 // routes of owner fib.OwnerFPM.
 //
-// Flow: Listen binds; Serve accepts one connection at a time (a new one
-// replaces the old: zebra reconnects after a restart, the old connection may
-// be half-open). Each connection is a session with its own mark and
+// Flow: Listen binds; Serve admits a connection only from the routing
+// daemon (access.go: its socket's owner, or an allowed network) and only
+// while no session is live: a second connection never replaces a live
+// session. It waits TakeoverWait for the live one to end (zebra restarted:
+// the old connection sees its EOF at once), else it is refused; a peer
+// that vanished without closing is found dead by TCP keepalive, and
+// zebra's next attempt (every ~3 s) gets in. Each connection is a session with its own mark and
 // Translator (translate.go): frames are read in batches (conn.go), each
 // batch applied in one FIB transaction, frame by frame, a frame only once
 // all its messages decoded. A malformed frame applies nothing of itself,
@@ -38,6 +42,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +81,23 @@ type Options struct {
 	// IdleCommit applies the waiting frames when the stream pauses this
 	// long (0: 100 ms): the end of a replay or of an update burst.
 	IdleCommit time.Duration
+
+	// AllowUsers may connect from this host: user names or uids (nil:
+	// DefaultAllowUsers that exist; access.go). A name that does not exist
+	// is an error.
+	AllowUsers []string
+	// AllowNets may connect from other hosts (by address: nobody's user
+	// can be checked there). Default: none.
+	AllowNets []netip.Prefix
+	// KeepAlive probes an idle connection after this long, then every
+	// KeepAlive/2, and gives up after 3 unanswered probes: a peer that
+	// vanished without closing (a host gone, a cable cut) ends its session
+	// within 2*KeepAlive of its last data (0: 10 s).
+	KeepAlive time.Duration
+	// TakeoverWait: a new connection while a session is live waits this
+	// long for the live one to end (a restarted zebra's old connection is
+	// being closed), else it is refused (0: 1 s).
+	TakeoverWait time.Duration
 }
 
 func (o *Options) normalize() {
@@ -99,11 +122,19 @@ func (o *Options) normalize() {
 	if o.IdleCommit <= 0 {
 		o.IdleCommit = 100 * time.Millisecond
 	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 10 * time.Second
+	}
+	if o.TakeoverWait <= 0 {
+		o.TakeoverWait = time.Second
+	}
 }
 
 // Stats are the server's counters (atomic; the translator's are in C).
 type Stats struct {
 	Connections   atomic.Uint64 // sessions started
+	RefusedPeers  atomic.Uint64 // connections of peers not allowed (access.go)
+	RefusedBusy   atomic.Uint64 // connections refused while a session was live
 	Frames        atomic.Uint64
 	Messages      atomic.Uint64
 	Batches       atomic.Uint64 // FIB transactions
@@ -156,6 +187,8 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	ln    net.Listener
+	diag  *sockDiag
+	uids  []uint32 // allowed users
 	stats Stats
 
 	mu     sync.Mutex
@@ -172,12 +205,28 @@ func Listen(addr string, opts Options) (*Server, error) {
 		return nil, errors.New("fpm: FIB and Iface are required")
 	}
 	opts.normalize()
-	ln, err := net.Listen("tcp", addr)
+	users, required := opts.AllowUsers, true
+	if users == nil {
+		users, required = DefaultAllowUsers, false
+	}
+	uids, err := ResolveUsers(users, required)
+	if err != nil {
+		return nil, err
+	}
+	diag, err := openSockDiag() // in the listener's namespace
 	if err != nil {
 		return nil, fmt.Errorf("fpm: %w", err)
 	}
-	return &Server{opts: opts, log: opts.Logger, ln: ln}, nil
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		diag.Close()
+		return nil, fmt.Errorf("fpm: %w", err)
+	}
+	return &Server{opts: opts, log: opts.Logger, ln: ln, diag: diag, uids: uids}, nil
 }
+
+// AllowedUIDs returns the users that may connect from this host.
+func (s *Server) AllowedUIDs() []uint32 { return slices.Clone(s.uids) }
 
 // Addr returns the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -201,15 +250,19 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		s.mu.Lock()
-		old := s.cur
-		s.mu.Unlock()
-		if old != nil {
-			s.log.Info("fpm: new connection replaces the current one", "old", old.conn.RemoteAddr(), "new", c.RemoteAddr())
-			old.conn.Close()
-			<-old.done
+		p, why := s.admit(c)
+		if why != "" {
+			s.stats.RefusedPeers.Add(1)
+			s.log.Warn("fpm: refused a connection", "peer", p.addr, "local", p.local, "uid", p.uid, "reason", why)
+			c.Close()
+			continue
 		}
-		sess, ok := s.startSession(c)
+		if !s.waitIdle(c, p) {
+			c.Close()
+			continue
+		}
+		keepAlive(c, s.opts.KeepAlive)
+		sess, ok := s.startSession(c, p)
 		if !ok {
 			c.Close()
 			return nil
@@ -219,6 +272,41 @@ func (s *Server) Serve() error {
 			defer s.wg.Done()
 			sess.run()
 		}()
+	}
+}
+
+// waitIdle lets an admitted connection in when no session is live, or when
+// the live one ends within TakeoverWait (a restarted zebra's old connection
+// saw its EOF or RST); else it refuses it: a connection never replaces a
+// live session. A peer that vanished without closing is found dead by TCP
+// keepalive (KeepAlive), and zebra's next attempt gets in.
+func (s *Server) waitIdle(c net.Conn, p peer) bool {
+	s.mu.Lock()
+	old := s.cur
+	s.mu.Unlock()
+	if old == nil {
+		return true
+	}
+	t := time.NewTimer(s.opts.TakeoverWait)
+	defer t.Stop()
+	select {
+	case <-old.done:
+		return true
+	case <-t.C:
+	}
+	s.stats.RefusedBusy.Add(1)
+	old.inMu.Lock()
+	idle := time.Since(old.inLast).Round(time.Millisecond)
+	old.inMu.Unlock()
+	s.log.Warn("fpm: refused a connection: a session is live", "peer", p.addr, "uid", p.uid,
+		"live", old.peer, "live_idle", idle)
+	return false
+}
+
+// keepAlive makes the kernel probe an idle connection (Options.KeepAlive).
+func keepAlive(c net.Conn, d time.Duration) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: d, Interval: d / 2, Count: 3})
 	}
 }
 
@@ -237,6 +325,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
+	s.diag.Close()
 	if cur != nil {
 		cur.conn.Close()
 	}
@@ -245,7 +334,7 @@ func (s *Server) Close() error {
 }
 
 // startSession registers a session for a new connection with the next mark.
-func (s *Server) startSession(c net.Conn) (*session, bool) {
+func (s *Server) startSession(c net.Conn, p peer) (*session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -259,10 +348,10 @@ func (s *Server) startSession(c net.Conn) (*session, bool) {
 	if s.mark == staleMark {
 		s.mark++
 	}
-	sess := &session{s: s, conn: c, done: make(chan struct{}), start: time.Now(),
+	sess := &session{s: s, conn: c, peer: p, done: make(chan struct{}), start: time.Now(),
 		tr: NewTranslator(fib.OwnerFPM, s.mark, s.opts.Iface, &s.stats.C)}
 	sess.tr.KeepKernelProto = s.opts.KeepKernelProto
-	sess.lastMsg = sess.start
+	sess.lastMsg, sess.inLast = sess.start, sess.start
 	tx := s.opts.FIB.Begin(1)
 	// Marks wrap: routes still carrying this mark were last confirmed 255
 	// sessions ago. They are stale for this session like any other's.
@@ -276,7 +365,7 @@ func (s *Server) startSession(c net.Conn) (*session, bool) {
 	s.cur = sess
 	s.stats.Connected.Store(true)
 	s.stats.Connections.Add(1) // after Connected: who sees the count sees the session live or ended
-	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
+	s.log.Info("fpm: zebra connected", "peer", p, "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
 	return sess, true
 }
 
