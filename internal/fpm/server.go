@@ -188,7 +188,8 @@ type Server struct {
 	log   *slog.Logger
 	ln    net.Listener
 	diag  *sockDiag
-	uids  []uint32 // allowed users
+	uids  []uint32      // allowed users
+	bufs  chan *readBuf // the spare read buffer (conn.go)
 	stats Stats
 
 	mu     sync.Mutex
@@ -222,7 +223,8 @@ func Listen(addr string, opts Options) (*Server, error) {
 		diag.Close()
 		return nil, fmt.Errorf("fpm: %w", err)
 	}
-	return &Server{opts: opts, log: opts.Logger, ln: ln, diag: diag, uids: uids}, nil
+	return &Server{opts: opts, log: opts.Logger, ln: ln, diag: diag, uids: uids,
+		bufs: make(chan *readBuf, 1)}, nil
 }
 
 // AllowedUIDs returns the users that may connect from this host.
