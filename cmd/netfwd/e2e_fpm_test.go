@@ -49,6 +49,9 @@ func TestE2EFPMAccess(t *testing.T) {
 	if learned("198.18.77.0/24") {
 		t.Fatal("nobody's route was installed")
 	}
+	if n := e.scrape().Sum(metricFPMRefused, "reason", "peer"); n != 1 {
+		t.Fatalf("%s{reason=peer} = %v, want 1", metricFPMRefused, n)
+	}
 
 	// root (zebra's stand-in here) is allowed by default.
 	var c net.Conn
