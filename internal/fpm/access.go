@@ -17,6 +17,7 @@ package fpm
 // Locking: none of its own (the diag socket has its lock).
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -68,6 +69,15 @@ type peer struct {
 	local bool // its socket is on this host: uid is its owner
 }
 
+// logArgs are the peer's attributes for a log line: its address, and its
+// user when its socket is on this host.
+func (p peer) logArgs() []any {
+	if p.local {
+		return []any{"peer", p.addr, "uid", p.uid}
+	}
+	return []any{"peer", p.addr, "local", false}
+}
+
 func (p peer) String() string {
 	if p.local {
 		return fmt.Sprintf("%s (uid %d)", p.addr, p.uid)
@@ -92,7 +102,7 @@ func (s *Server) admit(c net.Conn) (p peer, why string) {
 			return p, "user not allowed"
 		}
 		return p, ""
-	case err != errNoSocket:
+	case !errors.Is(err, errNoSocket):
 		return p, "owner unknown: " + err.Error()
 	case p.addr.Addr().Unmap().IsLoopback():
 		return p, "owner unknown: the peer's socket is gone"

@@ -255,7 +255,7 @@ func (s *Server) Serve() error {
 		p, why := s.admit(c)
 		if why != "" {
 			s.stats.RefusedPeers.Add(1)
-			s.log.Warn("fpm: refused a connection", "peer", p.addr, "local", p.local, "uid", p.uid, "reason", why)
+			s.log.Warn("fpm: refused a connection", append(p.logArgs(), "reason", why)...)
 			c.Close()
 			continue
 		}
@@ -300,8 +300,8 @@ func (s *Server) waitIdle(c net.Conn, p peer) bool {
 	old.inMu.Lock()
 	idle := time.Since(old.inLast).Round(time.Millisecond)
 	old.inMu.Unlock()
-	s.log.Warn("fpm: refused a connection: a session is live", "peer", p.addr, "uid", p.uid,
-		"live", old.peer, "live_idle", idle)
+	s.log.Warn("fpm: refused a connection: a session is live", append(p.logArgs(),
+		"live", old.peer.String(), "live_idle", idle)...)
 	return false
 }
 
