@@ -9,10 +9,12 @@
 // session. It waits TakeoverWait for the live one to end (zebra restarted:
 // the old connection sees its EOF at once), else it is refused; a peer
 // that vanished without closing is found dead by TCP keepalive, and
-// zebra's next attempt (every ~3 s) gets in. Each connection is a session with its own mark and
-// Translator (translate.go): frames are read in batches (conn.go), each
-// batch applied in one FIB transaction, frame by frame, a frame only once
-// all its messages decoded. A malformed frame applies nothing of itself,
+// zebra's next attempt (every ~3 s) gets in.
+//
+// Each connection is a session with its own mark and Translator
+// (translate.go): frames are read in batches (conn.go), each batch applied
+// in one FIB transaction, frame by frame, a frame only once all its
+// messages decoded. A malformed frame applies nothing of itself,
 // is counted, and closes the connection: zebra reconnects and replays.
 //
 // Resync (zebra sends no end-of-replay marker): routes a session installs
@@ -22,8 +24,8 @@
 // Marks are a byte (they fill padding in fib.Route) and wrap after 255
 // sessions: a session whose mark comes round again first re-marks the
 // routes still carrying it as of no session (staleMark), so routes nobody
-// confirmed for 255 sessions cannot pass for its own. The
-// sweep that removes them runs once per session: when the session has
+// confirmed for 255 sessions cannot pass for its own. The sweep that
+// removes them runs once per session: when the session has
 // delivered at least one route of every protocol among those stale routes
 // and then been quiet (no route or nexthop message) for SweepQuiet, or
 // SweepMax after it started. (After a restart zebra replays its connected
