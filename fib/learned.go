@@ -385,6 +385,25 @@ func (tx *Txn) LearnedCount(owner Owner, mark uint8) (all, marked int) {
 	return all, marked
 }
 
+// RemarkLearned gives the owner's routes that carry mark from the mark to
+// instead (in place, undone by Abort) and returns how many it changed. A
+// source whose marks wrap around calls it when it reuses a mark, so that
+// routes last confirmed a full cycle ago do not pass for confirmed ones.
+func (tx *Txn) RemarkLearned(owner Owner, from, to uint8) int {
+	n := 0
+	for _, t := range tx.next.tables {
+		for _, rl := range t.All4() {
+			for _, r := range rl.routes {
+				if r.Owner == owner && r.Mark == from {
+					tx.remark(r, to)
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // StaleProtos returns the protocols of the owner's routes whose mark is not
 // keep.
 func (tx *Txn) StaleProtos(owner Owner, keep uint8) []Proto {

@@ -450,6 +450,41 @@ func TestLearnedAbortRestoresMarks(t *testing.T) {
 	}
 }
 
+// RemarkLearned moves only the owner's routes of one mark; Abort undoes it.
+func TestRemarkLearned(t *testing.T) {
+	f := New(Options{})
+	set := func(owner Owner, mark uint8, p string) {
+		tx := f.Begin(1)
+		if _, err := tx.SetLearned(owner, mark, LearnedReplace, &LearnedRoute{Prefix: netip.MustParsePrefix(p),
+			Type: Blackhole, NH: must(tx.Nexthops().Implicit(nexthop.Spec{Kind: nexthop.Blackhole}))}); err != nil {
+			t.Fatal(err)
+		}
+		tx.Commit()
+	}
+	set(OwnerFPM, 1, "203.0.113.0/24")
+	set(OwnerFPM, 2, "198.51.100.0/24")
+	set(OwnerKernel, 1, "192.0.2.0/24")
+	tx := f.Begin(1)
+	if n := tx.RemarkLearned(OwnerFPM, 1, 0); n != 1 {
+		t.Fatalf("re-marked %d, want 1", n)
+	}
+	tx.Abort()
+	tx = f.Begin(1)
+	if all, marked := tx.LearnedCount(OwnerFPM, 1); all != 2 || marked != 1 {
+		t.Fatalf("after abort: %d routes, %d with mark 1", all, marked)
+	}
+	tx.RemarkLearned(OwnerFPM, 1, 0)
+	tx.Commit()
+	tx = f.Begin(1)
+	defer tx.Abort()
+	if _, marked := tx.LearnedCount(OwnerFPM, 0); marked != 1 {
+		t.Fatalf("%d FPM routes with mark 0, want 1", marked)
+	}
+	if _, marked := tx.LearnedCount(OwnerKernel, 1); marked != 1 {
+		t.Fatal("the kernel mirror's route was re-marked")
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

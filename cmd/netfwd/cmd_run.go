@@ -2,9 +2,10 @@ package main
 
 // `netfwd run --config FILE [--metrics ADDR] [--ctl SOCKET] [--io
 // auto|afxdp|afpacket] [--pprof ADDR] [--workers N] [--fib trie|compiled]
-// [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path
-// [--punt-echo]]`: the daemon (internal/daemon). --fpm listens for FRR
-// zebra's FPM connection, --mirror-kernel follows the kernel's routes
+// [--netns NAME] [--fpm ADDR:PORT [--fpm-allow-user USERS] [--fpm-allow-net
+// PREFIXES]] [--mirror-kernel] [--host-path [--punt-echo]]`: the daemon
+// (internal/daemon). --fpm listens for FRR zebra's FPM connection (only
+// root's and the routing daemons' users may connect), --mirror-kernel follows the kernel's routes
 // (docs/routes.md), --host-path gives the box's own daemons Linux twins of
 // the router's interfaces (docs/hostpath.md). SIGHUP
 // reloads the config file, SIGINT/SIGTERM shut down cleanly (exit 0) within
@@ -20,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -41,7 +43,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT [--fpm-allow-user USERS] [--fpm-allow-net PREFIXES]] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
 
 func init() {
 	register(command{
@@ -74,6 +76,26 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
 	netns := fs.String("netns", "", "open the ports in this named network namespace")
 	fpmAddr := fs.String("fpm", "", "listen for FRR zebra's FPM connection on ADDR:PORT (in the ports' namespace; zebra: fpm address 127.0.0.1 port 2620)")
+	var fpmUsers []string
+	fs.Func("fpm-allow-user", "with --fpm: users (names or uids, comma-separated) whose local connections may speak FPM (default: 0, frr and bird where they exist; repeatable)", func(v string) error {
+		for _, u := range strings.Split(v, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				fpmUsers = append(fpmUsers, u)
+			}
+		}
+		return nil
+	})
+	var fpmNets []netip.Prefix
+	fs.Func("fpm-allow-net", "with --fpm: networks (comma-separated prefixes) from which peers on other hosts may speak FPM (default: none; repeatable)", func(v string) error {
+		for _, n := range strings.Split(v, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(n))
+			if err != nil {
+				return err
+			}
+			fpmNets = append(fpmNets, p.Masked())
+		}
+		return nil
+	})
 	mirror := fs.Bool("mirror-kernel", false, "follow the kernel's routes, nexthops and neighbours of the ports' namespace")
 	hostPath := fs.Bool("host-path", false, "give every router interface a Linux twin (nf-PORT) for the box's own daemons (docs/hostpath.md)")
 	puntEcho := fs.Bool("punt-echo", false, "with --host-path: the kernel answers pings to the router, not netfwd")
@@ -117,7 +139,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
-		FPM: off(*fpmAddr), MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
+		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits,
 		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}})
 	if err != nil {

@@ -17,4 +17,5 @@ const (
 	metricFDBMoved      = "netfwd_fdb_moved_total"
 	metricNeighEntries  = "netfwd_neigh_entries"
 	metricRoutes        = "netfwd_fib_routes"
+	metricFPMRefused    = "netfwd_route_source_refused_total"
 )

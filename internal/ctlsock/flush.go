@@ -42,7 +42,7 @@ func (h Handler) flush(line int, q config.Query) error {
 		if q.Dev != "" {
 			ifc := e.Router().Iface(q.Dev)
 			if ifc == nil {
-				return fmt.Errorf("ctl:%d: cannot find device %q", line, q.Dev)
+				return fmt.Errorf("ctl:%d: Cannot find device %q", line, q.Dev)
 			}
 			ifindex = ifc.Index
 		}

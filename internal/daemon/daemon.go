@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"runtime"
 	"sort"
@@ -96,6 +97,11 @@ type Options struct {
 	// FPM is the listen address of the FPM server for FRR's zebra, opened
 	// in the daemon's namespace ("" = none; routes.go).
 	FPM string
+	// FPMAllowUsers may connect to the FPM server from this host (names or
+	// uids; nil: root, frr and bird where they exist; internal/fpm/access.go).
+	FPMAllowUsers []string
+	// FPMAllowNets may connect to it from other hosts (default: none).
+	FPMAllowNets []netip.Prefix
 	// MirrorKernel follows the kernel's routes in the daemon's namespace.
 	MirrorKernel bool
 	// IfaceMap maps kernel interface indices of the daemon's namespace to

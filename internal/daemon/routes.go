@@ -101,7 +101,8 @@ func (d *Daemon) openRouteSources() error {
 			return err
 		}
 		err := pktio.InNetns(o.Netns, func() (err error) {
-			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log})
+			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log,
+				AllowUsers: o.FPMAllowUsers, AllowNets: o.FPMAllowNets})
 			return err
 		})
 		if err != nil {

@@ -416,3 +416,43 @@ func TestSweepWaitsForEveryProtocol(t *testing.T) {
 	wantRoutes(t, s.f, "10.2.0.0/16 via 192.0.2.1 dev eth0 proto 196 metric 20",
 		"10.3.0.0/16 via 192.0.2.1 dev eth0 proto bgp metric 20")
 }
+
+// waitEnded waits until the n-th session has started and ended.
+func (s *testServer) waitEnded(t *testing.T, n uint64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("session %d to end", n), func() bool {
+		return s.Stats().Connections.Load() >= n && !s.Stats().Connected.Load()
+	})
+}
+
+// Marks are a byte and come round again after 255 sessions: a route the
+// first session installed and nobody confirmed since must still be swept
+// by the session that gets the first mark again (issue 19, item 7: the
+// sweep logged removed=0 kept=2 and 198.18.201.0/24 stayed).
+func TestSweepAfterMarkWraps(t *testing.T) {
+	s := newServer(t, nil, func(o *Options) { o.SweepQuiet = 200 * time.Millisecond })
+	route := func(p string) []byte {
+		return AppendNewRoute(nil, &ZebraRoute{Prefix: pfx(p), Metric: 20, Gateway: ip("192.0.2.1"), OIF: 2})
+	}
+	c := s.dial(t)
+	s.send(t, c, append(route("198.18.201.0/24"), route("198.18.202.0/24")...))
+	waitFor(t, "first sweep", func() bool { return s.Stats().Sweeps.Load() == 1 })
+	c.Close()
+	s.waitEnded(t, 1)
+	for i := range uint64(254) { // marks 2..255: sessions that send nothing
+		c := s.dial(t)
+		waitFor(t, "session", func() bool { return s.Stats().Connections.Load() >= i+2 })
+		c.Close()
+		s.waitEnded(t, i+2)
+	}
+	if s.Stats().Sweeps.Load() != 1 {
+		t.Fatalf("%d sweeps by the empty sessions", s.Stats().Sweeps.Load())
+	}
+	c = s.dial(t) // the first mark again
+	s.send(t, c, route("198.18.202.0/24"))
+	waitFor(t, "the sweep of the 256th session", func() bool { return s.Stats().Sweeps.Load() == 2 })
+	wantRoutes(t, s.f, "198.18.202.0/24 via 192.0.2.1 dev eth0 proto bgp metric 20")
+	if n := s.Stats().SweptRoutes.Load(); n != 1 {
+		t.Fatalf("swept %d routes, want 1", n)
+	}
+}

@@ -3,19 +3,29 @@
 // nexthop objects as netlink messages in FPM frames; they become learned
 // routes of owner fib.OwnerFPM.
 //
-// Flow: Listen binds; Serve accepts one connection at a time (a new one
-// replaces the old: zebra reconnects after a restart, the old connection may
-// be half-open). Each connection is a session with its own mark and
-// Translator (translate.go): frames are read in batches (conn.go), each
-// batch applied in one FIB transaction, frame by frame, a frame only once
-// all its messages decoded. A malformed frame applies nothing of itself,
+// Flow: Listen binds; Serve admits a connection only from the routing
+// daemon (access.go: its socket's owner, or an allowed network) and only
+// while no session is live: a second connection never replaces a live
+// session. It waits TakeoverWait for the live one to end (zebra restarted:
+// the old connection sees its EOF at once), else it is refused; a peer
+// that vanished without closing is found dead by TCP keepalive, and
+// zebra's next attempt (every ~3 s) gets in.
+//
+// Each connection is a session with its own mark and Translator
+// (translate.go): frames are read in batches (conn.go), each batch applied
+// in one FIB transaction, frame by frame, a frame only once all its
+// messages decoded. A malformed frame applies nothing of itself,
 // is counted, and closes the connection: zebra reconnects and replays.
 //
 // Resync (zebra sends no end-of-replay marker): routes a session installs
 // or confirms carry its mark, so the routes of earlier sessions that the
 // new one has not replayed are recognisable without touching any route at
-// the start of the session, and forwarding keeps using them meanwhile. The
-// sweep that removes them runs once per session: when the session has
+// the start of the session, and forwarding keeps using them meanwhile.
+// Marks are a byte (they fill padding in fib.Route) and wrap after 255
+// sessions: a session whose mark comes round again first re-marks the
+// routes still carrying it as of no session (staleMark), so routes nobody
+// confirmed for 255 sessions cannot pass for its own. The sweep that
+// removes them runs once per session: when the session has
 // delivered at least one route of every protocol among those stale routes
 // and then been quiet (no route or nexthop message) for SweepQuiet, or
 // SweepMax after it started. (After a restart zebra replays its connected
@@ -34,6 +44,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +83,23 @@ type Options struct {
 	// IdleCommit applies the waiting frames when the stream pauses this
 	// long (0: 100 ms): the end of a replay or of an update burst.
 	IdleCommit time.Duration
+
+	// AllowUsers may connect from this host: user names or uids (nil:
+	// DefaultAllowUsers that exist; access.go). A name that does not exist
+	// is an error.
+	AllowUsers []string
+	// AllowNets may connect from other hosts (by address: nobody's user
+	// can be checked there). Default: none.
+	AllowNets []netip.Prefix
+	// KeepAlive probes an idle connection after this long, then every
+	// KeepAlive/2, and gives up after 3 unanswered probes: a peer that
+	// vanished without closing (a host gone, a cable cut) ends its session
+	// within 2*KeepAlive of its last data (0: 10 s).
+	KeepAlive time.Duration
+	// TakeoverWait: a new connection while a session is live waits this
+	// long for the live one to end (a restarted zebra's old connection is
+	// being closed), else it is refused (0: 1 s).
+	TakeoverWait time.Duration
 }
 
 func (o *Options) normalize() {
@@ -95,11 +124,19 @@ func (o *Options) normalize() {
 	if o.IdleCommit <= 0 {
 		o.IdleCommit = 100 * time.Millisecond
 	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 10 * time.Second
+	}
+	if o.TakeoverWait <= 0 {
+		o.TakeoverWait = time.Second
+	}
 }
 
 // Stats are the server's counters (atomic; the translator's are in C).
 type Stats struct {
-	Connections   atomic.Uint64
+	Connections   atomic.Uint64 // sessions started
+	RefusedPeers  atomic.Uint64 // connections of peers not allowed (access.go)
+	RefusedBusy   atomic.Uint64 // connections refused while a session was live
 	Frames        atomic.Uint64
 	Messages      atomic.Uint64
 	Batches       atomic.Uint64 // FIB transactions
@@ -143,11 +180,18 @@ func (s *Stats) Malformed() map[string]uint64 {
 	return out
 }
 
+// staleMark is the mark of no session: the routes of a session whose mark
+// comes round again get it when the new session starts (startSession).
+const staleMark = 0
+
 // Server is an FPM server.
 type Server struct {
 	opts  Options
 	log   *slog.Logger
 	ln    net.Listener
+	diag  *sockDiag
+	uids  []uint32      // allowed users
+	bufs  chan *readBuf // the spare read buffer (conn.go)
 	stats Stats
 
 	mu     sync.Mutex
@@ -164,12 +208,29 @@ func Listen(addr string, opts Options) (*Server, error) {
 		return nil, errors.New("fpm: FIB and Iface are required")
 	}
 	opts.normalize()
-	ln, err := net.Listen("tcp", addr)
+	users, required := opts.AllowUsers, true
+	if users == nil {
+		users, required = DefaultAllowUsers, false
+	}
+	uids, err := ResolveUsers(users, required)
+	if err != nil {
+		return nil, err
+	}
+	diag, err := openSockDiag() // in the listener's namespace
 	if err != nil {
 		return nil, fmt.Errorf("fpm: %w", err)
 	}
-	return &Server{opts: opts, log: opts.Logger, ln: ln}, nil
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		diag.Close()
+		return nil, fmt.Errorf("fpm: %w", err)
+	}
+	return &Server{opts: opts, log: opts.Logger, ln: ln, diag: diag, uids: uids,
+		bufs: make(chan *readBuf, 1)}, nil
 }
+
+// AllowedUIDs returns the users that may connect from this host.
+func (s *Server) AllowedUIDs() []uint32 { return slices.Clone(s.uids) }
 
 // Addr returns the listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
@@ -193,16 +254,19 @@ func (s *Server) Serve() error {
 			}
 			return err
 		}
-		s.stats.Connections.Add(1)
-		s.mu.Lock()
-		old := s.cur
-		s.mu.Unlock()
-		if old != nil {
-			s.log.Info("fpm: new connection replaces the current one", "old", old.conn.RemoteAddr(), "new", c.RemoteAddr())
-			old.conn.Close()
-			<-old.done
+		p, why := s.admit(c)
+		if why != "" {
+			s.stats.RefusedPeers.Add(1)
+			s.log.Warn("fpm: refused a connection", append(p.logArgs(), "reason", why)...)
+			c.Close()
+			continue
 		}
-		sess, ok := s.startSession(c)
+		if !s.waitIdle(c, p) {
+			c.Close()
+			continue
+		}
+		keepAlive(c, s.opts.KeepAlive)
+		sess, ok := s.startSession(c, p)
 		if !ok {
 			c.Close()
 			return nil
@@ -212,6 +276,41 @@ func (s *Server) Serve() error {
 			defer s.wg.Done()
 			sess.run()
 		}()
+	}
+}
+
+// waitIdle lets an admitted connection in when no session is live, or when
+// the live one ends within TakeoverWait (a restarted zebra's old connection
+// saw its EOF or RST); else it refuses it: a connection never replaces a
+// live session. A peer that vanished without closing is found dead by TCP
+// keepalive (KeepAlive), and zebra's next attempt gets in.
+func (s *Server) waitIdle(c net.Conn, p peer) bool {
+	s.mu.Lock()
+	old := s.cur
+	s.mu.Unlock()
+	if old == nil {
+		return true
+	}
+	t := time.NewTimer(s.opts.TakeoverWait)
+	defer t.Stop()
+	select {
+	case <-old.done:
+		return true
+	case <-t.C:
+	}
+	s.stats.RefusedBusy.Add(1)
+	old.inMu.Lock()
+	idle := time.Since(old.inLast).Round(time.Millisecond)
+	old.inMu.Unlock()
+	s.log.Warn("fpm: refused a connection: a session is live", append(p.logArgs(),
+		"live", old.peer.String(), "live_idle", idle)...)
+	return false
+}
+
+// keepAlive makes the kernel probe an idle connection (Options.KeepAlive).
+func keepAlive(c net.Conn, d time.Duration) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: d, Interval: d / 2, Count: 3})
 	}
 }
 
@@ -230,6 +329,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	err := s.ln.Close()
+	s.diag.Close()
 	if cur != nil {
 		cur.conn.Close()
 	}
@@ -238,7 +338,7 @@ func (s *Server) Close() error {
 }
 
 // startSession registers a session for a new connection with the next mark.
-func (s *Server) startSession(c net.Conn) (*session, bool) {
+func (s *Server) startSession(c net.Conn, p peer) (*session, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -249,19 +349,27 @@ func (s *Server) startSession(c net.Conn) (*session, bool) {
 		s.stale = nil
 	}
 	s.mark++
-	if s.mark == 0 {
-		s.mark = 1
+	if s.mark == staleMark {
+		s.mark++
 	}
-	sess := &session{s: s, conn: c, done: make(chan struct{}), start: time.Now(),
+	sess := &session{s: s, conn: c, peer: p, done: make(chan struct{}), start: time.Now(),
 		tr: NewTranslator(fib.OwnerFPM, s.mark, s.opts.Iface, &s.stats.C)}
 	sess.tr.KeepKernelProto = s.opts.KeepKernelProto
-	sess.lastMsg = sess.start
+	sess.lastMsg, sess.inLast = sess.start, sess.start
 	tx := s.opts.FIB.Begin(1)
+	// Marks wrap: routes still carrying this mark were last confirmed 255
+	// sessions ago. They are stale for this session like any other's.
+	reused := tx.RemarkLearned(fib.OwnerFPM, s.mark, staleMark)
 	sess.stale = tx.StaleProtos(fib.OwnerFPM, s.mark)
-	tx.Abort()
+	if reused > 0 {
+		tx.Commit()
+	} else {
+		tx.Abort()
+	}
 	s.cur = sess
 	s.stats.Connected.Store(true)
-	s.log.Info("fpm: zebra connected", "remote", c.RemoteAddr(), "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
+	s.stats.Connections.Add(1) // after Connected: who sees the count sees the session live or ended
+	s.log.Info("fpm: zebra connected", "peer", p, "mark", s.mark, "stale_protocols", fmt.Sprint(sess.stale))
 	return sess, true
 }
 

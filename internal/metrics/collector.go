@@ -33,6 +33,7 @@
 //	route_source_routes_total{source,op}         added, replaced, unchanged, deleted
 //	route_source_skipped_total{source,reason}    routes not installed, by reason
 //	route_source_malformed_total{reason}         FPM frames that closed the connection
+//	route_source_refused_total{reason}           FPM connections refused: peer (not allowed), busy (a session was live)
 //	route_source_overruns_total                  kernel mirror: ENOBUFS, resynced
 //
 // Locking: Collect reads atomics and takes the short dump locks of the
@@ -166,6 +167,7 @@ func NewCollector(src Source) *Collector {
 		"rs_routes":         desc("route_source_routes_total", "Route messages applied, by operation.", "source", "op"),
 		"rs_skipped":        desc("route_source_skipped_total", "Routes not installed, by reason.", "source", "reason"),
 		"rs_malformed":      desc("route_source_malformed_total", "Malformed FPM frames (the connection is closed), by reason.", "reason"),
+		"rs_refused":        desc("route_source_refused_total", "FPM connections refused: peer (its user or network is not allowed), busy (a session was live).", "reason"),
 		"rs_overruns":       desc("route_source_overruns_total", "Kernel mirror notifications lost (ENOBUFS), each followed by a resync."),
 	}
 	return &Collector{src: src, descs: d}
@@ -343,6 +345,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for r, v := range f.Malformed() {
 			counter("rs_malformed", v, r)
 		}
+		counter("rs_refused", f.RefusedPeers.Load(), "peer")
+		counter("rs_refused", f.RefusedBusy.Load(), "busy")
 	}
 	if m := c.src.Mirror; m != nil {
 		routeSource("kernel", m.Synced.Load(), m.Messages.Load(), m.Batches.Load(), m.Sweeps.Load(), m.SweptRoutes.Load(), &m.C)
