@@ -250,7 +250,7 @@ func (iw *ioWorker) ensureXDP() error {
 	// queues this worker serves. Ports added later share it.
 	umem := 0
 	for _, p := range ports {
-		if p.xp != nil {
+		if p.xp != nil && p.queues() > 0 {
 			mine := (p.queues() - iw.idx + iw.d.opts.Workers - 1) / iw.d.opts.Workers
 			umem += xdpPortUMEM * max(mine, 0) / p.queues()
 		}
