@@ -3,7 +3,8 @@ package main
 // End-to-end: the daemon's resident memory (docs/reliability.md, item 7).
 // Its rings and buffers are mapped and touched when a port opens, so an
 // idle daemon already holds what a busy one does: TestMemoryIdleTwoPorts
-// bounds a small router at rest, TestE2EManyPorts (e2e_faults_test.go) the
+// bounds a small router at rest on both backends, TestE2EManyPorts
+// (e2e_faults_test.go) the
 // growth per port of a router with 48 ports and traffic on every port.
 //
 // The race detector multiplies memory use: the bounds are asserted only
@@ -61,18 +62,24 @@ func settledRSS(t *testing.T, pid int) int {
 }
 
 // TestMemoryIdleTwoPorts: a daemon with the defaults and two ports holds
-// at most 64 MB at rest (it held 165 MB with 64 MiB of rings a port).
+// at most 64 MB at rest, with AF_PACKET (it held 165 MB with 64 MiB of
+// rings a port) and with AF_XDP (94 MB with a 64 MiB UMEM a worker).
 func TestMemoryIdleTwoPorts(t *testing.T) {
-	e := newE2E(t, routedPorts(2), nil)
-	e.pingOK("m0", netip.MustParseAddr("10.100.1.2"), 63)
-	pid := e.daemonPid()
-	rss := settledRSS(t, pid)
-	t.Logf("idle, 2 ports (%s): RSS %d KiB (%.1f MiB; RssAnon %d, RssFile %d KiB)", testIO(), rss, float64(rss)/1024,
-		procStatusKB(t, pid, "RssAnon"), procStatusKB(t, pid, "RssFile"))
-	if raceEnabled() {
-		t.Skip("race detector: memory not asserted (.ci/run runs this test without it)")
-	}
-	if rss > idleTwoPortsLimitKB {
-		t.Errorf("idle 2-port daemon: RSS %d KiB, want at most %d KiB (64 MB)", rss, idleTwoPortsLimitKB)
+	for _, io := range []string{"auto", "afxdp"} {
+		t.Run(io, func(t *testing.T) {
+			t.Setenv("NETFWD_TEST_IO", io) // newE2E's --io
+			e := newE2E(t, routedPorts(2), nil)
+			e.pingOK("m0", netip.MustParseAddr("10.100.1.2"), 63)
+			pid := e.daemonPid()
+			rss := settledRSS(t, pid)
+			t.Logf("idle, 2 ports (%s): RSS %d KiB (%.1f MiB; RssAnon %d, RssFile %d KiB)", io, rss, float64(rss)/1024,
+				procStatusKB(t, pid, "RssAnon"), procStatusKB(t, pid, "RssFile"))
+			if raceEnabled() {
+				t.Skip("race detector: memory not asserted (.ci/run runs this test without it)")
+			}
+			if rss > idleTwoPortsLimitKB {
+				t.Errorf("idle 2-port daemon (%s): RSS %d KiB, want at most %d KiB (64 MB)", io, rss, idleTwoPortsLimitKB)
+			}
+		})
 	}
 }
