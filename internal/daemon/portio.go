@@ -43,6 +43,13 @@ const xdpFrameMTU = 2048 - 256 - 14 - 8
 // default there (docs/daemon.md), logged as information, not a warning.
 var errVethAuto = errors.New("veth: partial checksums and GSO super-frames of local senders cannot cross AF_XDP (--io afxdp forces it)")
 
+// xdpPortUMEM is the UMEM an AF_XDP port brings to the workers that serve
+// its queues (pktio.XDPWorkerConfig.WithUMEMBytes: 8 to 64 MiB a worker):
+// 6,144 frames of 2 KiB, three quarters of them in the fill rings, what the
+// kernel receives into while the worker is off the CPU. With the rest of a
+// port's memory it stays within docs/reliability.md's 16 MiB a port.
+const xdpPortUMEM = 12 << 20
+
 // openIO opens the backend of an interface (in the calling thread's
 // namespace). why is the reason auto fell back to AF_PACKET.
 func (d *Daemon) openIO(ifi *net.Interface) (pk, ctl *pktio.Port, xp *pktio.XDPPort, why string, err error) {

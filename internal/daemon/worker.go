@@ -242,9 +242,20 @@ func (iw *ioWorker) ensureXDP() error {
 		return nil
 	}
 	cfg := iw.d.opts.XDPWorker
+	ports := iw.d.ports.Load().list
 	if cfg.Sockets == 0 {
-		cfg.Sockets = len(iw.d.ports.Load().list) // fill rings shared fairly from the first Bind
+		cfg.Sockets = len(ports) // fill rings shared fairly from the first Bind
 	}
+	// The UMEM: xdpPortUMEM for each AF_XDP port, in the share of its
+	// queues this worker serves. Ports added later share it.
+	umem := 0
+	for _, p := range ports {
+		if p.xp != nil && p.queues() > 0 {
+			mine := (p.queues() - iw.idx + iw.d.opts.Workers - 1) / iw.d.opts.Workers
+			umem += xdpPortUMEM * max(mine, 0) / p.queues()
+		}
+	}
+	cfg = cfg.WithUMEMBytes(umem)
 	xw, err := pktio.NewXDPWorker(cfg)
 	if err != nil {
 		return err

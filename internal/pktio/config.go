@@ -48,13 +48,12 @@ type Config struct {
 	// Default 128 KiB.
 	BlockSize int
 	// Blocks is the number of blocks per ring. Default: the port's rings
-	// share 64 MiB, 32 to 256 blocks a queue (two queues: 256 blocks, 32
-	// MiB each). A partly filled block retires after BlockTimeout, so when
-	// the worker is off the CPU a ring absorbs about Blocks milliseconds of
-	// traffic at moderate rates, whatever its frames' size: with 32 blocks
-	// a worker descheduled for more than 32 ms on a busy 2-core machine
-	// lost 0.17 % of a 60 s run at 135 kpps; with 256, none
-	// (docs/pktio.md).
+	// share 8 MiB (portRingBudget), at least 4 blocks a queue (two queues:
+	// 32 blocks, 4 MiB each). What that holds while a worker is off the
+	// CPU: on the V2 ring 2,048 frames a queue (2 KiB slots), whatever
+	// their size; on V3 about Blocks milliseconds at moderate rates (a
+	// partly filled block retires after BlockTimeout), more at high rates
+	// (docs/pktio.md, "Ring depth").
 	Blocks int
 	// Ring is the receive ring's layout: RingV3 (RingDefault) or RingV2
 	// (rxring_v2.go: per-frame wake-ups, for latency at low rates). The
@@ -120,8 +119,8 @@ type Config struct {
 const (
 	defaultBlockSize    = 128 << 10
 	defaultV2Spin       = 50 * time.Microsecond
-	portRingBudget      = 64 << 20
-	minDefaultBlocks    = 32
+	portRingBudget      = 8 << 20 // a port's receive rings; docs/reliability.md promises 16 MiB a port in all
+	minDefaultBlocks    = 4
 	maxDefaultBlocks    = 256
 	defaultBlockTimeout = time.Millisecond
 	defaultTxBatch      = 256

@@ -104,6 +104,36 @@ const (
 	xdpPacketHeadroom   = 256 // XDP_PACKET_HEADROOM
 )
 
+// UMEM sizing for WithUMEMBytes: at least 8 MiB of 2 KiB frames, at most
+// the 64 MiB default.
+const (
+	minSizedXDPFrames = 4096
+	maxSizedXDPFrames = 2 * defaultXDPRingSize
+)
+
+// WithUMEMBytes sizes a UMEM left unset (Frames and RingSize zero) to about
+// bytes: Frames = bytes / FrameSize, between 4096 and 32768, and RingSize
+// half of that rounded down to a power of two (at most the default 16384).
+// A caller that knows how many ports a worker serves (the daemon: 12 MiB of
+// frames a port, docs/pktio.md) keeps memory per port bounded; the fill
+// rings get the usual three quarters of the frames. A set Frames or
+// RingSize is kept.
+func (cfg XDPWorkerConfig) WithUMEMBytes(bytes int) XDPWorkerConfig {
+	if cfg.Frames != 0 || cfg.RingSize != 0 {
+		return cfg
+	}
+	fs := cfg.FrameSize
+	if fs == 0 {
+		fs = defaultXDPFrameSize
+	}
+	cfg.Frames = min(max(bytes/fs, minSizedXDPFrames), maxSizedXDPFrames)
+	cfg.RingSize = 1
+	for cfg.RingSize*2 <= cfg.Frames/2 && cfg.RingSize < defaultXDPRingSize {
+		cfg.RingSize *= 2
+	}
+	return cfg
+}
+
 func (cfg XDPWorkerConfig) withDefaults() (XDPWorkerConfig, error) {
 	if cfg.RingSize == 0 {
 		cfg.RingSize = defaultXDPRingSize
