@@ -75,7 +75,10 @@ func (d *Daemon) openHostPath() error {
 	hp.inj.sendFn = func(p *l2.Port, frames [][]byte, origins []int32) {
 		hp.inj.txs.send(hp.inj.w, p, frames, origins, nil)
 	}
-	m, err := hostpath.New(hostpath.Options{Netns: d.opts.Netns, Inject: hp.inj.inject, Logger: d.log})
+	// The twins outlive the daemon (Persist) and are adopted by the next
+	// one: a restart changes nothing the routing daemons see.
+	m, err := hostpath.New(hostpath.Options{Netns: d.opts.Netns, Inject: hp.inj.inject, Logger: d.log,
+		Persist: true, Keeper: d.opts.TwinKeeper})
 	if err != nil {
 		return err
 	}
@@ -291,8 +294,9 @@ func readDevMcast() (map[string][]wire.MAC, error) {
 	return out, nil
 }
 
-// close removes the twins; their readers are gone when it returns, so the
-// injector's handles can close next.
+// close lets go of the twins (they stay, for the next daemon to adopt;
+// `netfwd twins remove` deletes them); their readers are gone when it
+// returns, so the injector's handles can close next.
 func (hp *hostPath) close() error {
 	if hp == nil {
 		return nil
