@@ -480,6 +480,10 @@ func (m *Manager) Close() error {
 	for _, t := range m.twins {
 		t.closeDev(false)
 	}
+	if m.keeper != nil && !m.opts.Persist {
+		m.keeper.stop() // it would keep the twins alive
+		m.keeper = nil
+	}
 	clear(m.twins)
 	m.publishLocked()
 	return m.nl.close()
