@@ -53,6 +53,9 @@ import (
 // interfaces with the twins.
 const syncPeriod = 250 * time.Millisecond
 
+// syncRetry is how often a Sync that failed is tried again.
+const syncRetry = 2 * time.Second
+
 type hostPath struct {
 	d   *Daemon
 	m   *hostpath.Manager
@@ -64,6 +67,8 @@ type hostPath struct {
 
 	// Reconcile state (syncLoop's goroutine).
 	last    []hostpath.Spec
+	failed  bool      // the last Sync reported errors
+	retryAt time.Time // when a failed Sync is tried again
 	carrier map[string]bool
 	groups  map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
 }
@@ -175,9 +180,13 @@ func sameSpecs(a, b []hostpath.Spec) bool {
 // reconcile makes the twins follow the router's interfaces.
 func (hp *hostPath) reconcile() {
 	specs := hp.specs()
-	if !sameSpecs(specs, hp.last) {
-		if err := hp.m.Sync(specs); err != nil {
+	if !sameSpecs(specs, hp.last) || hp.failed && time.Now().After(hp.retryAt) {
+		// A twin that could not be made or adopted (its name held for a
+		// moment) is tried again every syncRetry, not only on change.
+		err := hp.m.Sync(specs)
+		if hp.failed = err != nil; hp.failed {
 			hp.d.log.Error("host path", "err", err) // per twin; the others are in place
+			hp.retryAt = time.Now().Add(syncRetry)
 		}
 		hp.last = specs
 	}

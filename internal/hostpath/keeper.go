@@ -175,6 +175,46 @@ func netnsID(netns string) (string, error) {
 	return id, err
 }
 
+// holderNetns returns the netnsID of the namespace of the TAP that holder
+// h has open (TUNGETDEVNETNS on a copy of its descriptor), or "" when that
+// cannot be learned (the process is gone, or h is not a real holder).
+// fdinfo names a TAP but not its namespace: a TAP of the same name in
+// another namespace (another netfwd's twin) must not count as a holder.
+func holderNetns(h holder) string {
+	pidfd, err := unix.PidfdOpen(h.pid, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, h.fd, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	nsfd, err := unix.IoctlRetInt(fd, unix.TUNGETDEVNETNS)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(nsfd)
+	var st unix.Stat_t
+	if unix.Fstat(nsfd, &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf("netns:%d:%d", st.Dev, st.Ino)
+}
+
+// inNetns drops the holders whose TAP is known to be in another namespace
+// than nsID.
+func inNetns(hs []holder, nsID string) []holder {
+	return slices.DeleteFunc(hs, func(h holder) bool {
+		if h.keeper && h.keeperNS != nsID {
+			return true
+		}
+		ns := holderNetns(h)
+		return ns != "" && ns != nsID
+	})
+}
+
 // takeFromKeeper duplicates the keeper h's file of the TAP name into this
 // process (pidfd_getfd: the same open file, still attached).
 func takeFromKeeper(h holder, name string) (*os.File, error) {

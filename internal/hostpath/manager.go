@@ -419,12 +419,11 @@ func (m *Manager) acquireLocked(name string) (*os.File, bool, error) {
 				return nil, false, fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		hs := m.holders(name)
+		// A process holding a TAP of this name in another namespace is
+		// no holder here.
+		hs := inNetns(m.holders(name), m.nsID)
 		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting || h.keeper })
 		expired := time.Now().After(deadline)
-		// A keeper of a TAP of this name in another namespace is no
-		// holder here.
-		hs = slices.DeleteFunc(hs, func(h holder) bool { return h.keeper && h.keeperNS != m.nsID })
 		if k := slices.IndexFunc(hs, func(h holder) bool { return h.keeper && !h.exiting }); len(live) == 0 && k >= 0 && m.opts.Persist {
 			f, err := takeFromKeeper(hs[k], name)
 			if err == nil {

@@ -55,12 +55,24 @@ func TestTwinPersistsAndIsAdopted(t *testing.T) {
 	spec := Spec{Port: "eth1", MAC: testMAC, Addrs: []netip.Prefix{addr}}
 	t.Cleanup(func() { RemoveTwins(ns, nil) })
 
+	// A live process holding a TAP of the same name in another namespace
+	// (another netfwd's twin) is no holder of ours.
+	startChild(t, testenv.Netns(t, "hp"), "nf-eth1")
+
 	// A process makes the twin and dies by kill -9: the twin stays, with
 	// its carrier (the keeper holds it).
 	child := startChild(t, ns, "nf-eth1", "persist")
 	before, ok := showLink(t, ns, "nf-eth1")
 	if !ok || !before.Linkinfo.Data.Persist {
 		t.Fatalf("twin %+v: want a persistent TAP", before)
+	}
+	// The kernel's own announcement of the link-local address (after
+	// duplicate address detection) is not part of the restart.
+	for range 250 {
+		if testenv.Run(t, "ip", "-n", ns, "-6", "addr", "show", "dev", "nf-eth1", "tentative") == "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	stopMon := monitor(t, ns, "nf-eth1")
 	child.Process.Signal(syscall.SIGKILL)
@@ -113,7 +125,11 @@ func TestTwinPersistsAndIsAdopted(t *testing.T) {
 		t.Fatalf("RemoveTwins: %v %v", removed, err)
 	}
 	waitGone(t, ns, "nf-eth1")
-	if hs := tapHolders("/proc", "nf-eth1"); len(hs) != 0 {
+	id, err := netnsID(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hs := inNetns(tapHolders("/proc", "nf-eth1"), id); len(hs) != 0 {
 		t.Fatalf("still held after RemoveTwins: %v", hs)
 	}
 }

@@ -59,9 +59,9 @@ func RemoveTwins(netns string, names []string) ([]string, error) {
 	var removed []string
 	for _, li := range pick {
 		var live []holder
-		for _, h := range tapHolders("/proc", li.name) {
+		for _, h := range inNetns(tapHolders("/proc", li.name), nsID) {
 			switch {
-			case h.keeper && h.keeperNS == nsID:
+			case h.keeper:
 				keepers[h.pid] = true
 			case !h.keeper && !h.exiting:
 				live = append(live, h)
