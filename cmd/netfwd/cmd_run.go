@@ -140,7 +140,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
-		TwinNames: twinNames, PuntLimits: limits,
+		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
 		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)

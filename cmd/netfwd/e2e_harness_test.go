@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,6 +164,16 @@ func newE2EExe(t *testing.T, spec lab.Spec, prepare func(*lab.Net), exe string, 
 	e.ConfigFile = filepath.Join(e.dir, "router.conf")
 	e.CtlPath = filepath.Join(e.dir, "netfwd.sock")
 	e.writeConfig(spec.Config())
+	if slices.Contains(args, "--host-path") {
+		// The twins outlive the daemon on purpose, and their keeper a
+		// minute more: removed after the last stop (cleanups run last
+		// registered first).
+		t.Cleanup(func() {
+			if out, err := e.removeTwins(); err != nil {
+				t.Errorf("netfwd twins remove: %v\n%s", err, out)
+			}
+		})
+	}
 	e.metrics = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var c net.Conn
@@ -235,6 +246,18 @@ func (e *e2e) start() {
 	if !ok {
 		t.Fatalf("ports not up 5 s after start: %s", why)
 	}
+}
+
+// removeTwins runs `netfwd twins remove --netns ROUTER` (this binary).
+func (e *e2e) removeTwins(names ...string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(exe, append([]string{"twins", "remove", "--netns", e.net.Router}, names...)...)
+	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // stop ends the daemon with SIGTERM and checks it exited cleanly.

@@ -21,6 +21,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -230,30 +231,52 @@ func TestHostPathTwins(t *testing.T) {
 		}
 	}
 
-	// Stop: the twins are gone.
+	// Stop: the twins stay, as they were (the next daemon adopts them);
+	// kill -9 too; a restart adopts them and works.
+	links := func() map[string]int { // twin -> ifindex
+		var ls []struct {
+			Ifindex int
+			Ifname  string
+		}
+		json.Unmarshal([]byte(testenv.Run(t, "ip", "-n", rtr, "-j", "link", "show")), &ls)
+		m := map[string]int{}
+		for _, l := range ls {
+			if strings.HasPrefix(l.Ifname, "nf-") {
+				m[l.Ifname] = l.Ifindex
+			}
+		}
+		return m
+	}
+	before := links()
 	e.stop()
-	if tw := twins(t, rtr); len(tw) != 0 {
-		t.Fatalf("twins left after SIGTERM: %v", tw)
+	if got := links(); len(got) != 3 || !maps.Equal(got, before) {
+		t.Fatalf("twins after SIGTERM: %v, want %v", got, before)
 	}
-
-	// kill -9: the kernel removes the twins with the process, and a restart
-	// right away works.
 	e.start()
-	if len(twins(t, rtr)) != 3 {
-		t.Fatalf("twins after restart: %v", twins(t, rtr))
-	}
 	e.cmd.Process.Signal(syscall.SIGKILL)
 	<-e.exited
-	ok, why = eventually(5*time.Second, func() (bool, string) {
-		tw := twins(t, rtr)
-		return len(tw) == 0, fmt.Sprint(tw)
-	})
-	if !ok {
-		t.Fatalf("twins left after kill -9: %s", why)
+	if got := links(); !maps.Equal(got, before) {
+		t.Fatalf("twins after a restart and kill -9: %v, want %v", got, before)
 	}
 	e.start()
+	if got := links(); !maps.Equal(got, before) {
+		t.Fatalf("twins after kill -9 and a restart: %v, want %v", got, before)
+	}
 	if bps := e.iperf3TCP(rtr, gw10, "h1"); bps <= 0 {
 		t.Errorf("iperf3 after kill -9 and restart: %v", bps)
+	}
+
+	// `netfwd twins remove` refuses while netfwd runs, and removes them
+	// once it stopped.
+	if out, err := e.removeTwins(); err == nil || !strings.Contains(out, "held by a running process") {
+		t.Errorf("twins remove with netfwd running: %v\n%s", err, out)
+	}
+	e.stop()
+	if out, err := e.removeTwins(); err != nil || strings.Count(out, "removed nf-") != 3 {
+		t.Fatalf("twins remove: %v\n%s", err, out)
+	}
+	if tw := twins(t, rtr); len(tw) != 0 {
+		t.Fatalf("twins left after twins remove: %v", tw)
 	}
 }
 

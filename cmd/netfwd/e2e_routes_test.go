@@ -442,6 +442,12 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 	nf = l.startNetfwd("--fpm", "127.0.0.1:2620")
 	l.compare("bgp", all)
 	t.Logf("netfwd restart: full table back %v after the start", time.Since(start).Round(time.Millisecond))
+	// Before zebra reconnected, from the kernel's copy (fpm.SeedFromKernel).
+	if i := strings.Index(nf.stderr.String(), "fpm: seeded"); i < 0 || !strings.Contains(nf.stderr.String()[i:], fmt.Sprintf("routes=%d ", all)) {
+		t.Errorf("netfwd restart: zebra's %d routes not seeded from the kernel:\n%s", all, nf.stderr)
+	} else {
+		t.Logf("netfwd restart: %s", strings.SplitN(nf.stderr.String()[i:], "\n", 2)[0])
+	}
 	// The configured address and its connected route were there all along.
 	if out, _ := ctlsock.Do(nf.ctlPath, []string{"route get 10.1.0.2"}, true); !strings.Contains(out, `"dev":"eth1"`) {
 		t.Fatalf("config route: %s", out)

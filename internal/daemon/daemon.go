@@ -113,6 +113,10 @@ type Options struct {
 	// PuntEcho hands echo requests to the router's addresses to the twins
 	// (the kernel answers them) instead of answering them in netfwd.
 	PuntEcho bool
+	// TwinKeeper is the command of the twin keeper (hostpath.Options.Keeper)
+	// that keeps the twins attached across a restart; empty: none (the
+	// twins still persist, but lose their carrier between two daemons).
+	TwinKeeper []string
 	// TwinNames names the twins of some interfaces (interface -> twin
 	// name); others get hostpath.DefaultName.
 	TwinNames map[string]string

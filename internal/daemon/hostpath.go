@@ -54,6 +54,9 @@ import (
 // interfaces with the twins.
 const syncPeriod = 250 * time.Millisecond
 
+// syncRetry is how often a Sync that failed is tried again.
+const syncRetry = 2 * time.Second
+
 type hostPath struct {
 	d   *Daemon
 	m   *hostpath.Manager
@@ -66,6 +69,8 @@ type hostPath struct {
 
 	// Reconcile state (syncLoop's goroutine).
 	last    []hostpath.Spec
+	failed  bool      // the last Sync reported errors
+	retryAt time.Time // when a failed Sync is tried again
 	carrier map[string]bool
 	groups  map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
 }
@@ -77,7 +82,10 @@ func (d *Daemon) openHostPath() error {
 	hp.inj.sendFn = func(p *l2.Port, frames [][]byte, origins []int32) {
 		hp.inj.txs.send(hp.inj.w, p, frames, origins, nil)
 	}
-	m, err := hostpath.New(hostpath.Options{Netns: d.opts.Netns, Inject: hp.inj.inject, Logger: d.log})
+	// The twins outlive the daemon (Persist) and are adopted by the next
+	// one: a restart changes nothing the routing daemons see.
+	m, err := hostpath.New(hostpath.Options{Netns: d.opts.Netns, Inject: hp.inj.inject, Logger: d.log,
+		Persist: true, Keeper: d.opts.TwinKeeper})
 	if err != nil {
 		return err
 	}
@@ -176,9 +184,14 @@ func sameSpecs(a, b []hostpath.Spec) bool {
 // reconcile makes the twins follow the router's interfaces.
 func (hp *hostPath) reconcile() {
 	specs := hp.specs()
-	if !sameSpecs(specs, hp.last) || hp.resyncDue() {
-		if err := hp.m.Sync(specs); err != nil {
+	if !sameSpecs(specs, hp.last) || hp.resyncDue() || hp.failed && time.Now().After(hp.retryAt) {
+		// A twin that could not be made or adopted (its name held for a
+		// moment) is tried again every syncRetry, not only on change; a
+		// twin that vanished at once (twinwatch.go).
+		err := hp.m.Sync(specs)
+		if hp.failed = err != nil; hp.failed {
 			hp.d.log.Error("host path", "err", err) // per twin; the others are in place
+			hp.retryAt = time.Now().Add(syncRetry)
 		}
 		hp.last = specs
 	}
@@ -295,8 +308,9 @@ func readDevMcast() (map[string][]wire.MAC, error) {
 	return out, nil
 }
 
-// close removes the twins; their readers are gone when it returns, so the
-// injector's handles can close next.
+// close lets go of the twins (they stay, for the next daemon to adopt;
+// `netfwd twins remove` deletes them); their readers are gone when it
+// returns, so the injector's handles can close next.
 func (hp *hostPath) close() error {
 	if hp == nil {
 		return nil

@@ -45,6 +45,7 @@ type routeSources struct {
 	linkConn  *rtnl.Conn // follows links (FPM without a custom IfaceMap)
 	resolveMu sync.Mutex
 	resolve   *rtnl.Conn // guarded by resolveMu
+	seed      *rtnl.Conn // dumps the kernel's copy of zebra's routes (fpm.SeedFromKernel)
 }
 
 // RouteSources are the counters of the daemon's routing sources (nil when
@@ -103,6 +104,9 @@ func (d *Daemon) openRouteSources() error {
 		err := pktio.InNetns(o.Netns, func() (err error) {
 			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log,
 				AllowUsers: o.FPMAllowUsers, AllowNets: o.FPMAllowNets})
+			if err == nil {
+				r.seed, err = rtnl.Open()
+			}
 			return err
 		})
 		if err != nil {
@@ -181,9 +185,21 @@ func (d *Daemon) startRouteSources(wg *sync.WaitGroup) {
 		}()
 	}
 	if r.fpm != nil {
+		seed := r.seed
+		r.seed = nil // the goroutine closes it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// zebra's routes as the kernel has them, until zebra
+			// reconnects and replays (after a restart of netfwd);
+			// zebra's connection waits in the listener's backlog.
+			if seed != nil {
+				seed.SetReadTimeout(5 * time.Second)
+				if _, err := r.fpm.SeedFromKernel(seed); err != nil {
+					d.log.Error("fpm: seeding from the kernel", "err", err)
+				}
+				seed.Close()
+			}
 			if err := r.fpm.Serve(); err != nil {
 				d.log.Error("fpm server", "err", err)
 			}
@@ -215,6 +231,10 @@ func (d *Daemon) closeRouteSources() error {
 	if r.linkConn != nil {
 		errs = append(errs, r.linkConn.Close())
 		r.linkConn = nil
+	}
+	if r.seed != nil {
+		errs = append(errs, r.seed.Close())
+		r.seed = nil
 	}
 	r.resolveMu.Lock()
 	if r.resolve != nil {

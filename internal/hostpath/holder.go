@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,10 +30,18 @@ type holder struct {
 	pid     int
 	comm    string
 	exiting bool
+	fd      int  // the holder's file descriptor attached to the TAP
+	keeper  bool // a twin keeper (keeper.go): its file is ours to take
+	// keeperNS identifies the namespace of the twins a keeper holds
+	// (netnsID), from its command line.
+	keeperNS string
 }
 
 func (h holder) String() string {
 	s := fmt.Sprintf("%d (%s)", h.pid, h.comm)
+	if h.keeper {
+		s += " twin keeper"
+	}
 	if h.exiting {
 		s += " exiting"
 	}
@@ -63,7 +72,9 @@ func tapHolders(procRoot, name string) []holder {
 		for _, fd := range fds {
 			b, err := os.ReadFile(filepath.Join(dir, "fdinfo", fd.Name()))
 			if err == nil && bytes.Contains(b, want) {
-				out = append(out, procHolder(procRoot, pid))
+				h := procHolder(procRoot, pid)
+				h.fd, _ = strconv.Atoi(fd.Name())
+				out = append(out, h)
 				break
 			}
 		}
@@ -85,6 +96,12 @@ func procHolder(procRoot string, pid int) holder {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "status")); err == nil && sigkillPending(b) {
 		h.exiting = true
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		args := strings.Split(string(b), "\x00")
+		if i := slices.Index(args, KeeperArg); i >= 0 && i+3 < len(args) {
+			h.keeper, h.keeperNS = true, args[i+3]
+		}
 	}
 	return h
 }

@@ -37,13 +37,16 @@ func TestTapHolders(t *testing.T) {
 	fakeProc(t, root, "400", stat("netfwd", "Z", 0), idle, tunInfo)                                                     // zombie
 	fakeProc(t, root, "500", stat("other", "S", 0), idle, "pos:\t0\niff:\tnf-eth10\n")                                  // another name
 	fakeProc(t, root, "600", stat("other", "S", 0), "SigPnd:\t0000000000000200\n", "pos:\t0\n")                         // no TAP
+	fakeProc(t, root, "700", stat("netfwd-keeper", "S", 0), idle, tunInfo)                                              // a twin keeper
+	os.WriteFile(filepath.Join(root, "700", "cmdline"), []byte("/proc/self/exe\x00twins\x00keep\x00"+KeeperArg+"\x00100\x001m0s\x00netns:4:4026\x00"), 0o644)
 	hs := tapHolders(root, "nf-eth1")
 	slices.SortFunc(hs, func(a, b holder) int { return a.pid - b.pid })
 	want := []holder{
-		{pid: 100, comm: "netfwd"},
-		{pid: 200, comm: "net fwd) (x", exiting: true},
-		{pid: 300, comm: "netfwd", exiting: true},
-		{pid: 400, comm: "netfwd", exiting: true},
+		{pid: 100, comm: "netfwd", fd: 4},
+		{pid: 200, comm: "net fwd) (x", exiting: true, fd: 3},
+		{pid: 300, comm: "netfwd", exiting: true, fd: 3},
+		{pid: 400, comm: "netfwd", exiting: true, fd: 3},
+		{pid: 700, comm: "netfwd-keeper", fd: 3, keeper: true, keeperNS: "netns:4:4026"},
 	}
 	if !slices.Equal(hs, want) {
 		t.Fatalf("holders %v, want %v", hs, want)

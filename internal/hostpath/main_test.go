@@ -15,6 +15,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +29,13 @@ import (
 const childEnv = "HOSTPATH_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	// The test binary is also the twin keeper of the Persist tests.
+	if i := slices.Index(os.Args, KeeperArg); i >= 0 && i+2 < len(os.Args) {
+		pid, _ := strconv.Atoi(os.Args[i+1])
+		linger, _ := time.ParseDuration(os.Args[i+2])
+		RunKeeper(pid, linger)
+		os.Exit(0)
+	}
 	if v := os.Getenv(childEnv); v != "" {
 		os.Exit(childMain(v))
 	}
@@ -34,12 +43,20 @@ func TestMain(m *testing.M) {
 }
 
 // childMain creates one twin, says "ready" and waits to be killed (it
-// gives up by itself after a minute).
+// gives up by itself after a minute). "NETNS,NAME,persist" makes it a
+// persistent twin with a keeper and the address 10.0.0.1/24.
 func childMain(arg string) int {
-	ns, name, _ := strings.Cut(arg, ",")
-	mgr, err := New(Options{Netns: ns, Inject: func(*Twin, []byte) bool { return true }})
+	f := strings.Split(arg, ",")
+	ns, name := f[0], f[1]
+	opts := Options{Netns: ns, Inject: func(*Twin, []byte) bool { return true }}
+	spec := Spec{Port: "eth1", Name: name, MAC: testMAC}
+	if len(f) > 2 && f[2] == "persist" {
+		opts.Persist, opts.Keeper = true, testKeeper
+		spec.Addrs = []netip.Prefix{netip.PrefixFrom(routerIP, 24)}
+	}
+	mgr, err := New(opts)
 	if err == nil {
-		err = mgr.Sync([]Spec{{Port: "eth1", Name: name, MAC: testMAC}})
+		err = mgr.Sync([]Spec{spec})
 	}
 	if err != nil {
 		fmt.Println("error:", err)
@@ -50,11 +67,15 @@ func childMain(arg string) int {
 	return 0
 }
 
+// testKeeper is the keeper command of the tests: this binary (TestMain).
+var testKeeper = []string{os.Args[0], "-test.run=^$"}
+
 // startChild runs a child owning twin name in ns; it is killed at cleanup.
-func startChild(t *testing.T, ns, name string) *exec.Cmd {
+// more is appended to the child's argument (",persist").
+func startChild(t *testing.T, ns, name string, more ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+ns+","+name)
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(append([]string{ns, name}, more...), ","))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -173,7 +194,10 @@ type testManager struct {
 func newTestManager(t *testing.T, opts Options) *testManager {
 	t.Helper()
 	testenv.RequireRoot(t)
-	tm := &testManager{ns: testenv.Netns(t, "hp"), frames: make(chan []byte, 1024)}
+	tm := &testManager{ns: opts.Netns, frames: make(chan []byte, 1024)}
+	if tm.ns == "" { // a fresh namespace unless given one
+		tm.ns = testenv.Netns(t, "hp")
+	}
 	opts.Netns = tm.ns
 	opts.Inject = func(_ *Twin, f []byte) bool {
 		select {

@@ -11,10 +11,12 @@ package hostpath
 // spec's. A failing twin is reported in the SyncError and does not stop
 // the others; an invalid spec leaves that port's twin as it was.
 //
-// Freeing a name: a device of that name that is not a TAP is refused; a
-// TAP nobody holds (a persistent leftover) is deleted; a TAP a live
-// process holds is refused, naming the process; one whose holders are all
-// exiting is waited for, up to Options.HolderWait.
+// Freeing a name (acquireLocked): a device of that name that is not a TAP
+// is refused; with Options.Persist an existing TAP is adopted (attached to,
+// or taken from a twin keeper), else a TAP nobody holds (a persistent
+// leftover) is deleted; a TAP a live process holds is refused, naming the
+// process; one whose holders are all exiting is waited for, up to
+// Options.HolderWait.
 //
 // Locking: mu serialises Sync, Close and the netlink socket (one writer).
 // Datapath readers find twins through an immutable map published in snap
@@ -25,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -59,6 +62,18 @@ type Options struct {
 	// Logger gets leftovers replaced, waits and broken twins; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Persist makes the twins outlive the Manager: TAPs are persistent,
+	// Close leaves them (addresses, ifindex, MAC) in place, and a Sync
+	// adopts an existing twin of the same name instead of replacing it.
+	// Twins that Sync drops are deleted. RemoveTwins deletes the rest.
+	Persist bool
+	// Keeper is the command (argv) of a twin keeper (keeper.go), which
+	// keeps the twins attached, and so their carrier up, between this
+	// process and the next; it must call RunKeeper. Empty: no keeper.
+	Keeper []string
+	// KeeperLinger is how long a keeper holds the twins after this
+	// process exited; 0 means one minute.
+	KeeperLinger time.Duration
 }
 
 // ErrClosed is returned by Sync after Close.
@@ -79,6 +94,11 @@ type Manager struct {
 	twins    map[string]*Twin // by port; guarded by mu
 	closed   bool             // guarded by mu
 	rpWarned bool             // guarded by mu
+	nsID     string           // the namespace's netnsID (keeper.go)
+	keeper   *keeperProc      // guarded by mu; keeper.go
+	// oldKeepers are keepers of earlier processes whose files this
+	// Manager took: ended once its own keeper holds them. Guarded by mu.
+	oldKeepers []int
 }
 
 // New opens the netlink socket in the namespace. No twin exists until Sync.
@@ -100,7 +120,12 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostpath: %w", err)
 	}
-	m := &Manager{opts: opts, log: opts.Logger, nl: nl, twins: map[string]*Twin{},
+	nsID, err := netnsID(opts.Netns)
+	if err != nil {
+		nl.close()
+		return nil, fmt.Errorf("hostpath: %w", err)
+	}
+	m := &Manager{opts: opts, log: opts.Logger, nl: nl, twins: map[string]*Twin{}, nsID: nsID,
 		holders: func(name string) []holder { return tapHolders("/proc", name) }}
 	m.publishLocked()
 	return m, nil
@@ -114,6 +139,12 @@ func (m *Manager) Twin(port string) *Twin { return (*m.snap.Load())[port] }
 func (m *Manager) Twins() []*Twin {
 	s := *m.snap.Load()
 	out := slices.Collect(maps.Values(s))
+	slices.SortFunc(out, func(a, b *Twin) int { return strings.Compare(a.port, b.port) })
+	return out
+}
+
+func (m *Manager) sortedTwinsLocked() []*Twin {
+	out := slices.Collect(maps.Values(m.twins))
 	slices.SortFunc(out, func(a, b *Twin) int { return strings.Compare(a.port, b.port) })
 	return out
 }
@@ -198,11 +229,11 @@ func (m *Manager) Sync(specs []Spec) error {
 		s, ok := want[port]
 		switch {
 		case !ok && !keep[port]:
-			t.closeDev()
+			t.closeDev(true)
 			delete(m.twins, port)
 		case ok:
 			if d := t.dev.Load(); d != nil && (d.name != s.Name || d.broken.Load()) {
-				t.closeDev()
+				t.closeDev(true)
 			}
 		}
 	}
@@ -231,6 +262,7 @@ func (m *Manager) Sync(specs []Spec) error {
 		}
 	}
 	m.publishLocked()
+	m.keepLocked()
 	if errs != nil {
 		return &SyncError{Twins: errs}
 	}
@@ -248,7 +280,7 @@ func (m *Manager) syncTwinLocked(t *Twin, s Spec, addrs map[int][]kernelAddr) er
 		switch {
 		case errors.Is(err, errNoLink) || err == nil && li.index != d.index:
 			m.log.Warn("hostpath: twin vanished; re-creating it", "twin", d.name, "port", t.port)
-			t.closeDev()
+			t.closeDev(false)
 		case err != nil:
 			return err
 		default:
@@ -269,20 +301,16 @@ func (m *Manager) syncTwinLocked(t *Twin, s Spec, addrs map[int][]kernelAddr) er
 		if err := m.openDevLocked(t, s); err != nil {
 			return err
 		}
+		cur = addrs[t.dev.Load().index] // an adopted twin has its addresses
 	}
 	t.spec = s
 	return m.syncAddrsLocked(t.dev.Load().index, cur, s.Addrs)
 }
 
-// openDevLocked creates the twin's TAP device as s says and starts it.
+// openDevLocked gets the twin's TAP device (created, or adopted: see
+// acquireLocked), brings it to s and starts it.
 func (m *Manager) openDevLocked(t *Twin, s Spec) error {
-	if err := m.freeNameLocked(s.Name); err != nil {
-		return err
-	}
-	f, err := openTAP(m.opts.Netns, s.Name)
-	if errors.Is(err, errNameTaken) {
-		return errors.New("the name was taken while the twin was being created")
-	}
+	f, adopted, err := m.acquireLocked(s.Name)
 	if err != nil {
 		return err
 	}
@@ -296,8 +324,17 @@ func (m *Manager) openDevLocked(t *Twin, s Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := m.nl.setLink(li.index, s.MAC, s.MTU); err != nil {
-		return err
+	// An adopted twin is changed only where it differs: an unchanged one
+	// causes no link message at all, so the routing daemons see nothing.
+	if !adopted || li.mac != s.MAC || li.mtu != s.MTU || li.flags&unix.IFF_UP == 0 {
+		if err := m.nl.setLink(li.index, s.MAC, s.MTU); err != nil {
+			return err
+		}
+	}
+	if want := twinAlias(t.port); li.alias != want {
+		if err := m.nl.setAlias(li.index, want); err != nil {
+			return err
+		}
 	}
 	allRP, err := applySysctls(m.opts.Netns, s.Name, s.DisableIPv6)
 	if err != nil {
@@ -310,50 +347,98 @@ func (m *Manager) openDevLocked(t *Twin, s Spec) error {
 	if err := setCarrier(f, t.carrier.Load()); err != nil {
 		return err
 	}
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(v uintptr) { fd = int(v) })
+	}
 	ok = true
-	t.startDev(&tapDev{name: s.Name, index: li.index, f: f})
+	if adopted {
+		m.log.Info("hostpath: adopted an existing twin", "twin", s.Name, "port", t.port, "ifindex", li.index)
+	}
+	t.startDev(&tapDev{name: s.Name, index: li.index, f: f, fd: fd})
 	return nil
 }
 
-// freeNameLocked makes sure no interface is called name, or fails.
-func (m *Manager) freeNameLocked(name string) error {
+// acquireLocked returns an open file attached to the TAP device name, and
+// whether the device existed (adopted). Without Options.Persist the name
+// must be free: a TAP nobody holds is removed and a new one created. With
+// it, an existing single-queue TAP is adopted: attached to when nobody
+// holds it (a twin of an earlier netfwd whose keeper is gone), or its file
+// taken out of a twin keeper (keeper.go) when that is the only holder
+// besides exiting processes. A device of that name that is not a TAP is
+// refused; a TAP a live process holds is refused, naming the process; one
+// whose holders are all exiting is waited for, up to Options.HolderWait.
+func (m *Manager) acquireLocked(name string) (*os.File, bool, error) {
 	deadline := time.Now().Add(m.opts.HolderWait)
 	waited := false
 	for {
 		li, err := m.nl.linkByName(name)
 		if errors.Is(err, errNoLink) {
-			return nil
+			f, err := openTAP(m.opts.Netns, name, m.opts.Persist)
+			if errors.Is(err, errNameTaken) {
+				return nil, false, errors.New("the name was taken while the twin was being created")
+			}
+			return f, false, err
 		}
 		if err != nil {
-			return err
+			return nil, false, err
 		}
 		if !li.isTAP() {
 			kind := li.kind
 			if kind == "" {
 				kind = "none"
 			}
-			return fmt.Errorf("%s exists and is not a TAP device (kind %s)", name, kind)
+			return nil, false, fmt.Errorf("%s exists and is not a TAP device (kind %s)", name, kind)
 		}
-		err = m.nl.releaseTAP(m.opts.Netns, li)
-		switch {
-		case err == nil:
-			m.log.Info("hostpath: replaced a leftover TAP", "twin", name, "persistent", li.tunPersist)
-			continue
-		case errors.Is(err, unix.ENODEV):
-			continue // gone meanwhile
-		case !errors.Is(err, errHeld):
-			return fmt.Errorf("%s: %w", name, err)
+		if m.opts.Persist && !li.tunMultiQueue {
+			f, err := attachTAP(m.opts.Netns, name)
+			switch {
+			case err == nil:
+				if !li.tunPersist {
+					if err := tunIoctl(f, unix.TUNSETPERSIST, 1); err != nil {
+						f.Close()
+						return nil, false, err
+					}
+				}
+				return f, true, nil
+			case errors.Is(err, errNameTaken):
+				err = errHeld
+			}
+			if !errors.Is(err, errHeld) {
+				return nil, false, fmt.Errorf("%s: %w", name, err)
+			}
+		} else {
+			err = m.nl.releaseTAP(m.opts.Netns, li)
+			switch {
+			case err == nil:
+				m.log.Info("hostpath: replaced a leftover TAP", "twin", name, "persistent", li.tunPersist)
+				continue
+			case errors.Is(err, unix.ENODEV):
+				continue // gone meanwhile
+			case !errors.Is(err, errHeld):
+				return nil, false, fmt.Errorf("%s: %w", name, err)
+			}
 		}
-		hs := m.holders(name)
-		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting })
+		// A process holding a TAP of this name in another namespace is
+		// no holder here.
+		hs := inNetns(m.holders(name), m.nsID)
+		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting || h.keeper })
 		expired := time.Now().After(deadline)
+		if k := slices.IndexFunc(hs, func(h holder) bool { return h.keeper && !h.exiting }); len(live) == 0 && k >= 0 && m.opts.Persist {
+			f, err := takeFromKeeper(hs[k], name)
+			if err == nil {
+				m.oldKeepers = append(m.oldKeepers, hs[k].pid)
+				return f, true, nil
+			}
+			m.log.Warn("hostpath: cannot take a twin from its keeper", "twin", name, "keeper", hs[k].pid, "err", err)
+		}
 		switch {
 		case len(live) > 0:
-			return fmt.Errorf("%s is a TAP held open by a running process: %s", name, holderList(live))
+			return nil, false, fmt.Errorf("%s is a TAP held open by a running process: %s", name, holderList(live))
 		case expired && len(hs) == 0:
-			return fmt.Errorf("%s is a TAP held open by a process that cannot be found", name)
+			return nil, false, fmt.Errorf("%s is a TAP held open by a process that cannot be found", name)
 		case expired:
-			return fmt.Errorf("%s is still held open after %v by exiting process %s", name, m.opts.HolderWait, holderList(hs))
+			return nil, false, fmt.Errorf("%s is still held open after %v by exiting process %s", name, m.opts.HolderWait, holderList(hs))
 		}
 		// Every holder is exiting, or the holder let go between our
 		// attempt and the scan: look again shortly.
@@ -365,6 +450,13 @@ func (m *Manager) freeNameLocked(name string) error {
 	}
 }
 
+// twinAlias is the ifalias a twin carries (`ip link` shows it): it marks
+// the device as netfwd's, for RemoveTwins.
+func twinAlias(port string) string { return TwinAliasPrefix + port }
+
+// TwinAliasPrefix starts the ifalias of every twin ("netfwd twin of eth1").
+const TwinAliasPrefix = "netfwd twin of "
+
 func holderList(hs []holder) string {
 	s := make([]string, len(hs))
 	for i, h := range hs {
@@ -373,8 +465,10 @@ func holderList(hs []holder) string {
 	return strings.Join(s, ", ")
 }
 
-// Close removes every twin (their TAP devices vanish) and closes the
-// netlink socket. Twins kept by callers drop their punts from now on.
+// Close lets go of every twin and closes the netlink socket: without
+// Options.Persist the TAP devices vanish; with it they stay, held by the
+// keeper if there is one, for the next process to adopt. Twins kept by
+// callers drop their punts from now on.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -383,7 +477,11 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	for _, t := range m.twins {
-		t.closeDev()
+		t.closeDev(false)
+	}
+	if m.keeper != nil && !m.opts.Persist {
+		m.keeper.stop() // it would keep the twins alive
+		m.keeper = nil
 	}
 	clear(m.twins)
 	m.publishLocked()

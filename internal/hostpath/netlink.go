@@ -210,6 +210,7 @@ type linkInfo struct {
 	mac   [6]byte
 	mtu   int
 	kind  string // IFLA_INFO_KIND ("tun" for TUN and TAP devices)
+	alias string // IFLA_IFALIAS
 	// For kind "tun":
 	tunType       uint8  // IFF_TUN or IFF_TAP
 	tunPersist    bool   // survives its last file
@@ -252,6 +253,8 @@ func parseLink(body []byte) (linkInfo, error) {
 		switch t {
 		case unix.IFLA_IFNAME:
 			li.name = cString(v)
+		case unix.IFLA_IFALIAS:
+			li.alias = cString(v)
 		case unix.IFLA_ADDRESS:
 			if len(v) == 6 {
 				li.mac = [6]byte(v)
@@ -303,6 +306,30 @@ func (c *rtnl) setLink(index int, mac [6]byte, mtu int) error {
 	r.attr(unix.IFLA_ADDRESS, mac[:])
 	r.attrU32(unix.IFLA_MTU, uint32(mtu))
 	return c.do("set link", r, nil)
+}
+
+// setAlias sets an interface's ifalias.
+func (c *rtnl) setAlias(index int, alias string) error {
+	r := newRequest(unix.RTM_NEWLINK, unix.NLM_F_REQUEST, ifinfomsg(index, 0, 0))
+	r.attr(unix.IFLA_IFALIAS, append([]byte(alias), 0))
+	return c.do("set alias", r, nil)
+}
+
+// links lists every interface of the namespace.
+func (c *rtnl) links() ([]linkInfo, error) {
+	var out []linkInfo
+	err := c.do("dump links", newRequest(unix.RTM_GETLINK, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, make([]byte, unix.SizeofIfInfomsg)),
+		func(typ uint16, body []byte) error {
+			if typ != unix.RTM_NEWLINK {
+				return nil
+			}
+			li, err := parseLink(body)
+			if err == nil {
+				out = append(out, li)
+			}
+			return err
+		})
+	return out, err
 }
 
 // delLink deletes an interface.

@@ -7,9 +7,12 @@ package hostpath
 // packet-information prefix), IFF_VNET_HDR (a 10-byte virtio-net header in
 // front of each frame, so a punted GSO super-frame or a frame with a partial
 // checksum is handed to the kernel as such, as a virtio NIC would) and
-// IFF_TUN_EXCL (create only: never attach to someone else's device). It is
-// not persistent, so it vanishes when the file is closed, also by the kernel
-// when the process dies. The fd is non-blocking and lives in the Go
+// IFF_TUN_EXCL (create only: never attach to someone else's device). With
+// Options.Persist it is made persistent (TUNSETPERSIST), so it outlives the
+// process and the next one attaches to it again (attachTAP: the same flags
+// without IFF_TUN_EXCL) or takes the very file a keeper holds (keeper.go);
+// without, it vanishes when the file is closed, also by the kernel when the
+// process dies. The fd is non-blocking and lives in the Go
 // netpoller: a reader waiting for the kernel's next frame parks a goroutine,
 // not a thread. No offloads are enabled (TUNSETOFFLOAD), so the kernel
 // checksums and segments everything it sends before we read it.
@@ -34,8 +37,33 @@ import (
 // errNameTaken: TUNSETIFF with IFF_TUN_EXCL found the name in use.
 var errNameTaken = errors.New("interface name in use")
 
-// openTAP creates the TAP device name in the namespace netns.
-func openTAP(netns, name string) (*os.File, error) {
+// tapFlags are the flags every twin's file is attached with.
+const tapFlags = unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR
+
+// openTAP creates the TAP device name in the namespace netns, persistent
+// if persist.
+func openTAP(netns, name string, persist bool) (*os.File, error) {
+	f, err := tunSetIff(netns, name, tapFlags|unix.IFF_TUN_EXCL)
+	if err != nil {
+		return nil, err
+	}
+	if persist {
+		if err := tunIoctl(f, unix.TUNSETPERSIST, 1); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// attachTAP attaches to the existing single-queue TAP name: errNameTaken
+// (EBUSY) when some file holds it.
+func attachTAP(netns, name string) (*os.File, error) {
+	return tunSetIff(netns, name, tapFlags)
+}
+
+// tunSetIff opens /dev/net/tun in netns and attaches it to name.
+func tunSetIff(netns, name string, flags uint16) (*os.File, error) {
 	fd := -1
 	err := pktio.InNetns(netns, func() error {
 		var err error
@@ -50,7 +78,7 @@ func openTAP(netns, name string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR | unix.IFF_TUN_EXCL)
+	ifr.SetUint16(flags)
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EBUSY) {
@@ -64,6 +92,43 @@ func openTAP(netns, name string) (*os.File, error) {
 	}
 	// os.NewFile sees the non-blocking flag and registers the fd with the
 	// netpoller.
+	return os.NewFile(uintptr(fd), "tap:"+name), nil
+}
+
+// tunIoctl runs a tun ioctl whose argument is the integer itself
+// (TUNSETPERSIST) on f.
+func tunIoctl(f *os.File, req uint, v int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { ierr = unix.IoctlSetInt(int(fd), req, v) }); err != nil {
+		return err
+	}
+	if ierr != nil {
+		return fmt.Errorf("tun ioctl %#x: %w", req, ierr)
+	}
+	return nil
+}
+
+// tapFileOf checks that f is attached to the TAP name with the twins'
+// flags (TUNGETIFF) and makes it non-blocking: for a file taken from a
+// keeper.
+func tapFileOf(fd int, name string) (*os.File, error) {
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.TUNGETIFF, ifr); err != nil {
+		return nil, fmt.Errorf("TUNGETIFF: %w", err)
+	}
+	if got, fl := ifr.Name(), ifr.Uint16(); got != name || fl&(unix.IFF_TAP|unix.IFF_TUN|unix.IFF_MULTI_QUEUE) != unix.IFF_TAP || fl&tapFlags != tapFlags {
+		return nil, fmt.Errorf("the keeper's file is attached to %q with flags %#x, not to the TAP %s", got, fl, name)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return nil, err
+	}
 	return os.NewFile(uintptr(fd), "tap:"+name), nil
 }
 

@@ -53,6 +53,7 @@ type tapDev struct {
 	name   string
 	index  int
 	f      *os.File
+	fd     int // f's descriptor, for the keeper (keeper.go)
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	broken atomic.Bool // the reader saw an error: re-create on the next Sync
@@ -186,12 +187,22 @@ func (t *Twin) startDev(d *tapDev) {
 	t.dev.Store(d)
 }
 
-// closeDev closes the twin's device (the kernel removes it) and waits for
-// its goroutines. Frames still queued are dropped and counted.
-func (t *Twin) closeDev() {
+// closeDev closes the twin's device and waits for its goroutines. Frames
+// still queued are dropped and counted. A non-persistent device vanishes
+// with the file; a persistent one (Options.Persist) is deleted if remove,
+// else left for the next process. Called under the Manager's lock.
+func (t *Twin) closeDev(remove bool) {
 	d := t.dev.Swap(nil)
 	if d == nil {
 		return
+	}
+	if remove && t.m.opts.Persist {
+		// Only the device we opened: its name may be someone else's now.
+		if li, err := t.m.nl.linkByName(d.name); err == nil && li.index == d.index {
+			if err := t.m.nl.delLink(d.index); err != nil {
+				t.m.log.Error("hostpath: cannot delete a twin", "twin", d.name, "err", err)
+			}
+		}
 	}
 	close(d.stop)
 	d.f.Close()
