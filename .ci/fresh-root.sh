@@ -72,16 +72,18 @@ mount -o remount,bind,ro "$root$goroot"
 # does, with util-linux, which minbase has).
 chroot "$root" sh -c 'mkdir -p /run/netns && touch /run/netns/probe && unshare --net=/run/netns/probe true && umount /run/netns/probe && rm /run/netns/probe'
 
-# The module cache, copied once; GOPROXY the host's for anything missing.
-modcache=$(go env GOMODCACHE)
-if [ ! -d "$root/root/go/pkg/mod" ] && [ -d "$modcache" ]; then
-	mkdir -p "$root/root/go/pkg"
-	cp -a "$modcache" "$root/root/go/pkg/mod"
-fi
-
 rm -rf "$root/root/netfwd"
 git clone -q "$repo" "$root/root/netfwd"
 git -C "$root/root/netfwd" checkout -q "$commit"
+
+# The host's module cache, completed for the commit by the host's Go and
+# copied in (the files the chroot lacks); GOPROXY the host's. On a machine
+# whose HTTPS egress is re-signed by a CA only the host trusts, the chroot's
+# Go cannot download: with the full cache it need not.
+modcache=$(go env GOMODCACHE)
+(cd "$root/root/netfwd" && go mod download)
+mkdir -p "$root/root/go/pkg/mod"
+cp -a -n "$modcache/." "$root/root/go/pkg/mod/"
 
 echo "fresh-root: $commit in $root (mirror $mirror), log $log"
 start=$SECONDS
