@@ -17,7 +17,7 @@ const bgpE2ETestRoutes = 20_000
 // be, with netfwd's FIB and the kernel's table each holding every prefix
 // at the end, after netfwd's restart.
 func TestRoutesBGPE2EQuick(t *testing.T) {
-	testenv.RequireRoot(t, "bird", "birdc", "vtysh", routinglab.Zebra, routinglab.Bgpd)
+	testenv.RequireRoot(t, "bird", "birdc", "vtysh", "ss", routinglab.Zebra, routinglab.Bgpd)
 	if testing.Short() {
 		t.Skip("runs FRR and BIRD for about 30 s")
 	}

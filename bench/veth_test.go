@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/wire"
 )
@@ -85,7 +84,7 @@ func TestVethSuiteQuick(t *testing.T) {
 			t.Errorf("no %s 50%% record", impl)
 		}
 	}
-	if lab.HaveIperf3() {
+	if testenv.Have(t, "iperf3") {
 		for _, impl := range []string{"linux-tcp", "netfwd-afpacket-tcp"} {
 			r, ok := by[key{impl, "", ""}]
 			if g, _ := r.Extra["gbps"].(float64); !ok || g <= 0 {

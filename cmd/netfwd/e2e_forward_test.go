@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/testenv"
 )
 
 var (
@@ -91,8 +92,7 @@ func TestE2EARP(t *testing.T) {
 	routerHas(h1IP, "vlan10", "02:00:00:00:10:11")
 	// arping: the router answers for its address with the VLAN interface's
 	// MAC, and for nobody else's (no proxy ARP).
-	if !haveTool("arping") {
-		t.Log("arping not installed: the arping checks are skipped")
+	if !testenv.Have(t, "arping") {
 		return
 	}
 	out, _ := e.net.Exec(e.host("h1").NS, "arping", "-c", "2", "-w", "3", "-I", "eth0", gw10.String())

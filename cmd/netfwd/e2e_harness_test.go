@@ -468,11 +468,6 @@ func (e *e2e) injector(host string) *lab.RawHost {
 	return r
 }
 
-func haveTool(name string) bool {
-	_, err := exec.LookPath(name)
-	return err == nil
-}
-
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 func mustMAC(s string) net.HardwareAddr {

@@ -124,6 +124,7 @@ func (e *e2e) iperf3TCP(ns string, addr netip.Addr, from string) float64 {
 }
 
 func TestHostPathTwins(t *testing.T) {
+	testenv.RequireRoot(t, "iperf3")
 	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
 	rtr := e.net.Router
 

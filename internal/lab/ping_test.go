@@ -110,8 +110,8 @@ func TestThroughputToolsOnLinuxRouter(t *testing.T) {
 	if b.DeliveredPPS < 10000 || b.Loss > 0.5 {
 		t.Errorf("blaster through Linux: %v; want at least 10 kpps, loss under 50%%", b)
 	}
-	if !HaveIperf3() {
-		t.Skip("iperf3 not installed")
+	if !testenv.Have(t, "iperf3") {
+		return
 	}
 	r, err := Iperf3(t.Context(), h1.NS, h3.NS, h3.Addr.Addr(), time.Second)
 	if err != nil {

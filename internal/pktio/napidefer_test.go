@@ -35,6 +35,7 @@ func napiOf(t *testing.T, ns, iface string) []napiSetting {
 // interface alone, and Close puts the old values back where the instance
 // outlives the program (veth with GRO on keeps its NAPI).
 func TestXDPNAPIDefer(t *testing.T) {
+	testenv.RequireRoot(t, "ethtool")
 	p := newPair(t)
 	testenv.Run(t, "ip", "netns", "exec", p.nsB, "ethtool", "-K", p.b, "gro", "on")
 	before := napiOf(t, p.nsB, p.b)

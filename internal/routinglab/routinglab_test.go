@@ -43,7 +43,7 @@ func TestBirdSince(t *testing.T) {
 // listener at FPMAddr, whose last receive FPMLastReceive dates; Close
 // removes the namespaces and stops the daemons.
 func TestLabFRR(t *testing.T) {
-	testenv.RequireRoot(t, "bird", "birdc", "vtysh", "ss", Zebra, Bgpd)
+	testenv.RequireRoot(t, "bird", "birdc", "vtysh", "ss", "pgrep", Zebra, Bgpd)
 	var prefixes []netip.Prefix
 	for i := range 150 {
 		prefixes = append(prefixes, netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i), 0}), 24))

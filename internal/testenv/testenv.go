@@ -4,6 +4,8 @@
 //
 // Tests that need root skip when they cannot run, unless NETFWD_E2E=1 is
 // set (CI sets it), in which case they fail: a CI run never silently skips.
+// Every tool a test runs is named in its RequireRoot or Have call;
+// cmd/netfwd/ci_test.go checks that .ci/run installs the package of each.
 package testenv
 
 import (
@@ -35,6 +37,22 @@ func RequireRoot(t testing.TB, tools ...string) {
 		t.Fatalf("%s (NETFWD_E2E=1: end-to-end tests must run)", why)
 	}
 	t.Skip(why)
+}
+
+// Have reports whether tool is installed, for the part of a test that needs
+// it while the rest runs without: missing, it fails the test under
+// NETFWD_E2E=1 (.ci/run installs every tool) and otherwise logs why that
+// part is left out.
+func Have(t testing.TB, tool string) bool {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err == nil {
+		return true
+	}
+	if os.Getenv("NETFWD_E2E") == "1" {
+		t.Fatalf("needs %s (NETFWD_E2E=1: end-to-end tests must run)", tool)
+	}
+	t.Logf("%s not installed: the checks that need it are skipped", tool)
+	return false
 }
 
 var seq atomic.Int64

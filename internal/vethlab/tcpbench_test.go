@@ -131,10 +131,7 @@ func iperf3(tb testing.TB, c *chain, d time.Duration) float64 {
 // same topology in the same run. Metric: Gbit/s received.
 // go test -run X -bench TCPIperf3 -benchtime=3x ./internal/vethlab
 func BenchmarkTCPIperf3(b *testing.B) {
-	testenv.RequireRoot(b)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		b.Skip("iperf3 not installed (apt-get install iperf3)")
-	}
+	testenv.RequireRoot(b, "iperf3")
 	cases := []struct {
 		name string
 		cfg  *pktio.Config // nil: Linux bridge
