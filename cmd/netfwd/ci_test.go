@@ -48,13 +48,15 @@ var toolPackages = map[string]string{
 	"chown":              "coreutils",
 	"true":               "coreutils",
 	"sh":                 "dash",
+	"bash":               "bash",
+	"setpriv":            "util-linux",
 	"dpkg-query":         "dpkg",
 	"go":                 "",
 	"netfwd":             "",
 }
 
 // essential packages are on every Debian system (Essential: yes).
-var essential = []string{"coreutils", "dash", "dpkg"}
+var essential = []string{"coreutils", "dash", "dpkg", "bash", "util-linux"}
 
 // ciPackages reads the packages=( ... ) list of .ci/run.
 func ciPackages(t *testing.T) []string {
