@@ -63,7 +63,7 @@ func linkList(st State, q config.LinkShow) ([]Link, error) {
 		out = append(out, l)
 	}
 	if q.Dev != "" && !found {
-		return nil, fmt.Errorf("device %q does not exist", q.Dev)
+		return nil, fmt.Errorf("Device %q does not exist.", q.Dev) // iproute2's words
 	}
 	return out, nil
 }

@@ -170,7 +170,7 @@ func TestLinkAndAddressOutput(t *testing.T) {
 		t.Fatalf("link show up: %s", got)
 	}
 	var b strings.Builder
-	if err := show.Answer(&b, c, config.LinkShow{Dev: "nosuch"}, false); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if err := show.Answer(&b, c, config.LinkShow{Dev: "nosuch"}, false); err == nil || err.Error() != `Device "nosuch" does not exist.` {
 		t.Fatalf("unknown device: %v", err)
 	}
 }
