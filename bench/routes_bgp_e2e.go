@@ -93,12 +93,15 @@ type bgpE2EResult struct {
 type fpmCounters struct {
 	connected                                           bool
 	messages, added, replaced, unchanged, deleted, skip float64
+	seeded, swept                                       float64 // read from the kernel at start; removed by sweeps
 	batches                                             float64 // FIB transactions
 }
 
-// inFIB is how many routes the FPM source holds in netfwd's FIB (added and
-// not deleted since netfwd started; applied, maybe not yet committed).
-func (c fpmCounters) inFIB() float64 { return c.added - c.deleted }
+// inFIB (applied, maybe not yet committed) counts the FPM routes in
+// netfwd's FIB: those zebra's messages added
+// and those a restarted netfwd seeded from the kernel (zebra's replay then
+// finds them unchanged), less those deleted or swept.
+func (c fpmCounters) inFIB() float64 { return c.added + c.seeded - c.deleted - c.swept }
 
 // committed reports that no batch was applied but not yet committed: the
 // messages counter (read first, counted after the commit) covers every
@@ -206,6 +209,8 @@ func (b *bgpE2E) scrape() (fpmCounters, error) {
 		replaced:  metricSum(m, "netfwd_route_source_routes_total", `source="fpm"`, `op="replaced"`),
 		unchanged: metricSum(m, "netfwd_route_source_routes_total", `source="fpm"`, `op="unchanged"`),
 		deleted:   metricSum(m, "netfwd_route_source_routes_total", `source="fpm"`, `op="deleted"`),
+		seeded:    metricSum(m, "netfwd_route_source_routes_total", `source="fpm"`, `op="seeded"`),
+		swept:     metricSum(m, "netfwd_route_source_swept_routes_total", `source="fpm"`),
 		skip:      metricSum(m, "netfwd_route_source_skipped_total", `source="fpm"`),
 		batches:   metricSum(m, "netfwd_route_source_batches_total", `source="fpm"`),
 	}

@@ -73,6 +73,7 @@ func (s *Server) SeedFromKernel(c *rtnl.Conn) (int, error) {
 	tr.Close(tx)
 	all, _ := tx.LearnedCount(fib.OwnerFPM, seedMark)
 	tx.Commit()
+	s.stats.C.RoutesSeeded.Add(uint64(all))
 	s.mu.Lock()
 	if s.cur == nil && !s.closed && s.opts.StaleTime > 0 && s.stale == nil {
 		s.stale = time.AfterFunc(s.opts.StaleTime, s.flushStale)

@@ -59,6 +59,10 @@ type Counters struct {
 	RoutesReplaced  atomic.Uint64
 	RoutesUnchanged atomic.Uint64 // identical replays: only the mark refreshed
 	RoutesDeleted   atomic.Uint64
+	// RoutesSeeded are routes read from the kernel's copy of zebra's at
+	// start (seed.go), not from a message: a restarted netfwd forwards them
+	// until zebra's replay confirms them or a sweep removes them.
+	RoutesSeeded atomic.Uint64
 	NexthopsSet     atomic.Uint64
 	NexthopsDeleted atomic.Uint64
 

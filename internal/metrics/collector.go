@@ -30,7 +30,7 @@
 //	hostpath_rate_limited_total{port,class}      punts refused by a twin's rate limit
 //	route_source_connected{source}               fpm: zebra connected; kernel: first sync done
 //	route_source_{messages,batches,sweeps,swept_routes}_total{source}
-//	route_source_routes_total{source,op}         added, replaced, unchanged, deleted
+//	route_source_routes_total{source,op}         added, replaced, unchanged, deleted, seeded (read from the kernel at start)
 //	route_source_skipped_total{source,reason}    routes not installed, by reason
 //	route_source_malformed_total{reason}         FPM frames that closed the connection
 //	route_source_refused_total{reason}           FPM connections refused: peer (not allowed), busy (a session was live)
@@ -336,6 +336,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter("rs_routes", rc.RoutesReplaced.Load(), src, "replaced")
 		counter("rs_routes", rc.RoutesUnchanged.Load(), src, "unchanged")
 		counter("rs_routes", rc.RoutesDeleted.Load(), src, "deleted")
+		counter("rs_routes", rc.RoutesSeeded.Load(), src, "seeded")
 		for r, v := range rc.Skipped() {
 			counter("rs_skipped", v, src, r)
 		}
