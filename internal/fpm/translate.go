@@ -62,7 +62,7 @@ type Counters struct {
 	// RoutesSeeded are routes read from the kernel's copy of zebra's at
 	// start (seed.go), not from a message: a restarted netfwd forwards them
 	// until zebra's replay confirms them or a sweep removes them.
-	RoutesSeeded atomic.Uint64
+	RoutesSeeded    atomic.Uint64
 	NexthopsSet     atomic.Uint64
 	NexthopsDeleted atomic.Uint64
 
