@@ -378,7 +378,7 @@ func (e *e2e) routeGet(addr netip.Addr) map[string]any {
 	var o, errb bytes.Buffer
 	code := dispatch([]string{"ctl", "--ctl", e.CtlPath, "-j", "route get " + addr.String()}, strings.NewReader(""), &o, &errb)
 	if code != 0 && code != 2 {
-		e.t.Fatalf("route get -j %s: exit %d: %s", addr, code, strings.TrimSpace(errb.String()))
+		e.t.Fatalf("route get -j %s: exit %d: %s %s", addr, code, strings.TrimSpace(o.String()), strings.TrimSpace(errb.String()))
 	}
 	out := o.String()
 	var m map[string]any

@@ -11,13 +11,23 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/nexthop"
 )
 
 // maxEcho bounds the bad input an answer repeats.
 const maxEcho = 64
+
+// A fast/slow path difference is read again settleTries times, settleWait
+// apart, before it is reported: a commit takes microseconds, so 100 ms
+// without agreement is not a commit in flight.
+const (
+	settleTries = 20
+	settleWait  = 5 * time.Millisecond
+)
 
 // Exit statuses of `route get`, as `ip route get` exits: 1 for an address
 // that does not parse (iproute2's get_prefix), 2 when the kernel refuses
@@ -70,11 +80,27 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 		}
 		return append(b, fmt.Sprintf("%s: invalid IPv4 address\n", s)...), StatusInvalid
 	}
-	nh := f.Lookup(a) // the datapath's answer
-	res, ok := f.LookupRouteOIF(a, q.OIf)
-	if q.OIf == "" && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw) {
-		// The merged trie and the per-table tries disagree: a bug, never
-		// papered over.
+	// The datapath's answer (the merged trie) and the per-table tries'
+	// must agree. They are two reads: a commit between them (a link going
+	// down withdraws routes) or a compiled table still catching up with
+	// the commit it follows may make them differ for a moment, so a
+	// difference is read again; one that lasts is a bug, never papered
+	// over.
+	var nh *nexthop.Nexthop
+	var res fib.Result
+	var ok bool
+	disagree := func() bool {
+		return q.OIf == "" && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw)
+	}
+	for try := 0; ; try++ {
+		nh = f.Lookup(a)
+		res, ok = f.LookupRouteOIF(a, q.OIf)
+		if !disagree() || try == settleTries {
+			break
+		}
+		time.Sleep(settleWait)
+	}
+	if disagree() {
 		msg := fmt.Sprintf("internal error: fast path %v, slow path %v", nh, res.Route)
 		if asJSON {
 			b = append(b, `{"dst":`...)
