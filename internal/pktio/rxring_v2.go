@@ -219,9 +219,7 @@ var errCopyMissing = errors.New("pktio: TP_STATUS_COPY without a queued frame")
 
 // setupV2 configures the socket for a V2 ring and maps it.
 func (q *Queue) setupV2(s *rawSocket, cfg *Config) error {
-	slotSize := cfg.SlotSize
-	q.v2 = &v2State{slotSize: slotSize, slots: cfg.BlockSize / slotSize * cfg.Blocks, spin: cfg.Spin}
-	q.v2.readFn = q.readCopy
+	q.initV2(cfg)
 	// The MAC header lands TPACKET_ALIGN(52 + 16) - 14 = 66 bytes into the
 	// slot (76 with the vnet header).
 	if err := q.setFrameLayout(s, unix.TPACKET_V2, tpacket2HdrLen, 66, cfg.Headroom); err != nil {
@@ -239,10 +237,22 @@ func (q *Queue) setupV2(s *rawSocket, cfg *Config) error {
 		}
 	}
 	req := unix.TpacketReq{Block_size: uint32(cfg.BlockSize), Block_nr: uint32(cfg.Blocks),
-		Frame_size: uint32(slotSize), Frame_nr: uint32(q.v2.slots)}
+		Frame_size: uint32(q.v2.slotSize), Frame_nr: uint32(q.v2.slots)}
 	if err := s.control(func(fd int) error { return unix.SetsockoptTpacketReq(fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req) }); err != nil {
 		return err
 	}
+	return q.mapV2(s, cfg)
+}
+
+// initV2 sets up the owner state of a V2 ring laid out by cfg.
+func (q *Queue) initV2(cfg *Config) {
+	q.v2 = &v2State{slotSize: cfg.SlotSize, slots: cfg.BlockSize / cfg.SlotSize * cfg.Blocks, spin: cfg.Spin}
+	q.v2.readFn = q.readCopy
+}
+
+// mapV2 maps the socket's V2 ring (set up by this process or, handed
+// over, by another) and allocates the copy buffers.
+func (q *Queue) mapV2(s *rawSocket, cfg *Config) error {
 	ring, err := s.mmap(cfg.BlockSize * cfg.Blocks)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -40,6 +41,7 @@ var dropAll = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: 0}}
 // outside it (transmit sockets, see openTxSocket).
 type rawSocket struct {
 	conn *packet.Conn
+	file *os.File // a receive socket taken over from another process (handover.go)
 	rc   syscall.RawConn
 
 	fd        int // bare fd when conn is nil
@@ -88,9 +90,12 @@ func openTxSocket(ifi *net.Interface) (*rawSocket, error) {
 func (s *rawSocket) close() error {
 	var err error
 	s.closeOnce.Do(func() {
-		if s.conn != nil {
+		switch {
+		case s.conn != nil:
 			err = s.conn.Close()
-		} else {
+		case s.file != nil:
+			err = s.file.Close()
+		default:
 			err = unix.Close(s.fd)
 		}
 	})
@@ -100,15 +105,18 @@ func (s *rawSocket) close() error {
 // wake makes a blocked read return (with a timeout error) without closing
 // the socket.
 func (s *rawSocket) wake() {
-	if s.conn != nil {
+	switch {
+	case s.conn != nil:
 		s.conn.SetReadDeadline(time.Unix(1, 0))
+	case s.file != nil:
+		s.file.SetReadDeadline(time.Unix(1, 0))
 	}
 }
 
 // write runs fn until it returns true, waiting for the socket to become
 // writable in between; it gives up with ErrClosed once closed is set.
 func (s *rawSocket) write(fn func(fd uintptr) bool, closed *atomic.Bool) error {
-	if s.conn != nil {
+	if s.rc != nil {
 		return s.rc.Write(fn)
 	}
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
@@ -126,7 +134,7 @@ func (s *rawSocket) write(fn func(fd uintptr) bool, closed *atomic.Bool) error {
 
 // control runs fn with the fd and returns the first error of either.
 func (s *rawSocket) control(fn func(fd int) error) error {
-	if s.conn == nil {
+	if s.rc == nil {
 		return fn(s.fd)
 	}
 	var ferr error
