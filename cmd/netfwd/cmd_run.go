@@ -43,7 +43,7 @@ const (
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
-const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT [--fpm-allow-user USERS] [--fpm-allow-net PREFIXES]] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]]"
+const runUsage = "--config FILE [--metrics ADDR] [--ctl SOCKET] [--io auto|afxdp|afpacket] [--afpacket-ring v2|v3] [--xdp-mode auto|native|generic] [--xdp-busy-poll DURATION] [--pprof ADDR] [--workers N] [--fib trie|compiled] [--netns NAME] [--fpm ADDR:PORT [--fpm-allow-user USERS] [--fpm-allow-net PREFIXES]] [--mirror-kernel] [--host-path [--punt-echo] [--twin-name IFACE=NAME] [--punt-limit CLASS=RATE[/BURST]]] [--takeover]"
 
 func init() {
 	register(command{
@@ -108,6 +108,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		twinNames[dev] = name
 		return nil
 	})
+	takeover := fs.Bool("takeover", false, "hot restart: take the ports over from the netfwd running with the same --ctl while it forwards (netfwd restart runs this; docs/operations.md)")
 	var limits hostpath.Limits
 	fs.Func("punt-limit", "with --host-path: CLASS=RATE[/BURST] punt limit of every twin, frames/s (classes neigh, routing, other; repeatable)", func(v string) error {
 		return parsePuntLimit(&limits, v)
@@ -141,7 +142,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
-		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}})
+		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}, Takeover: *takeover})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		return 1

@@ -79,7 +79,7 @@ type e2e struct {
 	// Exe is the netfwd binary ("": this test binary, as netfwd).
 	Exe     string
 	cmd     *exec.Cmd
-	stderr  *syncBuffer
+	stderr  *logFile
 	exited  chan struct{}
 	metrics *http.Client // dials inside the router namespace
 }
@@ -199,11 +199,18 @@ func (e *e2e) start() {
 	if e.Exe != "" {
 		exe = e.Exe
 	}
-	e.stderr = &syncBuffer{}
+	// The log is a file, not a pipe: a hot restart's new process writes
+	// on where the old one did (and a pipe would keep Wait waiting for it).
+	logf, err := os.OpenFile(filepath.Join(e.dir, "netfwd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close() // the child has its own
+	e.stderr = &logFile{path: logf.Name()}
 	e.cmd = exec.Command("ip", append([]string{"netns", "exec", e.net.Router, exe, "run",
 		"--config", e.ConfigFile, "--ctl", e.CtlPath, "--metrics", metricsAddr}, e.ExtraArgs...)...)
 	e.cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
-	e.cmd.Stdout, e.cmd.Stderr = e.stderr, e.stderr
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
 	e.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -283,6 +290,14 @@ func (e *e2e) stop() {
 	if t.Failed() {
 		t.Logf("netfwd run output:\n%s", lastBytes(log, 8000))
 	}
+}
+
+// logFile is the daemon's log, read back whole.
+type logFile struct{ path string }
+
+func (l *logFile) String() string {
+	b, _ := os.ReadFile(l.path)
+	return string(b)
 }
 
 func lastBytes(s string, n int) string {

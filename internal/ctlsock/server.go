@@ -101,7 +101,24 @@ type Server struct {
 // a daemon that died is replaced; a socket somebody listens on, or anything
 // at path that is not a socket, is an error naming the path (socket.go).
 func Listen(path string, h Handler) (*Server, error) {
-	sock, err := listenSocket(path)
+	return listen(path, h, listenSocket)
+}
+
+// ListenReplacing is Listen for a hot restart's new daemon: its socket
+// takes the name over from the running daemon's (ListenUnixReplacing)
+// instead of refusing a live one.
+func ListenReplacing(path string, h Handler) (*Server, error) {
+	return listen(path, h, func(path string) (*socketFile, error) {
+		ln, dev, ino, err := ListenUnixReplacing(path)
+		if err != nil {
+			return nil, err
+		}
+		return &socketFile{ln: ln, path: path, dev: dev, ino: ino}, nil
+	})
+}
+
+func listen(path string, h Handler, open func(string) (*socketFile, error)) (*Server, error) {
+	sock, err := open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -112,3 +112,35 @@ func (s *socketFile) close() error {
 	}
 	return err
 }
+
+// ListenUnixReplacing listens on a unix socket at path, created 0600 under
+// a temporary name and renamed over path (replacing a socket file there,
+// refusing anything else), so that no client ever finds the name without a
+// listener behind it. It returns the file's identity (for a Close that
+// removes only its own file).
+func ListenUnixReplacing(path string) (*net.UnixListener, uint64, uint64, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		return nil, 0, 0, fmt.Errorf("%s exists and is not a socket; not replacing it", path)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	os.Remove(tmp)
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	ln.SetUnlinkOnClose(false)
+	var st unix.Stat_t
+	if err := unix.Lstat(tmp, &st); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, 0, 0, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		ln.Close()
+		os.Remove(tmp)
+		return nil, 0, 0, err
+	}
+	return ln, uint64(st.Dev), st.Ino, nil
+}

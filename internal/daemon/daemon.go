@@ -45,6 +45,7 @@ import (
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/ctlsock"
+	"github.com/netfwd/netfwd/internal/handover"
 	"github.com/netfwd/netfwd/internal/metrics"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
@@ -123,6 +124,10 @@ type Options struct {
 	// PuntLimits are every twin's punt rate limits (zero entries: the
 	// class's default).
 	PuntLimits hostpath.Limits
+	// Takeover makes this daemon a hot restart of the one running with
+	// the same control socket (hotrestart.go): it takes the ports,
+	// listeners and twins over while that one forwards.
+	Takeover bool
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -178,6 +183,19 @@ type Daemon struct {
 	linkmon *linkMonitor
 	routes  routeSources // routes.go
 	hp      *hostPath    // hostpath.go; nil without --host-path
+
+	// Hot restart (hotrestart.go): the handover socket others take over
+	// from; the predecessor this daemon takes over from (New to Run);
+	// the workers' pause switch; finish closes when a successor took over.
+	handoverSrv *handover.Server
+	succ        *successor
+	pauseTook   time.Duration // the predecessor's pause, for the log
+	paused      atomic.Bool
+	pauseMu     sync.Mutex
+	pause       pauseState // guarded by pauseMu
+	handedOver  atomic.Bool
+	finish      chan struct{}
+	finishOnce  sync.Once
 }
 
 // tableUser is a goroutine that holds resources of the ports in the table
@@ -248,7 +266,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{})}
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{})}
 	nd.ctl.SetDeviceCheck(deviceCheck(opts.Netns, nd.hasPort))
 	nd.ports.Store(&portTable{})
 	defer func() {
@@ -257,6 +275,17 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}()
 	d = nd
+	if opts.Takeover {
+		if err := d.dialPredecessor(); err != nil {
+			return nil, err
+		}
+		defer func() { // failed before Run: the running daemon never paused
+			if err != nil && d.succ != nil {
+				d.succ.cl.Close()
+				d.succ = nil
+			}
+		}()
+	}
 	// Carrier first, so the config is applied with the real link states.
 	names, down, err := portNames(cmds, eo, exists)
 	if err != nil {
@@ -326,19 +355,26 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 	}
 	if opts.Metrics != "" {
-		if d.metricsLn, err = listenRetry(opts.Metrics, opts.ListenWait, log); err != nil {
+		if d.metricsLn, err = d.listen("metrics", opts.Metrics); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
 	if opts.Pprof != "" {
-		if d.pprofLn, err = listenRetry(opts.Pprof, opts.ListenWait, log); err != nil {
+		if d.pprofLn, err = d.listen("pprof", opts.Pprof); err != nil {
 			return nil, fmt.Errorf("pprof: %w", err)
 		}
 	}
 	if opts.Ctl != "" {
-		if d.ctlSrv, err = ctlsock.Listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
+		listen := ctlsock.Listen
+		if d.succ != nil {
+			listen = ctlsock.ListenReplacing // the running daemon's socket is live
+		}
+		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
 			Monitor: ctlsock.NewMonitor(d.ctl)}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
+		}
+		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {
+			return nil, fmt.Errorf("handover socket: %w", err)
 		}
 	}
 	if err := d.openRouteSources(); err != nil {
@@ -478,6 +514,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 
+	var takeoverStart time.Time
+	if d.succ != nil {
+		// Everything is ready: from here the old daemon's readers pause
+		// and the frames wait in the rings until the workers start.
+		t0, err := d.takeOver()
+		if err != nil {
+			d.succ.cl.Close() // the old daemon resumes
+			d.succ = nil
+			d.mu.Lock()
+			d.running = false
+			d.mu.Unlock()
+			d.Close()
+			return fmt.Errorf("hot restart: %w", err)
+		}
+		takeoverStart = t0
+	}
 	for _, w := range d.workers {
 		d.wg.Add(1)
 		go func() {
@@ -516,6 +568,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.ctlSrv.Serve()
 		}()
 	}
+	if d.handoverSrv != nil {
+		servers.Add(1)
+		go func() {
+			defer servers.Done()
+			d.handoverSrv.Serve()
+		}()
+	}
 	if d.linkmon != nil {
 		servers.Add(1)
 		go func() {
@@ -536,12 +595,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// sweep; until then an XDP port passes its frames to the kernel. Say
 	// "running" when they forward.
 	d.waitWorkers(d.ports.Load().gen)
+	if d.succ != nil {
+		d.finishTakeover(takeoverStart, time.Since(takeoverStart))
+	}
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
 		"mirror_kernel", d.opts.MirrorKernel, "host_path", d.opts.HostPath)
 
-	<-ctx.Done()
-	d.log.Info("netfwd shutting down")
+	select {
+	case <-ctx.Done():
+		d.log.Info("netfwd shutting down")
+	case <-d.finish:
+		d.log.Info("netfwd shutting down: a new process took the ports over (hot restart)")
+	}
 	d.mu.Lock()
 	d.stopped = true
 	close(d.stop)
@@ -557,6 +623,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if d.ctlSrv != nil {
 		d.ctlSrv.Close()
+	}
+	if d.handoverSrv != nil {
+		d.handoverSrv.Close()
 	}
 	d.closeRouteSources()
 	t0 := time.Now()
@@ -593,6 +662,13 @@ func (d *Daemon) closeAll() error {
 	}
 	if d.ctlSrv != nil {
 		errs = append(errs, d.ctlSrv.Close())
+	}
+	if d.handoverSrv != nil {
+		errs = append(errs, d.handoverSrv.Close())
+	}
+	if d.succ != nil {
+		d.succ.cl.Close()
+		d.succ = nil
 	}
 	if d.linkmon != nil {
 		errs = append(errs, d.linkmon.close())

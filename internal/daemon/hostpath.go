@@ -85,7 +85,7 @@ func (d *Daemon) openHostPath() error {
 	// The twins outlive the daemon (Persist) and are adopted by the next
 	// one: a restart changes nothing the routing daemons see.
 	m, err := hostpath.New(hostpath.Options{Netns: d.opts.Netns, Inject: hp.inj.inject, Logger: d.log,
-		Persist: true, Keeper: d.opts.TwinKeeper})
+		Persist: true, Keeper: d.opts.TwinKeeper, Predecessor: d.predecessorPID()})
 	if err != nil {
 		return err
 	}

@@ -109,14 +109,32 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if err != nil {
 			return fmt.Errorf("Cannot find device %q", name) // iproute2's words
 		}
-		lock, err := lockPort(ifi, d.opts.PortLockWait)
-		if err != nil {
-			return err
+		var lock *portLock
+		var pk, ctl *pktio.Port
+		var xp *pktio.XDPPort
+		var why string
+		adopted := false
+		if d.succ != nil { // hot restart: the running daemon's port, if it has it
+			var err error
+			if lock, adopted, err = d.adoptLock(name); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if adopted {
+				if pk, ctl, _, err = d.adoptPort(name); err != nil {
+					lock.release()
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
 		}
-		pk, ctl, xp, why, err := d.openIO(ifi)
-		if err != nil {
-			lock.release()
-			return fmt.Errorf("%s: %w", name, err)
+		if !adopted {
+			var err error
+			if lock, err = lockPort(ifi, d.opts.PortLockWait); err != nil {
+				return err
+			}
+			if pk, ctl, xp, why, err = d.openIO(ifi); err != nil {
+				lock.release()
+				return fmt.Errorf("%s: %w", name, err)
+			}
 		}
 		p = &port{name: name, pk: pk, ctl: ctl, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
 			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}

@@ -101,9 +101,13 @@ func (d *Daemon) openRouteSources() error {
 		if err := d.loopbackUp(o.Netns, "fpm"); err != nil {
 			return err
 		}
-		err := pktio.InNetns(o.Netns, func() (err error) {
+		ln, err := d.takeListener("fpm", o.FPM) // a hot restart: the running daemon's socket
+		if err != nil {
+			return err
+		}
+		err = pktio.InNetns(o.Netns, func() (err error) {
 			r.fpm, err = fpm.Listen(o.FPM, fpm.Options{FIB: d.e.FIB(), Iface: iface, Logger: d.log,
-				AllowUsers: o.FPMAllowUsers, AllowNets: o.FPMAllowNets})
+				AllowUsers: o.FPMAllowUsers, AllowNets: o.FPMAllowNets, Listener: ln})
 			if err == nil {
 				r.seed, err = rtnl.Open()
 			}

@@ -60,9 +60,10 @@ type ioWorker struct {
 	xw     *pktio.XDPWorker                // the UMEM of the worker's XDP sockets; nil until the first AF_XDP port
 	xwPub  atomic.Pointer[pktio.XDPWorker] // xw, for wake from other goroutines
 
-	gen  uint64 // port table generation bound
-	seen atomic.Uint64
-	done chan struct{} // closed when run returns
+	gen    uint64 // port table generation bound
+	seen   atomic.Uint64
+	done   chan struct{} // closed when run returns
+	parked atomic.Bool   // held by a hot restart's pause, its batches released
 
 	rx  []rxBinding
 	txs txSet
@@ -109,11 +110,22 @@ func (iw *ioWorker) caughtUp(gen uint64) bool {
 	return iw.seen.Load() >= gen
 }
 
+// exited reports whether run has returned.
+func (iw *ioWorker) exited() bool {
+	select {
+	case <-iw.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // run forwards until the daemon stops.
 func (iw *ioWorker) run() {
 	defer close(iw.done)
 	defer iw.release()
 	for !iw.d.stopping.Load() {
+		iw.parkIfPaused() // a hot restart's handover (hotrestart.go)
 		if t := iw.d.ports.Load(); t.gen != iw.gen {
 			iw.bind(t)
 		}

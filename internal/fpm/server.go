@@ -57,6 +57,10 @@ import (
 // Options configure a Server.
 type Options struct {
 	FIB *fib.FIB
+	// Listener, if set, is used instead of binding the address: the
+	// listening socket a hot restart took over from the previous process
+	// (internal/handover).
+	Listener net.Listener
 	// Iface maps zebra's interface indices (the kernel's, in zebra's
 	// namespace) to netfwd devices. Required.
 	Iface IfaceFunc
@@ -220,14 +224,19 @@ func Listen(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fpm: %w", err)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		diag.Close()
-		return nil, fmt.Errorf("fpm: %w", err)
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			diag.Close()
+			return nil, fmt.Errorf("fpm: %w", err)
+		}
 	}
 	return &Server{opts: opts, log: opts.Logger, ln: ln, diag: diag, uids: uids,
 		bufs: make(chan *readBuf, 1)}, nil
 }
+
+// Listener is the listening socket (a hot restart hands it over).
+func (s *Server) Listener() net.Listener { return s.ln }
 
 // AllowedUIDs returns the users that may connect from this host.
 func (s *Server) AllowedUIDs() []uint32 { return slices.Clone(s.uids) }

@@ -67,6 +67,11 @@ type Options struct {
 	// adopts an existing twin of the same name instead of replacing it.
 	// Twins that Sync drops are deleted. RemoveTwins deletes the rest.
 	Persist bool
+	// Predecessor is the pid of the netfwd a hot restart takes over from
+	// (0: none): it still holds the twins' files while this Manager starts,
+	// so it is not a live holder that refuses a twin; its file is taken
+	// (pidfd_getfd) when no keeper holds one.
+	Predecessor int
 	// Keeper is the command (argv) of a twin keeper (keeper.go), which
 	// keeps the twins attached, and so their carrier up, between this
 	// process and the next; it must call RunKeeper. Empty: no keeper.
@@ -422,7 +427,8 @@ func (m *Manager) acquireLocked(name string) (*os.File, bool, error) {
 		// A process holding a TAP of this name in another namespace is
 		// no holder here.
 		hs := inNetns(m.holders(name), m.nsID)
-		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting || h.keeper })
+		pred := func(h holder) bool { return m.opts.Predecessor != 0 && h.pid == m.opts.Predecessor }
+		live := slices.DeleteFunc(slices.Clone(hs), func(h holder) bool { return h.exiting || h.keeper || pred(h) })
 		expired := time.Now().After(deadline)
 		if k := slices.IndexFunc(hs, func(h holder) bool { return h.keeper && !h.exiting }); len(live) == 0 && k >= 0 && m.opts.Persist {
 			f, err := takeFromKeeper(hs[k], name)
@@ -431,6 +437,13 @@ func (m *Manager) acquireLocked(name string) (*os.File, bool, error) {
 				return f, true, nil
 			}
 			m.log.Warn("hostpath: cannot take a twin from its keeper", "twin", name, "keeper", hs[k].pid, "err", err)
+		}
+		if k := slices.IndexFunc(hs, pred); len(live) == 0 && k >= 0 && m.opts.Persist {
+			f, err := takeFromKeeper(hs[k], name) // the same pidfd_getfd; the predecessor exits by itself
+			if err == nil {
+				return f, true, nil
+			}
+			m.log.Warn("hostpath: cannot take a twin from the previous netfwd", "twin", name, "pid", hs[k].pid, "err", err)
 		}
 		switch {
 		case len(live) > 0:

@@ -1,0 +1,91 @@
+// Package handover carries a hot restart: a new netfwd process takes the
+// ports over from the running one while that one still forwards, so an
+// upgrade under traffic loses nothing.
+//
+// Flow (the new process is the client, the running one the server, on a
+// root-only unix socket beside the control socket, Path):
+//
+//	new -> old  prepare   old: what it holds: per port the receive sockets
+//	                      and ring layout (pktio.PortState), the port lock,
+//	                      the listeners (metrics, pprof, FPM), its pid
+//	new: takes each descriptor out of the old process (pidfd_getfd, the
+//	     same open socket, not a copy of its state), maps the rings, builds
+//	     its engine from the config, opens its transmit handles: everything
+//	     but reading. The old one forwards throughout.
+//	new -> old  pause     old: its workers stop at a batch boundary (all
+//	                      frames released); it answers the ring positions
+//	                      and its learned neighbours
+//	new: continues every ring where the old reader stopped, starts its
+//	     workers (frames that arrived meanwhile wait in the rings)
+//	new -> old  done      old: exits, closing only its own copies
+//
+// If the new process goes away (or says nothing for PauseTimeout) after
+// pause and before done, the old one resumes forwarding: a failed upgrade
+// costs a pause, never the router.
+//
+// Locking: a Server serves one successor at a time; the Source's methods
+// are called from its goroutine.
+package handover
+
+import (
+	"net/netip"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+)
+
+// Path is the handover socket of the daemon whose control socket is ctl.
+func Path(ctl string) string { return ctl + ".handover" }
+
+// Port is one port as the running process holds it.
+type Port struct {
+	pktio.PortState
+	// Control is the host path's control ring of the port (nil: none).
+	Control *pktio.PortState `json:",omitempty"`
+	// LockFD is the port lock's listening socket (portlock.go).
+	LockFD int
+	// IO is the port's backend: only "afpacket" ports are handed over.
+	IO string
+}
+
+// Listener is a listening socket to take over instead of binding anew
+// (the address is still the old process's until it exits).
+type Listener struct {
+	Addr string
+	FD   int
+}
+
+// Prepared answers prepare.
+type Prepared struct {
+	PID       int
+	Ports     []Port
+	Listeners map[string]Listener // by purpose: "metrics", "pprof", "fpm"
+	Error     string              `json:",omitempty"`
+}
+
+// Paused answers pause: where each ring's reader stopped, and the
+// neighbours the old process learned.
+type Paused struct {
+	Positions        map[string][]pktio.QueuePosition
+	ControlPositions map[string][]pktio.QueuePosition `json:",omitempty"`
+	Neighbours       []Neighbour
+	Error            string `json:",omitempty"`
+}
+
+// Neighbour is a learned neighbour entry. The new process installs it
+// STALE: usable at once, confirmed on first use, as the kernel treats an
+// entry it has not confirmed lately.
+type Neighbour struct {
+	Dev    string
+	IP     netip.Addr
+	LLAddr [6]byte
+}
+
+// request is what the client sends: one op per line.
+type request struct {
+	Op string `json:"op"` // prepare, pause, done
+}
+
+// reply to done.
+type doneReply struct {
+	Error string `json:",omitempty"`
+}
