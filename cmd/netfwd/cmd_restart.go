@@ -197,4 +197,3 @@ func sameFile(a, b *os.File) (bool, error) {
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
 }
-

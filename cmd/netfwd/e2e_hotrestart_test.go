@@ -253,4 +253,3 @@ func processAlive(pid int) bool {
 
 // handoverPeerPid is the pid behind the handover socket of ctl.
 func handoverPeerPid(ctl string) (int, error) { return handoverPeer(handover.Path(ctl)) }
-

@@ -188,4 +188,3 @@ func peerIsRoot(c *net.UnixConn) error {
 	}
 	return nil
 }
-
