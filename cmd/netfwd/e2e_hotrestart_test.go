@@ -227,6 +227,43 @@ func TestHotRestartNoLoss(t *testing.T) {
 	}
 }
 
+// hotRestart runs `netfwd restart` (the daemon's own binary) and waits
+// until the old daemon, the harness's child, has exited cleanly. The new
+// one is stopped (SIGTERM, then waited for) when the test ends, before the
+// twins are removed.
+func (e *e2e) hotRestart() int {
+	t := e.t
+	t.Helper()
+	exe := e.Exe
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
+	cmd := exec.Command(exe, "restart", "--ctl", e.CtlPath)
+	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("netfwd restart: %v\n%s\nlog:\n%s", err, out, lastBytes(e.stderr.String(), 6000))
+	}
+	var newPid, oldPid int
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "netfwd restarted: pid %d took over from pid %d", &newPid, &oldPid); err != nil {
+		t.Fatalf("netfwd restart said %q", out)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(newPid, syscall.SIGTERM)
+		for deadline := time.Now().Add(10 * time.Second); processAlive(newPid) && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	if oldPid == e.daemonPid() {
+		select {
+		case <-e.exited:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the old daemon still runs 10 s after the restart returned")
+		}
+	}
+	return newPid
+}
+
 // takeoverGaps lists the gaps the new daemons logged.
 func takeoverGaps(log string) string {
 	var gaps []string

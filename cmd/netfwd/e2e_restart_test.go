@@ -89,7 +89,12 @@ func twinState(t *testing.T, ns string) string {
 	return fmt.Sprintf("ifindex %d mac %s flags %v addrs %v", ls[0].Ifindex, ls[0].Address, ls[0].Flags, twinAddrs(t, ns)["nf-eth0"])
 }
 
-// restartCheck restarts netfwd by sig (SIGTERM or SIGKILL) and checks that
+// hotRestart, as restartCheck's signal, is `netfwd restart`.
+const hotRestart = syscall.Signal(0)
+
+// restartCheck restarts netfwd by sig (SIGTERM or SIGKILL; hotRestart: a
+// hot restart, the last one a test does: the new daemon is not the
+// harness's child) and checks that
 // the session, by session(), stays up through 12 s (more than the hold
 // time), the twin is unchanged, the learned routes of proto come back and
 // a host reaches bgpProbe. It returns the time from the new start to the
@@ -112,11 +117,20 @@ func restartCheck(t *testing.T, e *e2e, sig syscall.Signal, proto string, sessio
 	if !up {
 		t.Fatalf("session down before the restart: %s", sess0)
 	}
-	e.cmd.Process.Signal(sig)
-	<-e.exited
 	start := time.Now()
-	e.start()
+	if sig == hotRestart {
+		e.hotRestart()
+	} else {
+		e.cmd.Process.Signal(sig)
+		<-e.exited
+		start = time.Now()
+		e.start()
+	}
 	ctlUp := time.Since(start)
+	how := fmt.Sprintf("%v + start", sig)
+	if sig == hotRestart {
+		how = "hot restart"
+	}
 	var full time.Duration
 	flapped := ""
 	for time.Since(start) < 12*time.Second {
@@ -128,20 +142,20 @@ func restartCheck(t *testing.T, e *e2e, sig syscall.Signal, proto string, sessio
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("%v + start: control socket %v after the start, %d %s routes in netfwd's FIB %v after the start", sig, ctlUp.Round(time.Millisecond),
+	t.Logf("%s: control socket %v after the start, %d %s routes in netfwd's FIB %v after the start", how, ctlUp.Round(time.Millisecond),
 		len(bgpPrefixes), proto, full.Round(time.Millisecond))
 	if flapped != "" {
-		t.Errorf("%v + start: the BGP session flapped: %s", sig, flapped)
+		t.Errorf("%s: the BGP session flapped: %s", how, flapped)
 	}
 	if full == 0 {
-		t.Errorf("%v + start: netfwd's %s routes through eth0 after 12 s: %v", sig, proto, netfwdBGPRoutes(e, proto))
+		t.Errorf("%s: netfwd's %s routes through eth0 after 12 s: %v", how, proto, netfwdBGPRoutes(e, proto))
 	} else if full > ctlUp+time.Second {
 		// FPM: seeded from the kernel before zebra reconnects (3 s);
 		// the mirror: its first dump.
-		t.Errorf("%v + start: the %s routes came %v after the control socket answered, want < 1 s", sig, proto, (full - ctlUp).Round(time.Millisecond))
+		t.Errorf("%s: the %s routes came %v after the control socket answered, want < 1 s", how, proto, (full - ctlUp).Round(time.Millisecond))
 	}
 	if twin := twinState(t, rtr); twin != twin0 {
-		t.Errorf("%v + start: nf-eth0 changed:\n%s\nwas\n%s", sig, twin, twin0)
+		t.Errorf("%s: nf-eth0 changed:\n%s\nwas\n%s", how, twin, twin0)
 	}
 	if got := e.routeGet(bgpProbe); got["prefix"] != "198.18.5.0/24" || got["dev"] != "eth0" {
 		t.Errorf("route get %s: %v", bgpProbe, got)
@@ -186,7 +200,7 @@ func TestHostPathRestartFRR(t *testing.T) {
 	if !strings.Contains(zebra0, "up") || !strings.Contains(zebra0, lab.UplinkAddr.String()) {
 		t.Fatalf("zebra's nf-eth0: %s", zebra0)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, hotRestart} {
 		restartCheck(t, e, sig, "bgp", session)
 		if z := zebraSees(); z != zebra0 {
 			t.Errorf("%v + start: zebra's nf-eth0 is %q, was %q", sig, z, zebra0)
@@ -239,7 +253,7 @@ func TestHostPathRestartBIRD(t *testing.T) {
 	if !ok {
 		t.Fatalf("BGP through the host path: %s", why)
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL, hotRestart} {
 		restartCheck(t, e, sig, "bird", session)
 	}
 }
