@@ -313,11 +313,11 @@ scrape_configs:
 // to the kernel's twin, answered through the host path), and route churn
 // from both routing sources: blackhole routes added and deleted in the
 // router's kernel (mirrored) and over the FPM connection (zebra's part).
-func dashboardLoad(t *testing.T, e *e2e, fpmConn net.Conn, stop <-chan struct{}, wg *sync.WaitGroup) {
+func dashboardLoad(e *e2e, fpmConn net.Conn, stop <-chan struct{}, wg *sync.WaitGroup) {
 	h1 := e.host("h1").NS
 	h3 := e.host("h3")
 	h2 := e.host("h2")
-	gw10 := netip.MustParsePrefix("10.0.10.1/24").Addr()
+	gw10 := lab.VLAN10Addr.Addr()
 	loop := func(f func(i int)) {
 		wg.Add(1)
 		go func() {
@@ -379,7 +379,7 @@ func TestDashboardPrometheus(t *testing.T) {
 	defer fpmConn.Close()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	dashboardLoad(t, e, fpmConn, stop, &wg)
+	dashboardLoad(e, fpmConn, stop, &wg)
 	defer wg.Wait()
 	defer close(stop)
 
