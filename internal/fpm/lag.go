@@ -5,7 +5,10 @@ package fpm
 // kernel's netlink socket) to the commit of the batch's FIB transaction. It
 // includes the batching wait (IdleCommit, MaxBatchDelay) on purpose: that is
 // the delay an operator sees between a routing daemon's decision and
-// netfwd's forwarding. One observation per batch, never per packet.
+// netfwd's forwarding. One observation per batch, never per packet. The
+// kernel mirror's notifications held during a resync are applied with the
+// cycle's last dump batch and counted in its lag (from that batch's first
+// message), not from their own arrival.
 //
 // Locking: atomics only; Observe runs on the source's goroutine and
 // Snapshot on a metrics scrape, which may see a count one batch ahead of a
