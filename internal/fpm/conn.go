@@ -371,6 +371,7 @@ func (sess *session) batch() error {
 			tx.Commit()
 			s.stats.Batches.Add(1)
 			sess.lastMsg = time.Now()
+			s.stats.C.Lag.Observe(sess.lastMsg.Sub(start))
 			if d := int64(sess.lastMsg.Sub(start)); d > s.stats.MaxBatchNanos.Load() {
 				s.stats.MaxBatchNanos.Store(d)
 			}

@@ -65,6 +65,9 @@ type Counters struct {
 	RoutesSeeded    atomic.Uint64
 	NexthopsSet     atomic.Uint64
 	NexthopsDeleted atomic.Uint64
+	// Lag is the delay of each batch from its first message read to its
+	// commit (lag.go).
+	Lag Lag
 
 	mu      sync.Mutex
 	skipped map[string]uint64 // guarded by mu

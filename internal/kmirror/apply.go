@@ -8,6 +8,8 @@ package kmirror
 // Locking: Run's goroutine.
 
 import (
+	"time"
+
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/rtnl"
@@ -58,6 +60,9 @@ func (m *Mirror) apply(dump bool) error {
 		m.handle(tx, h, body)
 	}
 	tx.Commit()
+	if !m.first.IsZero() {
+		m.stats.C.Lag.Observe(time.Since(m.first))
+	}
 	if restore != nil {
 		restore()
 	}

@@ -141,6 +141,9 @@ type Mirror struct {
 
 	raw  []byte // the batch's messages
 	held []byte // notifications received during a cycle
+	// first is when the batch's first message was read: its lag
+	// (fpm.Lag) ends at the commit.
+	first time.Time
 
 	// A burst: messages applied since the socket was last idle for a
 	// second (logged when large: how long a big change took).
@@ -289,7 +292,7 @@ func (m *Mirror) Run(stop <-chan struct{}) error {
 // socket is drained all along (the kernel drops what does not fit). It
 // reports an overrun seen on the way.
 func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
-	m.raw = m.raw[:0]
+	m.raw, m.first = m.raw[:0], time.Time{}
 	start := time.Now()
 	target := max(4096, m.opts.FIB.Size()/8)
 	n := 0
@@ -307,6 +310,9 @@ func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 				break // idle: the burst is over
 			}
 			continue
+		}
+		if len(m.raw) == 0 {
+			m.first = time.Now()
 		}
 		m.raw = append(m.raw, b...)
 		n += countMessages(b)

@@ -34,6 +34,7 @@
 //	route_source_skipped_total{source,reason}    routes not installed, by reason
 //	route_source_malformed_total{reason}         FPM frames that closed the connection
 //	route_source_refused_total{reason}           FPM connections refused: peer (not allowed), busy (a session was live)
+//	route_source_lag_seconds{source}             histogram: a route batch's first message read to its commit (fpm.Lag)
 //	route_source_overruns_total                  kernel mirror: ENOBUFS, resynced
 //
 // Locking: Collect reads atomics and takes the short dump locks of the
@@ -168,6 +169,7 @@ func NewCollector(src Source) *Collector {
 		"rs_skipped":        desc("route_source_skipped_total", "Routes not installed, by reason.", "source", "reason"),
 		"rs_malformed":      desc("route_source_malformed_total", "Malformed FPM frames (the connection is closed), by reason.", "reason"),
 		"rs_refused":        desc("route_source_refused_total", "FPM connections refused: peer (its user or network is not allowed), busy (a session was live).", "reason"),
+		"rs_lag":            desc("route_source_lag_seconds", "Delay of each route batch from its first message read to its commit in the FIB (batching wait included).", "source"),
 		"rs_overruns":       desc("route_source_overruns_total", "Kernel mirror notifications lost (ENOBUFS), each followed by a resync."),
 	}
 	return &Collector{src: src, descs: d}
@@ -340,6 +342,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for r, v := range rc.Skipped() {
 			counter("rs_skipped", v, src, r)
 		}
+		n, sum, buckets := rc.Lag.Snapshot()
+		ch <- prometheus.MustNewConstHistogram(c.descs["rs_lag"], n, sum, buckets, src)
 	}
 	if f := c.src.FPM; f != nil {
 		routeSource("fpm", f.Connected.Load(), f.Messages.Load(), f.Batches.Load(), f.Sweeps.Load(), f.SweptRoutes.Load(), &f.C)

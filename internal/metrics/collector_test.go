@@ -16,6 +16,8 @@ import (
 
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/fpm"
+	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
@@ -223,6 +225,30 @@ route add 10.99.0.0/16 via 192.0.2.10
 			if l[1] == "reason" && !snake.MatchString(l[2]) {
 				t.Errorf("%s: reason %q is not snake_case", k, l[2])
 			}
+		}
+	}
+}
+
+// TestCollectorRouteSourceLag: each routing source's batch delays come out
+// as a histogram labelled by source.
+func TestCollectorRouteSourceLag(t *testing.T) {
+	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
+	var f fpm.Stats
+	var k kmirror.Stats
+	f.C.Lag.Observe(3 * time.Millisecond)
+	f.C.Lag.Observe(200 * time.Millisecond)
+	k.C.Lag.Observe(20 * time.Second)
+	m := scrape(t, Source{Engine: e, FPM: &f, Mirror: &k})
+	for key, want := range map[string]float64{
+		`netfwd_route_source_lag_seconds_count{source="fpm"}`:               2,
+		`netfwd_route_source_lag_seconds_sum{source="fpm"}`:                 0.203,
+		`netfwd_route_source_lag_seconds_bucket{source="fpm",le="0.005"}`:   1,
+		`netfwd_route_source_lag_seconds_bucket{source="fpm",le="0.25"}`:    2,
+		`netfwd_route_source_lag_seconds_bucket{source="kernel",le="10"}`:   0,
+		`netfwd_route_source_lag_seconds_bucket{source="kernel",le="+Inf"}`: 1,
+	} {
+		if got, ok := m[key]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}
 }
