@@ -597,6 +597,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.waitWorkers(d.ports.Load().gen)
 	if d.succ != nil {
 		d.finishTakeover(takeoverStart, time.Since(takeoverStart))
+		sdNotify(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
+	} else {
+		sdNotify("READY=1")
 	}
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
@@ -605,6 +608,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		d.log.Info("netfwd shutting down")
+		sdNotify("STOPPING=1")
 	case <-d.finish:
 		d.log.Info("netfwd shutting down: a new process took the ports over (hot restart)")
 	}
