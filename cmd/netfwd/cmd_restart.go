@@ -158,8 +158,9 @@ func successorCommand(pid int) (*exec.Cmd, error) {
 }
 
 // startInNetnsOf starts cmd in the network namespace of process pid (a
-// daemon started with `ip netns exec` lives in one): from a thread moved
-// there, which the child inherits; the thread is not given back to Go.
+// daemon started with `ip netns exec` lives in one) at nice 19: from a
+// thread moved there, whose namespace and priority the child inherits;
+// the thread is not given back to Go.
 func startInNetnsOf(pid int, cmd *exec.Cmd) error {
 	target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {
@@ -172,16 +173,23 @@ func startInNetnsOf(pid int, cmd *exec.Cmd) error {
 	}
 	defer self.Close()
 	same, err := sameFile(target, self)
-	if err != nil || same {
-		return cmd.Start()
+	if err != nil {
+		return err
 	}
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
+		// Never unlocked: the thread dies with its namespace and priority.
+		runtime.LockOSThread()
+		if !same {
+			if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+				errc <- err
+				return
+			}
 		}
+		// The successor prepares at nice 19 and takes the running daemon's
+		// priority when it takes over (internal/daemon/nice.go): its start
+		// must not take CPU from the forwarding it is about to replace.
+		unix.Setpriority(unix.PRIO_PROCESS, 0, 19)
 		errc <- cmd.Start()
 	}()
 	return <-errc

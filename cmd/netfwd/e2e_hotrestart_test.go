@@ -8,6 +8,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +32,7 @@ type udpCounter struct {
 	got     atomic.Uint64
 	dup     atomic.Uint64
 	maxGap  atomic.Int64 // ns between two arrivals, once the stream ran
+	gapEnd  atomic.Int64 // unix ns of the arrival that ended the longest gap
 	seen    []bool
 	stopped chan struct{}
 }
@@ -60,6 +62,7 @@ func startUDPCounter(t *testing.T, ns string, port int, max int) *udpCounter {
 			if !last.IsZero() {
 				if g := now.Sub(last).Nanoseconds(); g > c.maxGap.Load() {
 					c.maxGap.Store(g)
+					c.gapEnd.Store(now.UnixNano())
 				}
 			}
 			last = now
@@ -84,11 +87,13 @@ func (c *udpCounter) close() {
 	<-c.stopped
 }
 
-// startPacedUDP sends frames 0..total-1 (frame(seq)) from host h at rate
-// frames/s in batches; a batch the kernel takes only in part is sent on
-// from where it stopped, so every sequence number leaves exactly once. The
-// channel gets the outcome when all are sent.
-func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, frame func(seq uint64) []byte) <-chan error {
+// startPacedUDP sends frames 0..total-1 (template with the sequence
+// number in the first 8 bytes of the UDP payload) from host h at rate
+// frames/s (0: as fast as it goes) in batches; a batch the kernel takes only
+// in part is sent on from where it stopped, so every sequence number
+// leaves exactly once. sent counts them; the channel gets the outcome when
+// all are sent.
+func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, template []byte, sent *atomic.Uint64, stop *atomic.Bool) <-chan error {
 	t.Helper()
 	var port *pktio.Port
 	err := pktio.InNetns(h.NS, func() error {
@@ -108,19 +113,28 @@ func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, frame func(seq ui
 	done := make(chan error, 1)
 	go func() {
 		defer func() { txh.Close(); port.Shutdown(); port.Close() }()
-		const batch = 32
+		const batch = 64
 		start := time.Now()
+		bufs := make([][]byte, batch)
+		for i := range bufs {
+			bufs[i] = bytes.Clone(template)
+		}
 		frames := make([][]byte, 0, batch)
-		for seq := 0; seq < total; seq += batch {
-			due := start.Add(time.Duration(float64(seq) / float64(rate) * float64(time.Second)))
-			time.Sleep(time.Until(due))
+		for seq := 0; seq < total && (stop == nil || !stop.Load()); seq += batch {
+			if rate > 0 {
+				due := start.Add(time.Duration(float64(seq) / float64(rate) * float64(time.Second)))
+				time.Sleep(time.Until(due))
+			}
 			frames = frames[:0]
 			for i := seq; i < min(seq+batch, total); i++ {
-				frames = append(frames, frame(uint64(i)))
+				f := bufs[i-seq]
+				binary.BigEndian.PutUint64(f[14+28:], uint64(i)) // no UDP checksum: lab.UDPFrame leaves it 0
+				frames = append(frames, f)
 			}
 			for tries := 0; len(frames) > 0; tries++ {
 				n, err := txh.Send(frames, nil)
 				frames = frames[n:]
+				sent.Add(uint64(n))
 				if err != nil && tries > 1000 {
 					done <- fmt.Errorf("sender: %v", err)
 					return
@@ -151,11 +165,8 @@ func TestHotRestartNoLoss(t *testing.T) {
 	const total = rate * seconds
 	rx := startUDPCounter(t, e.host("b").NS, 9000, total+1000)
 	defer rx.close()
-	tx := startPacedUDP(t, e.host("a"), total, rate, func(seq uint64) []byte {
-		payload := make([]byte, 64-14-28)
-		binary.BigEndian.PutUint64(payload, seq)
-		return lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, payload)
-	})
+	var sent atomic.Uint64
+	tx := startPacedUDP(t, e.host("a"), total, rate, lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28)), &sent, nil)
 	pids := []int{e.daemonPid()}
 	for round := range 2 {
 		time.Sleep(1200 * time.Millisecond)
@@ -290,3 +301,90 @@ func processAlive(pid int) bool {
 
 // handoverPeerPid is the pid behind the handover socket of ctl.
 func handoverPeerPid(ctl string) (int, error) { return handoverPeer(handover.Path(ctl)) }
+
+// TestHotRestartRate measures a hot restart under load (a measurement for
+// docs/reliability.md, run by hand: NETFWD_HOTRESTART_RATE=frames/s, 0 for
+// as fast as the generator goes): 64-byte UDP from a to b for 3 s without
+// and 3 s with a hot restart 1 s in; for each window the frames sent, the
+// frames b's interface received (what the router forwarded), and the
+// difference of the losses in milliseconds of traffic.
+func TestHotRestartRate(t *testing.T) {
+	v := os.Getenv("NETFWD_HOTRESTART_RATE")
+	if v == "" {
+		t.Skip("a measurement: set NETFWD_HOTRESTART_RATE (frames/s, 0: the generator's maximum)")
+	}
+	rate, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := optimizedNetfwd(t)
+	e := newE2EExe(t, attackNet(), nil, exe, "--workers", "2")
+	e.pingOK("a", attackBIP, 63)
+	b := e.host("b")
+	// A bound socket (no ICMP port unreachable, nor ARP, from b) that
+	// times the arrivals.
+	rx := startUDPCounter(t, b.NS, 9000, 0)
+	defer rx.close()
+	aMAC, _ := net.ParseMAC(attackMACa)
+	template := lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28))
+	rxPackets := func() uint64 {
+		out := testenvRun(t, "ip", "-n", b.NS, "-j", "-s", "link", "show", "dev", b.Iface)
+		var ls []struct{ Stats64 struct{ Rx struct{ Packets uint64 } } }
+		if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
+			t.Fatalf("ip -s link: %v %q", err, out)
+		}
+		return ls[0].Stats64.Rx.Packets
+	}
+	window := func(restart bool) (sent, got uint64, d time.Duration) {
+		var n atomic.Uint64
+		var stop atomic.Bool
+		rx0 := rxPackets()
+		t0 := time.Now()
+		total := 1 << 30
+		if rate > 0 {
+			total = rate * 3
+		}
+		done := startPacedUDP(t, e.host("a"), total, rate, template, &n, &stop)
+		time.Sleep(100 * time.Millisecond)
+		rx.maxGap.Store(0) // the silence between the windows is not the router's
+		if restart {
+			time.Sleep(time.Second)
+			e.hotRestart()
+		}
+		if rate == 0 {
+			time.Sleep(time.Until(t0.Add(3 * time.Second)))
+			stop.Store(true)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		d = time.Since(t0)
+		time.Sleep(300 * time.Millisecond)
+		return n.Load(), rxPackets() - rx0, d
+	}
+	sA, gA, dA := window(false)
+	gapA := rx.maxGap.Swap(0)
+	sB, gB, dB := window(true)
+	t.Logf("longest silence at b: %.1f ms without a restart, %.1f ms with one, ending %s", float64(gapA)/1e6, float64(rx.maxGap.Load())/1e6,
+		time.Unix(0, rx.gapEnd.Load()).UTC().Format("15:04:05.000"))
+	for _, l := range strings.Split(e.stderr.String(), "\n") {
+		if strings.Contains(l, "hot restart") || strings.Contains(l, "shutting down") || strings.Contains(l, "stopped") || strings.Contains(l, "running") {
+			t.Log(l)
+		}
+	}
+	lossA, lossB := int64(sA)-int64(gA), int64(sB)-int64(gB)
+	perMs := float64(sB) / float64(dB.Milliseconds())
+	t.Logf("rate %s: without restart sent %d in %v (%.0f kpps), router delivered %d (%.0f kpps), lost %d; with a hot restart sent %d in %v, delivered %d, lost %d; extra loss %d frames = %.2f ms of traffic; %s",
+		v, sA, dA.Round(time.Millisecond), float64(sA)/dA.Seconds()/1e3, gA, float64(gA)/dA.Seconds()/1e3, lossA,
+		sB, dB.Round(time.Millisecond), gB, lossB, lossB-lossA, float64(lossB-lossA)/perMs, takeoverGaps(e.stderr.String()))
+}
+
+// testenvRun runs a command and returns its output (fatal on error).
+func testenvRun(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	return string(out)
+}

@@ -170,6 +170,7 @@ func (s handoverSource) Resume() {
 }
 
 func (s handoverSource) Finish() {
+	setProcessNice(niceIdle) // the shutdown must not take CPU from the successor's workers (nice.go)
 	s.d.handedOver.Store(true)
 	s.d.finishOnce.Do(func() { close(s.d.finish) })
 }
@@ -336,6 +337,11 @@ func sameAddr(have, want string) bool {
 // takeOver pauses the running daemon and continues its rings; Run calls it
 // right before the workers start, and finish once they forward.
 func (d *Daemon) takeOver() (time.Time, error) {
+	// The predecessor's priority from now on (nice.go): this process
+	// forwards next.
+	if nice, err := processNice(d.succ.prep.PID); err == nil {
+		setProcessNice(nice)
+	}
 	t0 := time.Now()
 	paused, err := d.succ.cl.Pause()
 	if err != nil {
