@@ -164,6 +164,9 @@ func parseCommand(cmd *Command, w *words) error {
 	case "monitor":
 		cmd.Query, err = parseMonitor(w, monitorObjects)
 		return err
+	case "capture":
+		cmd.Query, err = parseCapture(w)
+		return err
 	case "route":
 		return parseRoute(cmd, w)
 	case "address":
