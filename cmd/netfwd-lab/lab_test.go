@@ -1,6 +1,6 @@
 package main
 
-// `netfwd lab` end to end: it runs its checks and passes them, leaves
+// `netfwd-lab` end to end: it runs its checks and passes them, leaves
 // nothing behind (namespaces, control socket), cleans up on Ctrl-C at any
 // point, and without root says so and points to `netfwd replay`.
 
@@ -13,12 +13,40 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/testenv"
 )
+
+// TestMain lets the test binary be netfwd-lab itself: with
+// NETFWD_TEST_MAIN=1 it runs the command instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("NETFWD_TEST_MAIN") == "1" {
+		os.Exit(runLab(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
 
 var rePrefix = regexp.MustCompile(`namespace (nf[0-9a-f]{6})-h1`)
 
@@ -45,7 +73,7 @@ func labLeftovers(t *testing.T, prefix string) []string {
 func runLabOK(t *testing.T, args ...string) (text, prefix string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := dispatch(append([]string{"lab"}, args...), strings.NewReader(""), &out, &errb)
+	code := runLab(args, strings.NewReader(""), &out, &errb)
 	text = out.String()
 	if code != 0 {
 		t.Errorf("netfwd lab %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, text, errb.String())
@@ -91,7 +119,7 @@ func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *syncBuff
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, append([]string{"lab"}, args...)...)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -223,11 +251,11 @@ func TestLabWithoutRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "netfwd")
+	bin := filepath.Join(dir, "netfwd-lab")
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "lab")
+	cmd := exec.Command(bin)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
