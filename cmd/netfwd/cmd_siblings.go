@@ -18,9 +18,13 @@ import (
 
 func init() {
 	register(command{name: "lab", usage: "[ARGS]   (runs netfwd-lab: sudo go run ./cmd/netfwd-lab)",
-		run: func(args []string, _ io.Reader, _, stderr io.Writer) int { return execSibling("netfwd-lab", args, stderr) }})
+		run: func(args []string, _ io.Reader, _, stderr io.Writer) int {
+			return execSibling("netfwd-lab", args, stderr)
+		}})
 	register(command{name: "bench", usage: "SUITE [ARGS]   (runs netfwd-bench: go run ./cmd/netfwd-bench SUITE)",
-		run: func(args []string, _ io.Reader, _, stderr io.Writer) int { return execSibling("netfwd-bench", args, stderr) }})
+		run: func(args []string, _ io.Reader, _, stderr io.Writer) int {
+			return execSibling("netfwd-bench", args, stderr)
+		}})
 }
 
 // siblingPath finds the command name next to this executable, then in PATH.
