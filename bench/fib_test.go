@@ -8,7 +8,7 @@ import (
 	"github.com/netfwd/netfwd/nexthop"
 )
 
-// go test -bench Lookup ./bench: the same cases as `netfwd bench fib`.
+// go test -bench Lookup ./bench: the same cases as `netfwd-bench fib`.
 func BenchmarkLookup(b *testing.B) {
 	s, err := NewFIBSetup(0, 1<<20)
 	if err != nil {

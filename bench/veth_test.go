@@ -30,7 +30,7 @@ func buildNetfwd(t *testing.T) {
 	}
 }
 
-// TestVethSuiteQuick runs `netfwd bench veth --quick` (root, trafgen) and
+// TestVethSuiteQuick runs `netfwd-bench veth --quick` (root, trafgen) and
 // checks its records: every forwarder measured in both set-ups (or, for
 // netfwd-afxdp on a daemon without --io, reported as not supported),
 // delivering frames at ratios that make sense, the loss check offered at

@@ -50,7 +50,7 @@ func (s xdpChildStats) diag() fwdDiag {
 	return fwdDiag{drops: s.Drops, fillEmpty: s.FillEmpty, sent: s.Sent, kicks: s.Kicks, kickAgain: s.KickAgain, waits: s.Waits, blocked: s.Blk}
 }
 
-// XDPForwarderMain is `netfwd bench-xdpfwd`: one of the veth suite's
+// XDPForwarderMain is `netfwd-bench bench-xdpfwd`: one of the veth suite's
 // AF_XDP forwarders as a process of its own (the suite starts it). It
 // returns the exit status.
 func XDPForwarderMain(args []string, stderr io.Writer) int {

@@ -67,7 +67,7 @@ func labLeftovers(t *testing.T, prefix string) []string {
 	return append(left, matches...)
 }
 
-// runLabOK runs `netfwd lab ARGS` in process: it must exit 0 and leave
+// runLabOK runs `netfwd-lab ARGS` in process: it must exit 0 and leave
 // nothing of its namespaces behind. It returns the output and the
 // namespace prefix.
 func runLabOK(t *testing.T, args ...string) (text, prefix string) {
@@ -111,7 +111,7 @@ func TestLabCommand(t *testing.T) {
 	}
 }
 
-// startLab runs `netfwd lab ARGS` as its own process and returns it with a
+// startLab runs `netfwd-lab ARGS` as its own process and returns it with a
 // reader of its standard output.
 func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *syncBuffer) {
 	t.Helper()
@@ -164,7 +164,7 @@ func readUntil(t *testing.T, r *bufio.Reader, want string) string {
 	return b.String()
 }
 
-// TestLabBGP runs `netfwd lab --bgp`: FRR and BIRD in-band through the host
+// TestLabBGP runs `netfwd-lab --bgp`: FRR and BIRD in-band through the host
 // path, routes over FPM, a ping into a learned prefix, a withdrawal; and
 // nothing left behind (namespaces, twins go with them, daemons stopped).
 func TestLabBGP(t *testing.T) {

@@ -1,6 +1,6 @@
 package lab
 
-// The demo behind `netfwd lab`: build the standard network, start netfwd on
+// The demo behind `netfwd-lab`: build the standard network, start netfwd on
 // it in-process, show that it works (pings within and between VLANs and out
 // of the uplink, ARP on both sides, MAC learning, TTL expiry, unreachables,
 // a throughput run, the counters), say where everything is, optionally stay
