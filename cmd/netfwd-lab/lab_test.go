@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,24 +27,6 @@ func TestMain(m *testing.M) {
 		os.Exit(runLab(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var rePrefix = regexp.MustCompile(`namespace (nf[0-9a-f]{6})-h1`)
@@ -112,8 +93,9 @@ func TestLabCommand(t *testing.T) {
 }
 
 // startLab runs `netfwd-lab ARGS` as its own process and returns it with a
-// reader of its standard output.
-func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *syncBuffer) {
+// reader of its standard output, and its standard error (to read once
+// cmd.Wait returned: exec's copier is done then).
+func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -121,7 +103,7 @@ func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *syncBuff
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
-	stderr := &syncBuffer{}
+	stderr := &bytes.Buffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
