@@ -1,4 +1,4 @@
-// Package bench holds the benchmark suites behind `netfwd bench SUITE`.
+// Package bench holds the benchmark suites behind `netfwd-bench SUITE`.
 //
 // Flow: cmd/netfwd looks a suite up by name (Lookup), calls its Run with the
 // options, and prints the records it returns (text table or one JSON array).
@@ -85,7 +85,7 @@ func (o *Options) Normalize() {
 // Suite is a named benchmark suite.
 type Suite struct {
 	Name string
-	// Doc is one line for `netfwd bench -h`.
+	// Doc is one line for `netfwd-bench -h`.
 	Doc string
 	// Root reports whether the suite needs root (network namespaces).
 	Root bool

@@ -7,8 +7,8 @@
 #
 # It builds the bench package's test binary and runs TestCallgrindPipeline
 # (bench/callgrind_test.go: 50,000 routes of the full table, a warm-up, then
-# 65,536 frames of 64 bytes, each copied from its template as in `netfwd
-# bench pipeline`) under valgrind. Callgrind dumps its counters on entering
+# 65,536 frames of 64 bytes, each copied from its template as in `netfwd-bench
+# pipeline`) under valgrind. Callgrind dumps its counters on entering
 # callgrindStart and callgrindStop; the second dump is the frames' count,
 # everything the process ran in between (the scheduler's few instructions
 # included), divided by the frames. NETFWD_CALLGRIND_FRAMES changes the frame

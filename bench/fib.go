@@ -21,12 +21,13 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/gaissmai/bart"
 	"github.com/netfwd/netfwd/fib"
+	"github.com/netfwd/netfwd/fib/dir24"
 	"github.com/netfwd/netfwd/internal/apply"
-	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/internal/fulltable"
 	"github.com/netfwd/netfwd/nexthop"
 )
@@ -128,7 +129,7 @@ func rawTries(f *fib.FIB) (*bart.Fast[*nexthop.Nexthop], *bart.Table[*nexthop.Ne
 	// effective values.
 	eff := map[netip.Prefix]*nexthop.Nexthop{}
 	var order []netip.Prefix
-	for p, nh := range fibbench.Merged(f) {
+	for p, nh := range mergedView(f) {
 		eff[p] = nh
 	}
 	for _, id := range []uint32{fib.TableLocal, fib.TableMain} {
@@ -162,12 +163,13 @@ var (
 	sinkIdx uint32
 )
 
-// indexCase measures the compiled FIB's compact answer, the nexthop index,
-// for destinations as the datapath holds them (uint32 from the header).
-func indexCase(f *fib.FIB, probes []netip.Addr) func(n int) {
+// indexCase measures the compiled structure's compact answer, the nexthop
+// index, for destinations as the datapath holds them (uint32 from the
+// header): table is the structure a compiled FIB builds from its merged
+// trie (compiledTable), loaded through an atomic pointer as FIB lookups do.
+func indexCase(table *atomic.Pointer[dir24.Table], probes []netip.Addr) func(n int) {
 	dsts := hostOrder(probes)
 	mask := len(dsts) - 1
-	table := fibbench.Compiled(f) // what FIB lookups load the table through
 	return func(n int) {
 		var last uint32
 		for i := range n {
@@ -253,7 +255,7 @@ func runFIB(o Options) ([]Record, error) {
 		Extra: map[string]any{"seconds": took.Seconds(), "bytes_per_route": perRoute}})
 	f = nil
 
-	crecs, cfib, err := compiledRecords(o, s, routes)
+	crecs, cfib, ctable, err := compiledRecords(o, s, routes)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +289,7 @@ func runFIB(o Options) ([]Record, error) {
 		if probe == "hot" {
 			ps = []netip.Addr{s.Hot}
 		}
-		cases = append(cases, lcase{"compiled", probe, "", indexCase(cfib, ps)},
+		cases = append(cases, lcase{"compiled", probe, "", indexCase(ctable, ps)},
 			lcase{"compiled-nexthop", probe, "", lookupCase(cfib.Lookup, ps)},
 			lcase{"compiled-batch", probe, "", compiledBatchCase(cfib, ps)})
 	}

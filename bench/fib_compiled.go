@@ -7,14 +7,15 @@ package bench
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gaissmai/bart"
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/fib/dir24"
-	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/nexthop"
 	"github.com/netfwd/netfwd/wire"
 )
@@ -53,12 +54,13 @@ func compiledBatchCase(f *fib.FIB, probes []netip.Addr) func(n int) {
 }
 
 // compiledRecords measures the compiled structure's build, memory and
-// update latencies, and returns the compiled FIB for the lookup cases.
-func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, error) {
+// update latencies, and returns the compiled FIB and the structure built
+// from its merged trie (compiledTable) for the lookup cases.
+func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, *atomic.Pointer[dir24.Table], error) {
 	start := time.Now()
 	f, err := s.BuildCompiledFIB()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	o.Log("compiled FIB loaded in %v", time.Since(start))
 	var recs []Record
@@ -68,13 +70,17 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 	for range 3 {
 		t0 := time.Now()
 		if _, err := dir24.Build(mergedIndices(f)); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if d := time.Since(t0); build == 0 || d < build {
 			build = d
 		}
 	}
-	st := fibbench.Compiled(f).Load().Stats()
+	table, err := compiledTable(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st := table.Load().Stats()
 	recs = append(recs, Record{Suite: "fib", Impl: "compiled-build", Params: map[string]any{"routes": routes},
 		NsOp: float64(build.Nanoseconds()) / float64(routes), Mops: float64(routes) / build.Seconds() / 1e6,
 		Extra: map[string]any{"seconds": build.Seconds(), "memory_mib": float64(st.Bytes()) / (1 << 20), "bytes_per_route": float64(st.Bytes()) / float64(routes)}})
@@ -84,7 +90,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 	// structure built from the full table (what a route change costs it).
 	c, err := dir24.Build(mergedIndices(f))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	mergedParent := mergedParents(f)
 	for _, bits := range []int{24, 8} {
@@ -98,12 +104,12 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 			parent, pnh, has := mergedParent(p)
 			t0 := time.Now()
 			if err := c.Set(p, 1); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			sets = append(sets, time.Since(t0))
 			t0 = time.Now()
 			if err := c.Delete(p, parent, pnh, has); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			dels = append(dels, time.Since(t0))
 		}
@@ -130,7 +136,7 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 			tx := f.Begin(1)
 			if err := tx.AddRoute(spec); err != nil {
 				tx.Abort()
-				return nil, nil, fmt.Errorf("update %s: %w", p, err)
+				return nil, nil, nil, fmt.Errorf("update %s: %w", p, err)
 			}
 			tx.Commit()
 			adds = append(adds, time.Since(t0))
@@ -138,14 +144,14 @@ func compiledRecords(o Options, s *FIBSetup, routes int) ([]Record, *fib.FIB, er
 			tx = f.Begin(1)
 			if err := tx.DelRoute(spec); err != nil {
 				tx.Abort()
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			tx.Commit()
 			dels = append(dels, time.Since(t0))
 		}
 		recs = append(recs, latencyRecords(o, "fib-update", bits, routes, map[string][]time.Duration{"add": adds, "del": dels})...)
 	}
-	return recs, f, nil
+	return recs, f, table, nil
 }
 
 // updatePrefix is the i-th prefix of length bits (24 or 8) that the update
@@ -161,7 +167,7 @@ func updatePrefix(bits, i int) netip.Prefix {
 // each prefix with its nexthop's index.
 func mergedIndices(f *fib.FIB) iter.Seq2[netip.Prefix, uint32] {
 	return func(yield func(netip.Prefix, uint32) bool) {
-		for p, nh := range fibbench.Merged(f) {
+		for p, nh := range mergedView(f) {
 			v := uint32(0)
 			if nh != nil {
 				v = nh.Index
@@ -171,6 +177,52 @@ func mergedIndices(f *fib.FIB) iter.Seq2[netip.Prefix, uint32] {
 			}
 		}
 	}
+}
+
+// mergedView is the merged trie's content seen through the FIB's API: every
+// prefix of the local table, then every prefix of the main table not in
+// it, each with its best route's nexthop, sorted. That is the merged trie
+// for the suite's set-up, whose local routes are host and broadcast
+// routes (no main route is more specific than one) and which has no throw
+// routes or dead nexthops; TestMergedViewMatchesFIB checks it against the
+// FIB's lookups.
+func mergedView(f *fib.FIB) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
+	eff := map[netip.Prefix]*nexthop.Nexthop{}
+	for _, id := range []uint32{fib.TableLocal, fib.TableMain} {
+		for _, r := range f.Routes(id) {
+			if _, ok := eff[r.Prefix]; !ok { // routes are best first; local wins
+				eff[r.Prefix] = r.NH
+			}
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(eff), comparePrefix)
+	return func(yield func(netip.Prefix, *nexthop.Nexthop) bool) {
+		for _, p := range keys {
+			if !yield(p, eff[p]) {
+				return
+			}
+		}
+	}
+}
+
+func comparePrefix(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return a.Bits() - b.Bits()
+}
+
+// compiledTable builds the DIR-24-8 structure a compiled FIB keeps beside
+// its merged trie, from f's merged view, behind an atomic pointer as the
+// FIB loads it on every lookup.
+func compiledTable(f *fib.FIB) (*atomic.Pointer[dir24.Table], error) {
+	t, err := dir24.Build(mergedIndices(f))
+	if err != nil {
+		return nil, err
+	}
+	var p atomic.Pointer[dir24.Table]
+	p.Store(t)
+	return &p, nil
 }
 
 // mergedParents answers, for a prefix, the longest merged-trie prefix

@@ -8,7 +8,7 @@ import (
 	"github.com/netfwd/netfwd/nexthop"
 )
 
-// go test -bench Lookup ./bench: the same cases as `netfwd bench fib`.
+// go test -bench Lookup ./bench: the same cases as `netfwd-bench fib`.
 func BenchmarkLookup(b *testing.B) {
 	s, err := NewFIBSetup(0, 1<<20)
 	if err != nil {
@@ -151,4 +151,37 @@ func nhKey(nh *nexthop.Nexthop) string {
 		return "none"
 	}
 	return nh.String()
+}
+
+// TestMergedViewMatchesFIB: the suite's merged view (built from the FIB's
+// API, since the FIB's merged trie is not part of it) holds what the FIB
+// answers: the DIR-24-8 structure built from it gives every probe, and
+// every interface address and its neighbours, the index of the nexthop the
+// compiled FIB returns.
+func TestMergedViewMatchesFIB(t *testing.T) {
+	s, err := NewFIBSetup(50_000, 1<<14)
+	if err != nil {
+		t.Skip(err)
+	}
+	f, err := s.BuildCompiledFIB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := compiledTable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := append([]netip.Addr(nil), s.Random...)
+	for _, a := range s.Addrs {
+		probes = append(probes, a.Addr(), a.Addr().Next(), a.Masked().Addr())
+	}
+	for _, a := range probes {
+		want := uint32(0)
+		if nh := f.Lookup(a); nh != nil {
+			want = nh.Index
+		}
+		if got := table.Load().LookupAddr(a); got != want {
+			t.Fatalf("%s: merged view's index %d, FIB's nexthop index %d", a, got, want)
+		}
+	}
 }

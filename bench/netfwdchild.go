@@ -5,8 +5,7 @@ package bench
 // --ctl off`), so that its CPU time, threads and memory are its own and it
 // can be pinned like any process.
 //
-// The executable is NETFWD_BENCH_EXE when set (tests build netfwd there),
-// else this process's own executable (`netfwd bench veth`). A daemon that
+// The executable is the router's binary (netfwdExe, exes.go). A daemon that
 // does not know `--io` yet (flag error) runs AF_PACKET without the flag,
 // and AF_XDP is reported as not supported. NETFWD_CHILD_LOG=FILE appends
 // every child's output to FILE as well (its log lines, a panic), for
@@ -112,13 +111,6 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
-}
-
-func netfwdExe() (string, error) {
-	if e := os.Getenv("NETFWD_BENCH_EXE"); e != "" {
-		return e, nil
-	}
-	return os.Executable()
 }
 
 // startNetfwd runs netfwd with config in namespace ns on backend io

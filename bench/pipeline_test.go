@@ -6,7 +6,7 @@ import (
 	"github.com/netfwd/netfwd/internal/fulltable"
 )
 
-// go test -bench Pipeline ./bench: the cases of `netfwd bench pipeline`.
+// go test -bench Pipeline ./bench: the cases of `netfwd-bench pipeline`.
 func BenchmarkPipeline(b *testing.B) {
 	all, err := fulltable.Load()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // at tens of thousands of routes per second here.
 const bgpE2ETestRoutes = 20_000
 
-// `netfwd bench routes --quick --only bgp-e2e --routes 20000` (root, FRR,
+// `netfwd-bench routes --quick --only bgp-e2e --routes 20000` (root, FRR,
 // BIRD): one record whose times are all measured and ordered as they must
 // be, with netfwd's FIB and the kernel's table each holding every prefix
 // at the end, after netfwd's restart.

@@ -9,7 +9,7 @@ import (
 	"github.com/netfwd/netfwd/internal/fpm"
 )
 
-// go test -bench Routes ./bench: the loads of `netfwd bench routes`, one
+// go test -bench Routes ./bench: the loads of `netfwd-bench routes`, one
 // full table per iteration (-benchtime 1x is one load).
 func BenchmarkRoutes(b *testing.B) {
 	s, err := NewRoutesSetup(0)
@@ -90,7 +90,7 @@ func TestRoutesSuiteQuick(t *testing.T) {
 // checkPacedRecords: every paced stream was written at the offered rate
 // and applied whole; the lag is bounded loosely (the race detector and a
 // shared machine are no place for the targets, which docs/routes.md
-// reports from `netfwd bench routes`).
+// reports from `netfwd-bench routes`).
 func checkPacedRecords(t *testing.T, recs []Record, daemon bool) {
 	t.Helper()
 	want := []string{"fpm-paced-replay", "fpm-paced-first"}

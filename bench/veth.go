@@ -275,7 +275,7 @@ type xdpfwdVariant struct {
 
 // xdpfwdVariants parses NETFWD_BENCH_XDPFWD, the A/B knob of the AF_XDP
 // forwarders: "NAME=KIND ARGS...;..." adds a forwarder NAME (select it
-// with --only) running `netfwd bench-xdpfwd --impl KIND ARGS...`, e.g.
+// with --only) running `netfwd-bench bench-xdpfwd --impl KIND ARGS...`, e.g.
 // "refl-busy=reflector --busy-poll 1s;min-poll=minimal --poll".
 func xdpfwdVariants(env string) ([]xdpfwdVariant, error) {
 	var vs []xdpfwdVariant

@@ -14,19 +14,23 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-// buildNetfwd builds cmd/netfwd for the suite's child processes and points
-// NETFWD_BENCH_EXE at it (the test binary has no `run` command).
+// buildNetfwd builds cmd/netfwd and cmd/netfwd-bench for the suite's child
+// processes and points NETFWD_BENCH_EXE (`run`) and NETFWD_BENCH_SELF
+// (`bench-xdpfwd`) at them: the test binary has neither command.
 func buildNetfwd(t *testing.T) {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "netfwd")
-	out, err := exec.Command("go", "build", "-o", exe, "github.com/netfwd/netfwd/cmd/netfwd").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	dir := t.TempDir()
+	for _, c := range []struct{ name, env string }{{"netfwd", "NETFWD_BENCH_EXE"}, {"netfwd-bench", "NETFWD_BENCH_SELF"}} {
+		exe := filepath.Join(dir, c.name)
+		out, err := exec.Command("go", "build", "-o", exe, "github.com/netfwd/netfwd/cmd/"+c.name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+		t.Setenv(c.env, exe)
 	}
-	t.Setenv("NETFWD_BENCH_EXE", exe)
 }
 
-// TestVethSuiteQuick runs `netfwd bench veth --quick` (root, trafgen) and
+// TestVethSuiteQuick runs `netfwd-bench veth --quick` (root, trafgen) and
 // checks its records: every forwarder measured in both set-ups (or, for
 // netfwd-afxdp on a daemon without --io, reported as not supported),
 // delivering frames at ratios that make sense, the loss check offered at

@@ -2,7 +2,7 @@ package bench
 
 // xdpchild: the veth suite's I/O-only AF_XDP forwarders (the minimal one,
 // xdpminimal.go, and pktio's reflector, reflector.go) run as their own
-// process, `netfwd bench-xdpfwd`, like netfwd itself: pinned as a whole
+// process, `netfwd-bench bench-xdpfwd`, like netfwd itself: pinned as a whole
 // (every thread of it, not only the loop's), its CPU time its own, no
 // measurement loop or garbage collector of the benchmark beside it.
 //
@@ -11,7 +11,7 @@ package bench
 // it writes its counters (fwdDiag, with a sequence number) to the --stats
 // file (written beside and renamed, so a reader never sees half of it).
 //
-// Parent (startXDPChild): runs the executable (netfwdExe) pinned like a
+// Parent (startXDPChild): runs the bench executable (benchExe) pinned like a
 // netfwd child, waits for the line, reads the counters by signalling and
 // waiting for the next sequence number, stops it with SIGTERM.
 //
@@ -50,7 +50,7 @@ func (s xdpChildStats) diag() fwdDiag {
 	return fwdDiag{drops: s.Drops, fillEmpty: s.FillEmpty, sent: s.Sent, kicks: s.Kicks, kickAgain: s.KickAgain, waits: s.Waits, blocked: s.Blk}
 }
 
-// XDPForwarderMain is `netfwd bench-xdpfwd`: one of the veth suite's
+// XDPForwarderMain is `netfwd-bench bench-xdpfwd`: one of the veth suite's
 // AF_XDP forwarders as a process of its own (the suite starts it). It
 // returns the exit status.
 func XDPForwarderMain(args []string, stderr io.Writer) int {
@@ -195,11 +195,11 @@ type xdpChild struct {
 
 var xdpChildModeRE = regexp.MustCompile(`xdpfwd running mode=(.*)`)
 
-// startXDPChild runs `netfwd bench-xdpfwd --impl impl` forwarding from in
+// startXDPChild runs `netfwd-bench bench-xdpfwd --impl impl` forwarding from in
 // to out in namespace ns, pinned to cpu (cpu < 0: not pinned), with extra
 // arguments (knobs), and waits until it forwards.
 func startXDPChild(impl, ns, in, out string, nextHop net.HardwareAddr, cpu int, extra []string) (*xdpChild, error) {
-	exe, err := netfwdExe()
+	exe, err := benchExe()
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 
 	"github.com/netfwd/netfwd/fib/dir24"
-	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/nexthop"
 	"github.com/netfwd/netfwd/wire"
 )
@@ -115,32 +114,4 @@ func (f *FIB) lookupIndex4(dst wire.Addr4) uint32 {
 		return 0
 	}
 	return f.compiled.c.Load().Lookup(dst)
-}
-
-// The fib benchmark suite reads the merged trie and the compiled table,
-// and tests of writers watch the merged trie's changes, through
-// internal/fibbench: none of it is part of the FIB's API.
-func init() {
-	fibbench.Install(fibbench.Hooks{
-		Observe: func(f any, fn func(fibbench.Change)) {
-			f.(*FIB).observe(func(c commitInfo) {
-				if c.rebuild {
-					fn(fibbench.Change{Rebuild: true})
-					return
-				}
-				for _, m := range c.changes {
-					fn(fibbench.Change{Prefix: m.prefix, NH: m.nh, Deleted: m.deleted})
-				}
-			})
-		},
-		Merged: func(f any) iter.Seq2[netip.Prefix, *nexthop.Nexthop] {
-			return f.(*FIB).cur.Load().merged.all()
-		},
-		Compiled: func(f any) *atomic.Pointer[dir24.Table] {
-			if cs := f.(*FIB).compiled; cs != nil {
-				return &cs.c
-			}
-			return nil
-		},
-	})
 }

@@ -1,6 +1,8 @@
 // Command netfwd is the IPv4 router and VLAN-aware bridge: the daemon
 // (`netfwd run`), its offline tools (`route get`, `route show`, `replay`)
-// and its benchmarks (`netfwd bench`).
+// and, as their own commands, the lab (cmd/netfwd-lab) and the benchmarks
+// (cmd/netfwd-bench), which `netfwd lab` and `netfwd bench` run when
+// installed beside it.
 //
 // Flow: main looks the first argument up in the command table that the
 // cmd_*.go files fill from init, and hands it the remaining arguments.

@@ -99,4 +99,4 @@ func TestWorkerLoopAllocs(t *testing.T) {
 }
 
 // The daemon against Linux forwarding on the same topology is measured by
-// `netfwd bench veth` and BenchmarkVeth in package bench.
+// `netfwd-bench veth` and BenchmarkVeth in package bench.

@@ -6,13 +6,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
-	"github.com/netfwd/netfwd/internal/fibbench"
 	"github.com/netfwd/netfwd/internal/rtnl"
 	"github.com/netfwd/netfwd/internal/show"
 	"github.com/netfwd/netfwd/nexthop"
@@ -264,16 +264,34 @@ func TestReconnectSweep(t *testing.T) {
 	c.Close()
 	waitFor(t, "disconnect", func() bool { return !s.Stats().Connected.Load() })
 
-	var changes []fibbench.Change
-	var mu = make(chan struct{}, 1)
-	mu <- struct{}{}
-	fibbench.Observe(s.f, func(c fibbench.Change) {
-		<-mu
-		if !c.Rebuild {
-			changes = append(changes, c)
+	// The replayed routes must never change: their *Route objects stay the
+	// same, and a reader looking them up throughout the resync always gets
+	// the same nexthop (never none, never another object).
+	before := map[netip.Prefix]*fib.Route{}
+	for _, r := range s.f.Routes(fib.TableMain) {
+		before[r.Prefix] = r
+	}
+	probes := []netip.Addr{ip("10.1.0.1"), ip("10.2.0.1")}
+	want := []*nexthop.Nexthop{s.f.Lookup(probes[0]), s.f.Lookup(probes[1])}
+	stop := make(chan struct{})
+	readerErr := make(chan string, 1)
+	go func() {
+		defer close(readerErr)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for i, a := range probes {
+				if nh := s.f.Lookup(a); nh != want[i] {
+					readerErr <- fmt.Sprintf("%s looked up %v during the resync, want %v", a, nh, want[i])
+					return
+				}
+			}
+			runtime.Gosched()
 		}
-		mu <- struct{}{}
-	})
+	}()
 	c2 := s.dial(t)
 	s.send(t, c2, session(77, "10.1.0.0/16", "10.2.0.0/16"))
 	// Before the sweep the route not replayed still forwards.
@@ -286,11 +304,15 @@ func TestReconnectSweep(t *testing.T) {
 	waitFor(t, "second sweep", func() bool { return s.Stats().Sweeps.Load() == 2 })
 	wantRoutes(t, s.f, "10.1.0.0/16 via 192.0.2.1 dev eth0 proto bgp metric 20",
 		"10.2.0.0/16 via 192.0.2.1 dev eth0 proto bgp metric 20")
-	<-mu
-	if len(changes) != 1 || changes[0].Prefix != pfx("10.3.0.0/16") || !changes[0].Deleted {
-		t.Fatalf("merged changes during the resync: %+v (want only the sweep of 10.3.0.0/16)", changes)
+	close(stop)
+	if msg, ok := <-readerErr; ok {
+		t.Fatal(msg)
 	}
-	mu <- struct{}{}
+	for _, r := range s.f.Routes(fib.TableMain) {
+		if r != before[r.Prefix] {
+			t.Errorf("route %s replaced during the resync (want the same object: unchanged)", r.Prefix)
+		}
+	}
 	if s.Stats().SweptRoutes.Load() != 1 {
 		t.Fatalf("swept %d", s.Stats().SweptRoutes.Load())
 	}

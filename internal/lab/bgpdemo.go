@@ -1,6 +1,6 @@
 package lab
 
-// `netfwd lab --bgp`: the standard network with routing daemons. netfwd
+// `netfwd-lab --bgp`: the standard network with routing daemons. netfwd
 // runs with --host-path and --fpm; FRR (zebra with the FPM module, bgpd)
 // runs in the router namespace on the twins, BIRD on the isp announces
 // 198.18.0.0/24 .. 198.18.7.0/24 over eBGP. The session runs in-band

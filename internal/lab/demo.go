@@ -1,6 +1,6 @@
 package lab
 
-// The demo behind `netfwd lab`: build the standard network, start netfwd on
+// The demo behind `netfwd-lab`: build the standard network, start netfwd on
 // it in-process, show that it works (pings within and between VLANs and out
 // of the uplink, ARP on both sides, MAC learning, TTL expiry, unreachables,
 // a throughput run, the counters), say where everything is, optionally stay
@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -173,17 +174,28 @@ func RunDemo(ctx context.Context, o DemoOptions) (rep *DemoReport, err error) {
 
 func (d *demo) printf(format string, a ...any) { fmt.Fprintf(d.w, format, a...) }
 
-// selfCommand is how the user calls netfwd: the binary's path, or
-// `go run ./cmd/netfwd` when running from a go run build.
+// selfCommand is how the user calls the router binary (the lab is its own
+// command, cmd/netfwd-lab): `netfwd` when it is the one in PATH, the netfwd
+// next to this binary, or `go run ./cmd/netfwd` when running from a go run
+// build or no netfwd is installed.
 func selfCommand() string {
 	exe, err := os.Executable()
 	if err != nil || strings.Contains(exe, "go-build") || strings.HasSuffix(exe, ".test") {
 		return "go run ./cmd/netfwd"
 	}
-	if p, err := exec.LookPath("netfwd"); err == nil && p == exe {
+	sibling := filepath.Join(filepath.Dir(exe), "netfwd")
+	if p, err := exec.LookPath("netfwd"); err == nil && (p == sibling || !fileExists(sibling)) {
 		return "netfwd"
 	}
-	return exe
+	if fileExists(sibling) {
+		return sibling
+	}
+	return "go run ./cmd/netfwd"
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }
 
 // printTopology draws the network with the real namespace names, the

@@ -3,7 +3,7 @@ package lab
 // Hand-built Ethernet frames for the emulated hosts (RawHost) and for
 // malformed-frame injection: ARP, ICMP echo and UDP over IPv4, optionally
 // with one 802.1Q tag, and a parser that reads them back. Written by hand
-// rather than with gopacket because `netfwd lab` and the benchmark use them
+// rather than with gopacket because `netfwd-lab` and the benchmark use them
 // outside tests; every field is set explicitly so a test can break exactly
 // one of them.
 //

@@ -6,7 +6,7 @@ package lab
 // addresses on the bridges and routed ports, ip_forward on, and the extra
 // config lines run as `ip` commands (netfwd's config syntax is
 // iproute2's). It is the reference the end-to-end tests hold netfwd
-// against, and the baseline of `netfwd bench`. Trunks cannot be built:
+// against, and the baseline of `netfwd-bench`. Trunks cannot be built:
 // this kernel has neither 802.1Q devices nor bridge VLAN filtering.
 //
 // Locking: none.

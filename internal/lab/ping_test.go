@@ -3,7 +3,7 @@ package lab
 // The lab's tools checked against Linux itself: the standard network with
 // the Linux kernel as the router (LinuxRouter), pinged with iputils ping and
 // with the Go pinger. Both must see the same replies and the same ICMP
-// errors from the same addresses, so the Go fallback `netfwd lab` uses on
+// errors from the same addresses, so the Go fallback `netfwd-lab` uses on
 // machines without ping reports what ping would.
 
 import (

@@ -1,6 +1,6 @@
 package lab
 
-// The standard lab network of `netfwd lab` and of most end-to-end tests:
+// The standard lab network of `netfwd-lab` and of most end-to-end tests:
 //
 //	h1 10.0.10.11 ──eth1─┐                       ┌─eth0── isp 203.0.113.1
 //	h2 10.0.10.12 ──eth2─┤ br0: VLAN 10 (vlan10)  │        lo 198.51.100.1

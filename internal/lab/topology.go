@@ -1,7 +1,7 @@
 // Package lab builds small networks of real Linux hosts around netfwd: one
 // network namespace per host, veth pairs to a router namespace, and the
 // netfwd configuration that makes the router namespace's ends its ports.
-// `netfwd lab`, the end-to-end tests and `netfwd bench veth` build on it.
+// `netfwd-lab`, the end-to-end tests and `netfwd-bench veth` build on it.
 //
 // Flow: a Spec names the bridge's VLANs (each with its VLAN interface and
 // address), the hosts (access hosts on a VLAN, uplink hosts on a routed

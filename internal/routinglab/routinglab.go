@@ -2,7 +2,7 @@
 // "feed" namespace announces prefixes over eBGP to a router namespace,
 // where FRR (zebra with the FPM module, bgpd) or BIRD with its kernel
 // protocol learns them. The end-to-end route tests (cmd/netfwd) and
-// `netfwd bench routes` (case bgp-e2e) build on it; netfwd itself is
+// `netfwd-bench routes` (case bgp-e2e) build on it; netfwd itself is
 // started by the caller, in the router namespace, with `--fpm FPMAddr` or
 // `--mirror-kernel`.
 package routinglab

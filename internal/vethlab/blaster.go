@@ -1,9 +1,9 @@
 package vethlab
 
 // Blaster and Sink: a built-in AF_PACKET traffic generator and counting
-// receiver for the tests and `netfwd lab`: 64-byte UDP/IPv4 frames at the
+// receiver for the tests and `netfwd-lab`: 64-byte UDP/IPv4 frames at the
 // highest rate one goroutine can push through a pktio.Tx (TX ring), and a
-// ring-based counter that recognises them. (`netfwd bench veth` uses
+// ring-based counter that recognises them. (`netfwd-bench veth` uses
 // trafgen instead: one goroutine cannot outrun a forwarder.)
 //
 // Frames: Ethernet (optionally one 802.1Q tag) + IPv4 + UDP, checksum 0 (no

@@ -2,7 +2,7 @@
 // throw-away network namespaces joined by veth pairs (Lab), the
 // two-namespace forwarding topology with its Linux baselines (Topology), and
 // a built-in AF_PACKET traffic generator and counter (Blaster, Sink). None
-// of it is on the datapath; `netfwd lab`, `netfwd bench veth` and the
+// of it is on the datapath; `netfwd-lab`, `netfwd-bench veth` and the
 // namespace tests build on it.
 package vethlab
 

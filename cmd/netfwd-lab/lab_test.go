@@ -1,6 +1,6 @@
 package main
 
-// `netfwd lab` end to end: it runs its checks and passes them, leaves
+// `netfwd-lab` end to end: it runs its checks and passes them, leaves
 // nothing behind (namespaces, control socket), cleans up on Ctrl-C at any
 // point, and without root says so and points to `netfwd replay`.
 
@@ -19,6 +19,15 @@ import (
 
 	"github.com/netfwd/netfwd/internal/testenv"
 )
+
+// TestMain lets the test binary be netfwd-lab itself: with
+// NETFWD_TEST_MAIN=1 it runs the command instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("NETFWD_TEST_MAIN") == "1" {
+		os.Exit(runLab(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 var rePrefix = regexp.MustCompile(`namespace (nf[0-9a-f]{6})-h1`)
 
@@ -39,13 +48,13 @@ func labLeftovers(t *testing.T, prefix string) []string {
 	return append(left, matches...)
 }
 
-// runLabOK runs `netfwd lab ARGS` in process: it must exit 0 and leave
+// runLabOK runs `netfwd-lab ARGS` in process: it must exit 0 and leave
 // nothing of its namespaces behind. It returns the output and the
 // namespace prefix.
 func runLabOK(t *testing.T, args ...string) (text, prefix string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := dispatch(append([]string{"lab"}, args...), strings.NewReader(""), &out, &errb)
+	code := runLab(args, strings.NewReader(""), &out, &errb)
 	text = out.String()
 	if code != 0 {
 		t.Errorf("netfwd lab %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, text, errb.String())
@@ -83,17 +92,18 @@ func TestLabCommand(t *testing.T) {
 	}
 }
 
-// startLab runs `netfwd lab ARGS` as its own process and returns it with a
-// reader of its standard output.
-func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *syncBuffer) {
+// startLab runs `netfwd-lab ARGS` as its own process and returns it with a
+// reader of its standard output, and its standard error (to read once
+// cmd.Wait returned: exec's copier is done then).
+func startLab(t *testing.T, args ...string) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, append([]string{"lab"}, args...)...)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
-	stderr := &syncBuffer{}
+	stderr := &bytes.Buffer{}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
@@ -136,7 +146,7 @@ func readUntil(t *testing.T, r *bufio.Reader, want string) string {
 	return b.String()
 }
 
-// TestLabBGP runs `netfwd lab --bgp`: FRR and BIRD in-band through the host
+// TestLabBGP runs `netfwd-lab --bgp`: FRR and BIRD in-band through the host
 // path, routes over FPM, a ping into a learned prefix, a withdrawal; and
 // nothing left behind (namespaces, twins go with them, daemons stopped).
 func TestLabBGP(t *testing.T) {
@@ -223,11 +233,11 @@ func TestLabWithoutRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "netfwd")
+	bin := filepath.Join(dir, "netfwd-lab")
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "lab")
+	cmd := exec.Command(bin)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

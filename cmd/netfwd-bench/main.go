@@ -1,8 +1,14 @@
-package main
-
-// `netfwd bench SUITE [--json] [--quick] [--cpuprofile FILE]`: runs one of the
+// Command netfwd-bench runs the benchmark suites:
+// `netfwd-bench SUITE [--json] [--quick] [--cpuprofile FILE]` runs one of the
 // suites registered in package bench and prints its records, as a text table
-// or as one JSON array (the design notes' record format).
+// or as one JSON array (the design notes' record format). `netfwd bench`
+// runs it when the binary sits next to netfwd. It is its own command so that
+// the router's binary links none of the benchmarks (docs/architecture.md).
+//
+// `netfwd-bench bench-xdpfwd ...` is internal: an AF_XDP forwarder of suite
+// veth as its own process (bench.XDPForwarderMain); the suites start the
+// router itself as `netfwd run` (bench.netfwdExe finds or builds it).
+package main
 
 import (
 	"encoding/json"
@@ -17,23 +23,20 @@ import (
 	"github.com/netfwd/netfwd/bench"
 )
 
-func init() {
-	register(command{
-		name:  "bench",
-		usage: "SUITE [--json] [--quick] [--cpuprofile FILE] [--only IMPLS] [--setup SETUPS] [--rounds N] [--frames N] [--routes N] [--saturation-only]   suites: " + strings.Join(bench.Names(), ", "),
-		run:   runBench,
-	})
-	register(command{
-		name:  "bench-xdpfwd",
-		usage: "--impl minimal|reflector ...   (internal: an AF_XDP forwarder of `bench veth` as its own process)",
-		run: func(args []string, _ io.Reader, _, stderr io.Writer) int {
-			return bench.XDPForwarderMain(args, stderr)
-		},
-	})
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	defer bench.RemoveBuilt()
+	if len(args) > 0 && args[0] == "bench-xdpfwd" {
+		return bench.XDPForwarderMain(args[1:], stderr)
+	}
+	return runBench(args, stdout, stderr)
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("netfwd-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array of records")
 	quick := fs.Bool("quick", false, "small inputs and short measurements (smoke test)")
@@ -44,6 +47,10 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	frames := fs.Uint64("frames", 0, "frames per measurement (0: the suite's)")
 	routes := fs.Int("routes", 0, "routes: prefixes of the full table (0: the suite's)")
 	satOnly := fs.Bool("saturation-only", false, "veth: skip loss at 50%, soak and TCP")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: netfwd-bench SUITE [flags]   suites: %s\n", strings.Join(bench.Names(), ", "))
+		fs.PrintDefaults()
+	}
 	// Accept the suite name before or after the flags.
 	var suite string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -57,24 +64,24 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	s, ok := bench.Lookup(suite)
 	if !ok {
-		fmt.Fprintf(stderr, "netfwd bench: unknown suite %q (have: %s)\n", suite, strings.Join(bench.Names(), ", "))
+		fmt.Fprintf(stderr, "netfwd-bench: unknown suite %q (have: %s)\n", suite, strings.Join(bench.Names(), ", "))
 		return 2
 	}
 	if s.Root && os.Geteuid() != 0 {
-		fmt.Fprintf(stderr, "netfwd bench %s: needs root (network namespaces)\n", suite)
+		fmt.Fprintf(stderr, "netfwd-bench %s: needs root (network namespaces)\n", suite)
 		return 1
 	}
 	env := bench.CurrentEnv()
-	fmt.Fprintf(stderr, "# netfwd bench %s: %s\n", suite, env)
+	fmt.Fprintf(stderr, "# netfwd-bench %s: %s\n", suite, env)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
-			fmt.Fprintln(stderr, "netfwd bench:", err)
+			fmt.Fprintln(stderr, "netfwd-bench:", err)
 			return 1
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "netfwd bench:", err)
+			fmt.Fprintln(stderr, "netfwd-bench:", err)
 			return 1
 		}
 		defer pprof.StopCPUProfile()
@@ -86,7 +93,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	opts.Normalize()
 	recs, err := s.Run(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "netfwd bench %s: %v\n", suite, err)
+		fmt.Fprintf(stderr, "netfwd-bench %s: %v\n", suite, err)
 		return 1
 	}
 	for i := range recs {
@@ -95,7 +102,7 @@ func runBench(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *asJSON {
 		b, err := json.Marshal(recs)
 		if err != nil {
-			fmt.Fprintln(stderr, "netfwd bench:", err)
+			fmt.Fprintln(stderr, "netfwd-bench:", err)
 			return 1
 		}
 		fmt.Fprintln(stdout, string(b))

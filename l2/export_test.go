@@ -1,17 +1,18 @@
 package l2
 
-// The fdb benchmark suite's view of an FDB (internal/fdbbench): one FDB
-// outside any bridge, driven through the datapath's own learn and lookup
-// functions.
+// Internals exported to l2's external tests (as net/netip's export_test.go
+// does): the fdb benchmark (fdb_bench_test.go, suite fdb of netfwd-bench)
+// drives one FDB outside any bridge through the datapath's own learn and
+// lookup functions, which are no part of l2's API.
 
-import (
-	"github.com/netfwd/netfwd/internal/fdbbench"
-	"github.com/netfwd/netfwd/wire"
-)
+import "github.com/netfwd/netfwd/wire"
 
-func init() {
-	fdbbench.Install(func(maxLearned uint32) fdbbench.Table { return newFDBLearner(maxLearned) })
-}
+// FDBLearner is an FDB with one port-VLAN to learn on.
+type FDBLearner = fdbLearner
+
+// NewFDBLearner returns an empty FDB with the bridge-wide learned-entry
+// limit maxLearned (0: DefaultFDBMaxLearned).
+func NewFDBLearner(maxLearned uint32) *FDBLearner { return newFDBLearner(maxLearned) }
 
 // fdbLearner is an FDB with one port-VLAN to learn on.
 type fdbLearner struct {

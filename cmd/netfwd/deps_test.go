@@ -1,0 +1,90 @@
+package main
+
+// The router's binary links no benchmark or lab code, and the datapath
+// packages import no test scaffolding (docs/architecture.md, "What the
+// router links"). go list -deps without -test: test files never link into
+// the binary, so cmd/netfwd's tests may use the lab.
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// scaffolding are the packages that exist only for benchmarks, labs and
+// tests.
+var scaffolding = []string{
+	"bench",
+	"internal/lab", "internal/vethlab", "internal/routinglab",
+	"internal/fulltable", "internal/fibbench", "internal/fdbbench",
+	"internal/race", "internal/testenv",
+}
+
+// moduleDeps returns the module's packages that pkgs link (go list -deps).
+func moduleDeps(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	const module = "github.com/netfwd/netfwd/"
+	cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("go list: %v", err) // no go tool: nothing to check
+	}
+	var deps []string
+	for _, line := range strings.Fields(string(out)) {
+		if p, ok := strings.CutPrefix(line, module); ok {
+			deps = append(deps, p)
+		}
+	}
+	return deps
+}
+
+// isScaffolding: one of the packages above, or any package of the module
+// named like a benchmark or a lab.
+func isScaffolding(p string) bool {
+	for _, s := range scaffolding {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	last := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.Contains(last, "bench") || strings.HasSuffix(last, "lab")
+}
+
+func TestRouterLinksNoBench(t *testing.T) {
+	deps := moduleDeps(t, "./cmd/netfwd")
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps ./cmd/netfwd: only %v", deps)
+	}
+	for _, p := range deps {
+		if isScaffolding(p) {
+			t.Errorf("the router's binary (cmd/netfwd) links %s", p)
+		}
+	}
+}
+
+// The datapath packages (and their dependencies) import no test
+// scaffolding: no benchmark hooks installed from init.
+func TestDatapathImportsNoScaffolding(t *testing.T) {
+	for _, pkg := range []string{"./wire", "./nexthop", "./fib", "./fib/dir24", "./neigh", "./l2", "./l3"} {
+		for _, p := range moduleDeps(t, pkg) {
+			if isScaffolding(p) || (strings.HasPrefix(p, "internal/") && p != "internal/hashindex") {
+				t.Errorf("%s links %s", pkg, p)
+			}
+		}
+	}
+}
+
+// The scaffolding check itself knows the packages it guards against.
+func TestIsScaffolding(t *testing.T) {
+	for _, p := range []string{"bench", "internal/lab", "internal/fdbbench", "internal/testenv", "cmd/netfwd-bench", "cmd/netfwd-lab", "internal/newbench"} {
+		if !isScaffolding(p) {
+			t.Errorf("%s not recognised", p)
+		}
+	}
+	for _, p := range []string{"l2", "fib", "internal/daemon", "internal/hashindex", "cmd/netfwd"} {
+		if isScaffolding(p) {
+			t.Errorf("%s taken for scaffolding", p)
+		}
+	}
+}
