@@ -101,7 +101,16 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	status, err := ctlsock.Stream(sock, lines, asJSON, stdout)
+	var status int
+	var notes []string
+	if isCapture(lines) {
+		status, notes, err = streamCapture(sock, lines, stdout)
+	} else {
+		status, err = ctlsock.Stream(sock, lines, asJSON, stdout)
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stderr, n)
+	}
 	if err != nil {
 		if ctlsock.IsRequestError(err) {
 			fmt.Fprintln(stderr, err)
@@ -120,4 +129,31 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return status // non-zero when a query's answer is a failure, as ip exits
+}
+
+// isCapture: the request is one `capture` line, whose answer is pcap.
+func isCapture(lines []string) bool {
+	if len(lines) != 1 {
+		return false
+	}
+	f := strings.Fields(lines[0])
+	return len(f) > 0 && len(f[0]) >= 3 && strings.HasPrefix("capture", f[0])
+}
+
+// streamCapture runs a capture and writes its pcap to stdout as it comes
+// (decoded from the answer's base64 lines, ctlsock/binary.go).
+func streamCapture(sock string, lines []string, stdout io.Writer) (int, []string, error) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := ctlsock.BinaryDecoder(stdout, pr)
+		pr.CloseWithError(err) // a reader that stopped (tcpdump exited) ends the stream
+		done <- err
+	}()
+	status, notes, err := ctlsock.StreamNotes(sock, lines, false, pw)
+	pw.Close()
+	if derr := <-done; err == nil && derr != nil {
+		err = derr
+	}
+	return status, notes, err
 }

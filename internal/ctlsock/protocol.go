@@ -33,6 +33,9 @@ type Response struct {
 	// Status is the exit status of the request's queries (server.go): 0,
 	// or that of a query answered with a failure.
 	Status int `json:"status,omitempty"`
+	// Notes are for the client's stderr, beside an answer that is data
+	// (capture: what was captured and dropped).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // responseWriter writes one Response as a stream: Write appends to the
@@ -42,7 +45,8 @@ type responseWriter struct {
 	started bool
 	carry   []byte // the start of a UTF-8 sequence that the next Write completes
 	err     error  // the first write error: the client is gone or too slow
-	status  int    // Response.Status, written by finish
+	status  int      // Response.Status, written by finish
+	notes   []string // Response.Notes, written by finish
 	// monitorStart, on a socket connection, lifts the answer's deadline
 	// and returns a channel closed when the client goes (monitor).
 	monitorStart func() <-chan struct{}
@@ -188,6 +192,11 @@ func (r *responseWriter) finish(errs []string) error {
 	r.bw.WriteString(`,"ok":` + strconv.FormatBool(len(errs) == 0))
 	if r.status != 0 {
 		r.bw.WriteString(`,"status":` + strconv.Itoa(r.status))
+	}
+	if len(r.notes) > 0 {
+		nb, _ := json.Marshal(r.notes)
+		r.bw.WriteString(`,"notes":`)
+		r.bw.Write(nb)
 	}
 	r.bw.WriteString("}\n")
 	if err := r.bw.Flush(); err != nil {

@@ -71,6 +71,10 @@ type Handler struct {
 	Apply func(cmds []config.Command) error
 	// Monitor serves `monitor` (nil: refused); Server.Close closes it.
 	Monitor *Monitor
+	// Capture serves `capture` (nil: refused): it writes pcap to w
+	// (flush sends what is written; gone closes when the client goes) and
+	// returns notes for the client's stderr (capture.go).
+	Capture func(q config.Capture, w io.Writer, flush func() error, gone <-chan struct{}) ([]string, error)
 }
 
 // apply applies cmds through Apply, or the Controller.
@@ -252,9 +256,10 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			errs.Add(&config.Error{Pos: pos, Err: err})
 		case !ok:
 		case cmd.Query != nil:
-			if _, ok := cmd.Query.(config.Monitor); ok {
+			switch cmd.Query.(type) {
+			case config.Monitor, config.Capture:
 				if mon != nil {
-					errs.Add(&config.Error{Pos: pos, Err: errors.New("monitor: one per request")})
+					errs.Add(&config.Error{Pos: pos, Err: fmt.Errorf("%s: one stream per request", cmd.Query.Name())})
 				}
 				mon = &query{i + 1, cmd.Query, cmd.JSON || req.JSON}
 				continue
@@ -316,7 +321,31 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			<-slots // a monitor never holds an answer slot
 			held = false
 		}
+		cq, capture := mon.q.(config.Capture)
 		switch {
+		case capture && (len(queries) > 0 || len(cmds) > 0):
+			errs.Add(fmt.Errorf("ctl:%d: capture: its pcap is the whole answer: send it alone", mon.line))
+		case capture && (h.Capture == nil || rw.monitorStart == nil):
+			errs.Add(fmt.Errorf("ctl:%d: capture: only on the control socket of a running daemon", mon.line))
+		case capture:
+			// The pcap travels as base64 lines in the output string
+			// (binary.go); `netfwd ctl capture` decodes it.
+			enc := &binaryEncoder{w: rw}
+			flush := func() error {
+				if err := enc.line(); err != nil {
+					return err
+				}
+				return rw.flush()
+			}
+			notes, err := h.Capture(cq, enc, flush, rw.monitorStart())
+			enc.line()
+			if rw.err != nil {
+				return
+			}
+			if err != nil {
+				errs.Add(fmt.Errorf("ctl:%d: %v", mon.line, err))
+			}
+			rw.notes = notes
 		case h.Monitor == nil || rw.monitorStart == nil:
 			errs.Add(fmt.Errorf("ctl:%d: monitor: only on the control socket of a running daemon", mon.line))
 		default:

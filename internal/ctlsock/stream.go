@@ -30,13 +30,26 @@ const outputPrefix = `{"output":"`
 // *RequestError (its Output empty: the output went to out); anything else is
 // a connection problem.
 func Stream(socket string, lines []string, asJSON bool, out io.Writer) (int, error) {
+	status, _, err := StreamNotes(socket, lines, asJSON, out)
+	return status, err
+}
+
+// StreamNotes is Stream that also returns the answer's notes (for stderr:
+// capture's summary).
+func StreamNotes(socket string, lines []string, asJSON bool, out io.Writer) (int, []string, error) {
+	status, resp, err := stream(socket, lines, asJSON, out)
+	return status, resp.Notes, err
+}
+
+func stream(socket string, lines []string, asJSON bool, out io.Writer) (int, Response, error) {
+	var resp Response
 	c, err := net.DialTimeout("unix", socket, 5*time.Second)
 	if err != nil {
-		return 0, err
+		return 0, resp, err
 	}
 	defer c.Close()
 	if err := json.NewEncoder(c).Encode(Request{Lines: lines, JSON: asJSON}); err != nil {
-		return 0, err
+		return 0, resp, err
 	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	bw := bufio.NewWriterSize(out, 32<<10)
@@ -45,19 +58,18 @@ func Stream(socket string, lines []string, asJSON bool, out io.Writer) (int, err
 		err = ferr
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading the daemon's answer: %w", err)
+		return 0, resp, fmt.Errorf("reading the daemon's answer: %w", err)
 	}
-	var resp Response
 	if err := json.Unmarshal(rest, &resp); err != nil {
-		return 0, fmt.Errorf("reading the daemon's answer: %w", err)
+		return 0, resp, fmt.Errorf("reading the daemon's answer: %w", err)
 	}
 	if !resp.OK {
 		if len(resp.Errors) == 0 {
 			resp.Errors = []string{"ctl: request failed"}
 		}
-		return resp.Status, &RequestError{Errors: resp.Errors}
+		return resp.Status, resp, &RequestError{Errors: resp.Errors}
 	}
-	return resp.Status, nil
+	return resp.Status, resp, nil
 }
 
 // copyOutput reads the response up to the end of its output string,

@@ -370,7 +370,7 @@ func New(opts Options) (d *Daemon, err error) {
 			listen = ctlsock.ListenReplacing // the running daemon's socket is live
 		}
 		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
-			Monitor: ctlsock.NewMonitor(d.ctl)}); err != nil {
+			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {

@@ -26,6 +26,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
@@ -36,6 +37,7 @@ import (
 // fields the link monitor's goroutine owns.
 type port struct {
 	name    string
+	capture atomic.Pointer[captureSession] // a running `capture` (capture.go), or nil
 	pk      *pktio.Port    // AF_PACKET, or nil (portio.go)
 	ctl     *pktio.Port    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
 	xp      *pktio.XDPPort // AF_XDP, or nil

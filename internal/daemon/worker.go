@@ -144,6 +144,7 @@ func (iw *ioWorker) run() {
 				continue
 			}
 			if n > 0 {
+				b.p.captureRx(iw.frames[:n], b.q.Headroom()) // one atomic load when off
 				iw.batch(b.p, n)
 				b.q.Release() // the flush is done: the frames go back now, not a sweep later
 				got = true
@@ -423,6 +424,9 @@ func (s *txSet) send(w *l3.Worker, p *l2.Port, frames [][]byte, origins []int32,
 		} else {
 			offl[i] = pktio.Offload{}
 		}
+	}
+	if dp := s.ports[p.ID]; dp != nil {
+		dp.captureTx(frames) // one atomic load when off (capture.go)
 	}
 	n, _ := tx.Send(frames, offl)
 	if n < len(frames) {
