@@ -329,7 +329,9 @@ func TestHotRestartRate(t *testing.T) {
 	template := lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28))
 	rxPackets := func() uint64 {
 		out := testenvRun(t, "ip", "-n", b.NS, "-j", "-s", "link", "show", "dev", b.Iface)
-		var ls []struct{ Stats64 struct{ Rx struct{ Packets uint64 } } }
+		var ls []struct {
+			Stats64 struct{ Rx struct{ Packets uint64 } }
+		}
 		if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
 			t.Fatalf("ip -s link: %v %q", err, out)
 		}

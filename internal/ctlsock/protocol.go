@@ -43,8 +43,8 @@ type Response struct {
 type responseWriter struct {
 	bw      *bufio.Writer
 	started bool
-	carry   []byte // the start of a UTF-8 sequence that the next Write completes
-	err     error  // the first write error: the client is gone or too slow
+	carry   []byte   // the start of a UTF-8 sequence that the next Write completes
+	err     error    // the first write error: the client is gone or too slow
 	status  int      // Response.Status, written by finish
 	notes   []string // Response.Notes, written by finish
 	// monitorStart, on a socket connection, lifts the answer's deadline

@@ -38,10 +38,10 @@ import (
 type port struct {
 	name    string
 	capture atomic.Pointer[captureSession] // a running `capture` (capture.go), or nil
-	pk      *pktio.Port    // AF_PACKET, or nil (portio.go)
-	ctl     *pktio.Port    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
-	xp      *pktio.XDPPort // AF_XDP, or nil
-	ioWhy   string         // why --io auto took AF_PACKET ("" when it did not)
+	pk      *pktio.Port                    // AF_PACKET, or nil (portio.go)
+	ctl     *pktio.Port                    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
+	xp      *pktio.XDPPort                 // AF_XDP, or nil
+	ioWhy   string                         // why --io auto took AF_PACKET ("" when it did not)
 	l2      *l2.Port
 	ifindex int // the kernel's index at open; a re-created interface gets a new one
 	mtu     int // the kernel's MTU at open
