@@ -167,6 +167,9 @@ func parseCommand(cmd *Command, w *words) error {
 	case "capture":
 		cmd.Query, err = parseCapture(w)
 		return err
+	case "trace":
+		cmd.Query, err = parseTrace(w)
+		return err
 	case "route":
 		return parseRoute(cmd, w)
 	case "address":

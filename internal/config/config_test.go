@@ -361,7 +361,7 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // commands and arguments the parser takes are listed, unsupported ones not.
 func TestHelp(t *testing.T) {
 	for line, want := range map[string][]string{
-		"help":            {"OBJECT := { address | route | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload | capture }", "-json"},
+		"help":            {"OBJECT := { address | route | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload | capture | trace }", "-json"},
 		"?":               {"OBJECT := "},
 		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: from iif oif"},
 		"r h":             {"Usage: route {"},

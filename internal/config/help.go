@@ -59,6 +59,7 @@ func init() {
 		"stats":   {statsCommands, nil},
 		"monitor": {monitorObjects, nil},
 		"capture": {captureArgs, nil},
+		"trace":   {traceArgs, nil},
 		"bridge-fdb": {bridgeFDBCommands, map[string][]*keywords{
 			"add": modify(bridgeFDBArgs), "replace": modify(bridgeFDBArgs), "delete": modify(bridgeFDBArgs),
 			"show": modify(bridgeFDBShowArgs),

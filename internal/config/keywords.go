@@ -145,7 +145,7 @@ func (t *keywords) mustIn(word string, cfg bool) (string, error) {
 // offered where queries are answered (the control socket, `netfwd route`)
 // and never by the config file reader.
 var queryMeanings = map[string]bool{"show": true, "get": true, "stats": true, "reload": true,
-	"flush": true, "monitor": true, "help": true, "capture": true}
+	"flush": true, "monitor": true, "help": true, "capture": true, "trace": true}
 
 // offered reports whether a message in context cfg may offer k.
 func (k keyword) offered(cfg bool) bool {
@@ -187,7 +187,7 @@ var ipObjects = table("object",
 	kw("nexthop"), unsupported(kw("mptcp"), kw("ioam")), kw("help"), kw("stats"),
 	// netfwd: `bridge ...` lines, the control socket's shorthands.
 	kw("bridge"), exact("nh", "nexthop"), kw("fdb", "bridge-fdb"), kw("vlan", "bridge-vlan"), kw("reload"),
-	kw("capture"),
+	kw("capture"), kw("trace"),
 )
 
 // ipOptions is ip.c's option chain (main()), in its order.

@@ -75,6 +75,9 @@ type Handler struct {
 	// (flush sends what is written; gone closes when the client goes) and
 	// returns notes for the client's stderr (capture.go).
 	Capture func(q config.Capture, w io.Writer, flush func() error, gone <-chan struct{}) ([]string, error)
+	// Trace serves `trace` (nil: refused): each traced frame's decisions,
+	// text or JSON lines, as the frames come (trace.go in the daemon).
+	Trace func(q config.Trace, w io.Writer, asJSON bool, flush func() error, gone <-chan struct{}) ([]string, error)
 }
 
 // apply applies cmds through Apply, or the Controller.
@@ -257,7 +260,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 		case !ok:
 		case cmd.Query != nil:
 			switch cmd.Query.(type) {
-			case config.Monitor, config.Capture:
+			case config.Monitor, config.Capture, config.Trace:
 				if mon != nil {
 					errs.Add(&config.Error{Pos: pos, Err: fmt.Errorf("%s: one stream per request", cmd.Query.Name())})
 				}
@@ -322,7 +325,19 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			held = false
 		}
 		cq, capture := mon.q.(config.Capture)
+		tq, trace := mon.q.(config.Trace)
 		switch {
+		case trace && (h.Trace == nil || rw.monitorStart == nil):
+			errs.Add(fmt.Errorf("ctl:%d: trace: only on the control socket of a running daemon", mon.line))
+		case trace:
+			notes, err := h.Trace(tq, rw, mon.json, rw.flush, rw.monitorStart())
+			if rw.err != nil {
+				return
+			}
+			if err != nil {
+				errs.Add(fmt.Errorf("ctl:%d: %v", mon.line, err))
+			}
+			rw.notes = notes
 		case capture && (len(queries) > 0 || len(cmds) > 0):
 			errs.Add(fmt.Errorf("ctl:%d: capture: its pcap is the whole answer: send it alone", mon.line))
 		case capture && (h.Capture == nil || rw.monitorStart == nil):

@@ -195,6 +195,10 @@ type Daemon struct {
 	pause       pauseState // guarded by pauseMu
 	handedOver  atomic.Bool
 	finish      chan struct{}
+
+	// trace is the running `trace` (trace.go), or nil: the workers load it
+	// once per batch.
+	trace atomic.Pointer[traceSession]
 	finishOnce  sync.Once
 }
 
@@ -370,7 +374,7 @@ func New(opts Options) (d *Daemon, err error) {
 			listen = ctlsock.ListenReplacing // the running daemon's socket is live
 		}
 		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
-			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture}); err != nil {
+			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace}); err != nil {
 			return nil, fmt.Errorf("ctl: %w", err)
 		}
 		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {

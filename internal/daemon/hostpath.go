@@ -106,8 +106,8 @@ func (iw *ioWorker) punt(ifc *l3.Iface, f []byte, l3off int, origin int32) bool 
 		return false
 	}
 	var off pktio.Offload
-	if origin >= 0 && int(origin) < iw.n {
-		off = iw.meta[origin].Offload
+	if origin >= 0 && int(origin) < len(iw.cur) {
+		off = iw.cur[origin].Offload
 	}
 	tw.PuntPacket(f, l3off, off) // a refusal is counted by the twin
 	return true

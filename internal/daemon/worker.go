@@ -71,8 +71,9 @@ type ioWorker struct {
 	frames [][]byte
 	meta   []pktio.Meta
 	gso    []uint16
-	n      int // frames of the batch being flushed
+	cur    []pktio.Meta // metadata of the batch being flushed (origins index it)
 	sendFn func(*l2.Port, [][]byte, []int32)
+	tr     workerTrace // a trace's per-worker state (trace.go)
 
 	// control: the worker reads the ports' control rings, not their data
 	// queues (controlworker.go).
@@ -145,7 +146,11 @@ func (iw *ioWorker) run() {
 			}
 			if n > 0 {
 				b.p.captureRx(iw.frames[:n], b.q.Headroom()) // one atomic load when off
-				iw.batch(b.p, n)
+				if t := iw.d.trace.Load(); t != nil {            // one atomic load when off (trace.go)
+					iw.tracedBatch(b.p, n, t)
+				} else {
+					iw.batch(b.p, n)
+				}
 				b.q.Release() // the flush is done: the frames go back now, not a sweep later
 				got = true
 			}
@@ -305,25 +310,34 @@ func (iw *ioWorker) hasQueue(p *port, q int) bool {
 }
 
 // batch forwards the n frames of the last TryRecv on p.
-func (iw *ioWorker) batch(p *port, n int) {
-	iw.n = n
+func (iw *ioWorker) batch(p *port, n int) { iw.batchRange(p, 0, n) }
+
+// batchRange forwards frames [from, to) of the last TryRecv on p as one
+// batch (a trace cuts a batch around the frames it follows, trace.go).
+func (iw *ioWorker) batchRange(p *port, from, to int) {
+	iw.receive(p, from, to)
+	iw.w.FlushOrigins(iw.sendFn)
+	iw.cur = nil
+}
+
+// receive runs frames [from, to) through the engine, up to the flush.
+func (iw *ioWorker) receive(p *port, from, to int) {
+	iw.cur = iw.meta[from:to]
 	var gso []uint16
-	for i := range n {
-		m := &iw.meta[i]
+	for i := range iw.cur {
+		m := &iw.cur[i]
 		if m.Flags&pktio.FlagGSO != 0 {
 			iw.gso[i] = m.Offload.GSOSize
-			gso = iw.gso[:n]
+			gso = iw.gso[:len(iw.cur)]
 		} else {
 			iw.gso[i] = 0
 		}
 	}
-	iw.w.ReceiveGSO(p.l2, iw.frames[:n], gso)
-	iw.w.FlushOrigins(iw.sendFn)
-	iw.n = 0
+	iw.w.ReceiveGSO(p.l2, iw.frames[from:to], gso)
 }
 
 func (iw *ioWorker) send(p *l2.Port, frames [][]byte, origins []int32) {
-	iw.txs.send(iw.w, p, frames, origins, iw.meta[:iw.n])
+	iw.txs.send(iw.w, p, frames, origins, iw.cur)
 }
 
 // release closes the worker's transmit handles, its XDP sockets and UMEM
