@@ -75,7 +75,8 @@ const (
 	ProtoVRRP   = 112
 )
 
-// ControlProtos is the list of control protocols. Read-only.
+// ControlProtos is the list of control protocols. Read-only: MatchControl
+// uses an index built from it when the package is initialised.
 var ControlProtos = []ControlProto{
 	{Name: "arp", Class: ControlNeigh, EtherType: EtherTypeARP},
 	{Name: "nd-router-solicit", Class: ControlNeigh, EtherType: EtherTypeIPv6, IPProto: ProtoICMPv6, ICMPv6Type: 133, HostOnly: true},
@@ -94,81 +95,96 @@ var ControlProtos = []ControlProto{
 	{Name: "bfd-multihop", Class: ControlRouting, EtherType: EtherTypeIPv4, IPProto: ProtoUDP, Ports: DstPort, Port: 4784},
 }
 
-// controlFields are the fields of a frame the entries compare, each with
-// whether the frame has it.
-type controlFields struct {
-	etherType         uint16
-	srcPort, dstPort  uint16
-	proto, icmpType   uint8
-	hasProto, hasICMP bool
-	hasSrc, hasDst    bool
-	firstFragment     bool
+// controlIndex is ControlProtos arranged for MatchControl, so that a frame
+// is compared only with the entries that can match it: the entries that
+// name no protocol (by EtherType alone), the IPv4 entries of each
+// protocol, and the other entries with a protocol (IPv6), each group in
+// table order.
+type controlIndex struct {
+	etherOnly, otherProto []*ControlProto
+	ipv4                  [256][]*ControlProto
 }
 
-// MatchControl returns the first entry of ControlProtos that the frame
-// matches, or nil. The network header starts at frame[l3:] and its
-// EtherType is the two bytes before it. It does not allocate.
+// controlIdx is built once, from the table as the package declares it.
+var controlIdx = indexControl(ControlProtos)
+
+func indexControl(table []ControlProto) *controlIndex {
+	x := &controlIndex{}
+	for i := range table {
+		c := &table[i]
+		switch {
+		case c.IPProto == 0:
+			x.etherOnly = append(x.etherOnly, c)
+		case c.EtherType == EtherTypeIPv4:
+			x.ipv4[c.IPProto] = append(x.ipv4[c.IPProto], c)
+		default:
+			x.otherProto = append(x.otherProto, c)
+		}
+	}
+	return x
+}
+
+// MatchControl returns the entry of ControlProtos that the frame matches
+// (entries do not overlap; TestControlProtos checks), or nil. The network
+// header starts at frame[l3:] and its EtherType is the two bytes before
+// it. It does not allocate.
 func MatchControl(frame []byte, l3 int) *ControlProto {
 	if l3 < 2 || l3 > len(frame) {
 		return nil
 	}
-	f := readControlFields(binary.BigEndian.Uint16(frame[l3-2:]), frame[l3:])
-	for i := range ControlProtos {
-		if c := &ControlProtos[i]; c.matches(&f) {
+	et, p := binary.BigEndian.Uint16(frame[l3-2:]), frame[l3:]
+	for _, c := range controlIdx.etherOnly {
+		if c.EtherType == et {
 			return c
+		}
+	}
+	switch et {
+	case EtherTypeIPv4:
+		if len(p) < 10 || p[0]>>4 != 4 {
+			return nil
+		}
+		return matchIPv4(controlIdx.ipv4[p[9]], p)
+	case EtherTypeIPv6:
+		// The fixed header only; extension headers are not followed.
+		for _, c := range controlIdx.otherProto {
+			if c.EtherType == et && len(p) > 6 && p[6] == c.IPProto &&
+				(c.IPProto != ProtoICMPv6 || len(p) > 40 && p[40] == c.ICMPv6Type) {
+				return c
+			}
 		}
 	}
 	return nil
 }
 
-// readControlFields reads what the entries may compare from the network
-// header p of EtherType et.
-func readControlFields(et uint16, p []byte) controlFields {
-	f := controlFields{etherType: et}
-	switch et {
-	case EtherTypeIPv4:
-		if len(p) < 10 || p[0]>>4 != 4 {
-			return f // no protocol: no IPv4 entry matches
+// matchIPv4 picks among the entries of the protocol of the IPv4 header p
+// (its first 10 bytes present): ports are read only from a first fragment,
+// behind the IHL, and only where the frame has them.
+func matchIPv4(entries []*ControlProto, p []byte) *ControlProto {
+	if len(entries) == 0 {
+		return nil
+	}
+	first := binary.BigEndian.Uint16(p[6:])&IPv4OffsetMask == 0
+	ihl := int(p[0]&0x0f) * 4
+	src, dst := -1, -1 // -1: not in the frame
+	if first && len(p) >= ihl+2 {
+		src = int(binary.BigEndian.Uint16(p[ihl:]))
+	}
+	if first && len(p) >= ihl+4 {
+		dst = int(binary.BigEndian.Uint16(p[ihl+2:]))
+	}
+	for _, c := range entries {
+		switch c.Ports {
+		case AnyPort:
+			return c
+		case DstPort:
+			if dst == int(c.Port) {
+				return c
+			}
+		case EitherPort:
+			if src == int(c.Port) || dst == int(c.Port) {
+				return c
+			}
 		}
-		f.proto, f.hasProto = p[9], true
-		f.firstFragment = binary.BigEndian.Uint16(p[6:])&IPv4OffsetMask == 0
-		ihl := int(p[0]&0x0f) * 4
-		if len(p) >= ihl+2 {
-			f.srcPort, f.hasSrc = binary.BigEndian.Uint16(p[ihl:]), true
-		}
-		if len(p) >= ihl+4 {
-			f.dstPort, f.hasDst = binary.BigEndian.Uint16(p[ihl+2:]), true
-		}
-	case EtherTypeIPv6:
-		// The fixed header only; extension headers are not followed.
-		if len(p) >= 7 {
-			f.proto, f.hasProto = p[6], true
-		}
-		if len(p) >= 41 {
-			f.icmpType, f.hasICMP = p[40], true
-		}
 	}
-	return f
-}
-
-func (c *ControlProto) matches(f *controlFields) bool {
-	if c.EtherType != f.etherType {
-		return false
-	}
-	if c.IPProto == 0 {
-		return true
-	}
-	if !f.hasProto || f.proto != c.IPProto {
-		return false
-	}
-	if c.EtherType == EtherTypeIPv6 && c.IPProto == ProtoICMPv6 {
-		return f.hasICMP && f.icmpType == c.ICMPv6Type
-	}
-	switch c.Ports {
-	case DstPort:
-		return f.firstFragment && f.hasDst && f.dstPort == c.Port
-	case EitherPort:
-		return f.firstFragment && (f.hasSrc && f.srcPort == c.Port || f.hasDst && f.dstPort == c.Port)
-	}
-	return true
+	return nil
 }

@@ -223,3 +223,20 @@ func TestClassifyAgreesWithControlFilter(t *testing.T) {
 	}
 	t.Logf("classes %v, %d refused by both filters, entries %v", classes, refusedByBoth, matched)
 }
+
+var sinkClass Class
+
+// go test -bench Classify ./internal/hostpath: a routing frame (BFD), ARP,
+// and TCP to SSH (no entry: the whole IPv4 path), per punted frame.
+func BenchmarkClassify(b *testing.B) {
+	a, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	m := [6]byte{2, 0, 0, 0, 0, 1}
+	frames := [][]byte{udpFrame(b, m, m, 0, a, c, 49152, 3784, []byte("x")), arpFrame(b, 1, m, m, 0, a, c, [6]byte{}), tcpFrame(b, a, c, 40000, 22)}
+	for _, f := range frames {
+		b.Run(Classify(f, 14).String(), func(b *testing.B) {
+			for b.Loop() {
+				sinkClass += Classify(f, 14)
+			}
+		})
+	}
+}
