@@ -24,6 +24,22 @@ func refChecksum(initial uint32, b []byte) uint16 {
 	return ^uint16(s)
 }
 
+// testBytes is n bytes for case k: 0 all zeros, 1 all ones, otherwise
+// random with a third of them 0xff (to exercise the carries).
+func testBytes(r *rand.Rand, n, k int) []byte {
+	b := make([]byte, n)
+	for j := range b {
+		switch {
+		case k == 0:
+		case k == 1 || r.IntN(3) == 0:
+			b[j] = 0xff
+		default:
+			b[j] = byte(r.Uint32())
+		}
+	}
+	return b
+}
+
 // Random buffers of every length up to 2 KiB (byte values biased towards
 // 0xff to exercise the carries), random initial sums, and the all-zero and
 // all-ones corners: Checksum, and Sum continued in two pieces, agree with
@@ -31,16 +47,7 @@ func refChecksum(initial uint32, b []byte) uint16 {
 func TestChecksumMatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for i := range 30000 {
-		b := make([]byte, r.IntN(2049))
-		for j := range b {
-			switch {
-			case i == 0:
-			case i == 1 || r.IntN(3) == 0:
-				b[j] = 0xff
-			default:
-				b[j] = byte(r.Uint32())
-			}
-		}
+		b := testBytes(r, r.IntN(2049), i)
 		if got, want := Checksum(b), refChecksum(0, b); got != want {
 			t.Fatalf("len %d: Checksum %04x, model %04x", len(b), got, want)
 		}

@@ -12,13 +12,12 @@ package hostpath
 //
 // Locking: none; a pure function.
 
-import "encoding/binary"
-
-const arpOpReply = 2
+import "github.com/netfwd/netfwd/wire"
 
 // isARPReply reports whether frame (untagged, as the kernel sends on a
 // twin) is an ARP reply.
 func isARPReply(frame []byte) bool {
-	return len(frame) >= 22 && binary.BigEndian.Uint16(frame[12:]) == etherTypeARP &&
-		binary.BigEndian.Uint16(frame[20:]) == arpOpReply
+	return len(frame) >= wire.EthernetHeaderLen+8 && // up to the op field
+		wire.Ethernet(frame).Type() == wire.EtherTypeARP &&
+		wire.ARP(frame[wire.EthernetHeaderLen:]).Op() == wire.ARPReply
 }

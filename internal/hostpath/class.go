@@ -3,8 +3,9 @@ package hostpath
 // Punt classes: each twin rate-limits three kinds of traffic separately
 // (the idea of a router's control-plane policing, CoPP), so a flood of one
 // kind (TCP SYNs at the router's address, ARP requests) does not starve
-// the others (a BGP keepalive, a BFD packet). The classifier reads a few
-// header fields of the frame; anything it cannot place is Other.
+// the others (a BGP keepalive, a BFD packet). The classifier is
+// wire.MatchControl, over the table of control protocols that pktio's
+// control-ring filter is generated from; anything it cannot place is Other.
 //
 // Known limit: the routing class is recognised by protocol and port, which
 // a sender can forge; a flood that forges them (TCP to port 179) competes
@@ -13,17 +14,21 @@ package hostpath
 //
 // Locking: none; pure functions.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/netfwd/netfwd/wire"
+)
 
 // Class is a punt traffic class.
 type Class uint8
 
 const (
-	// ClassNeigh: the neighbour protocols (ARP; IPv6 ND when punted).
+	// ClassNeigh: the neighbour protocols (wire.ControlNeigh: ARP; IPv6
+	// ND when punted).
 	ClassNeigh Class = iota
-	// ClassRouting: routing and liveness protocols: BGP (TCP port 179,
-	// either side), OSPF (89), VRRP (112), PIM (103), IGMP (2), BFD (UDP
-	// 3784, 3785, 4784), RIP (UDP 520).
+	// ClassRouting: routing and liveness protocols (wire.ControlRouting:
+	// BGP, OSPF, VRRP, PIM, IGMP, BFD, RIP).
 	ClassRouting
 	// ClassOther: everything else punted (SSH, SNMP, TCP and UDP to the
 	// router's addresses, broadcasts).
@@ -51,69 +56,16 @@ func ParseClass(s string) (Class, bool) {
 	return 0, false
 }
 
-// EtherTypes and IP protocols the classifier knows.
-const (
-	etherTypeIPv4 = 0x0800
-	etherTypeARP  = 0x0806
-	etherTypeIPv6 = 0x86dd
-	etherTypeVLAN = 0x8100
-	etherTypeQinQ = 0x88a8
-	protoIGMP     = 2
-	protoTCP      = 6
-	protoUDP      = 17
-	protoICMPv6   = 58
-	protoOSPF     = 89
-	protoPIM      = 103
-	protoVRRP     = 112
-)
-
 // Classify says which class the frame is: its network header starts at
 // frame[l3:] and the EtherType is the two bytes before it.
 func Classify(frame []byte, l3 int) Class {
-	if l3 < 2 || l3 > len(frame) {
-		return ClassOther
-	}
-	p := frame[l3:]
-	switch binary.BigEndian.Uint16(frame[l3-2:]) {
-	case etherTypeARP:
-		return ClassNeigh
-	case etherTypeIPv4:
-		return classifyIPv4(p)
-	case etherTypeIPv6:
-		// Fixed header only: ND (ICMPv6 133-137) right behind it.
-		if len(p) >= 41 && p[6] == protoICMPv6 && p[40] >= 133 && p[40] <= 137 {
+	if c := wire.MatchControl(frame, l3); c != nil {
+		switch c.Class {
+		case wire.ControlNeigh:
 			return ClassNeigh
-		}
-	}
-	return ClassOther
-}
-
-func classifyIPv4(p []byte) Class {
-	if len(p) < 20 || p[0]>>4 != 4 {
-		return ClassOther
-	}
-	switch p[9] {
-	case protoOSPF, protoVRRP, protoPIM, protoIGMP:
-		return ClassRouting
-	case protoTCP, protoUDP:
-	default:
-		return ClassOther
-	}
-	ihl := int(p[0]&15) * 4
-	if binary.BigEndian.Uint16(p[6:])&0x1fff != 0 || len(p) < ihl+4 {
-		return ClassOther // a later fragment: no ports to read
-	}
-	sport := binary.BigEndian.Uint16(p[ihl:])
-	dport := binary.BigEndian.Uint16(p[ihl+2:])
-	if p[9] == protoTCP {
-		if sport == 179 || dport == 179 {
+		case wire.ControlRouting:
 			return ClassRouting
 		}
-		return ClassOther
-	}
-	switch dport {
-	case 3784, 3785, 4784, 520:
-		return ClassRouting
 	}
 	return ClassOther
 }
@@ -128,8 +80,8 @@ func l3Offset(frame []byte) int {
 			return 0
 		}
 		switch binary.BigEndian.Uint16(frame[off:]) {
-		case etherTypeVLAN, etherTypeQinQ:
-			off += 4
+		case wire.EtherTypeVLAN, wire.EtherTypeQinQ:
+			off += wire.VLANTagLen
 		default:
 			return off + 2
 		}

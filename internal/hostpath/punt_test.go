@@ -19,6 +19,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
+	"github.com/netfwd/netfwd/wire"
 )
 
 var twinAddr = netip.MustParsePrefix("10.0.0.1/24")
@@ -191,9 +192,9 @@ func partialAt(frame []byte, l3 int) []byte {
 	l4 := l3 + 20
 	var pseudo [12]byte
 	copy(pseudo[:8], f[l3+12:l3+20])
-	pseudo[9] = protoUDP
+	pseudo[9] = wire.ProtoUDP
 	copy(pseudo[10:], f[l4+4:l4+6]) // UDP length
-	binary.BigEndian.PutUint16(f[l4+6:], fold(sum16(pseudo[:])))
+	binary.BigEndian.PutUint16(f[l4+6:], wire.Fold(wire.Sum(0, pseudo[:])))
 	return f
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // refRing is the punt queue written the slow, obvious way: explicit
@@ -197,7 +199,7 @@ func TestPuntQueueConcurrent(t *testing.T) {
 func TestPuntQueueAllocs(t *testing.T) {
 	q := newPuntQueue(64 << 10)
 	frame := make([]byte, 100)
-	var hdr [vnetHdrLen]byte
+	var hdr [wire.VirtioNetHdrLen]byte
 	a := testing.AllocsPerRun(1000, func() {
 		q.push(hdr[:], frame[:12], frame[12:])
 		if _, ok := q.peek(); ok {

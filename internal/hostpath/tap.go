@@ -25,12 +25,12 @@ package hostpath
 // goroutines and by SetCarrier, which os.File allows.
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -198,87 +198,17 @@ func setCarrier(f *os.File, up bool) error {
 	return nil
 }
 
-// The virtio-net header (struct virtio_net_hdr, legacy layout: host byte
-// order, which is what tun uses without TUNSETVNETLE/BE).
-const (
-	vnetHdrLen       = 10
-	vnetNeedsCsum    = 1 // flags: csum_start/csum_offset locate a partial checksum
-	vnetGSOTypeOff   = 1
-	vnetHdrLenOff    = 2
-	vnetGSOSizeOff   = 4
-	vnetCsumStartOff = 6
-	vnetCsumOffOff   = 8
-)
-
-// vnetHdr encodes off for a frame whose network header is at l3.
-func vnetHdr(off pktio.Offload, l3 int) [vnetHdrLen]byte {
-	var h [vnetHdrLen]byte
-	if off.IsZero() {
-		return h
-	}
-	h[vnetGSOTypeOff] = off.GSOType
-	binary.NativeEndian.PutUint16(h[vnetGSOSizeOff:], off.GSOSize)
-	if off.NeedsCsum {
-		h[0] = vnetNeedsCsum
-		start := uint16(l3) + off.L4Off
-		binary.NativeEndian.PutUint16(h[vnetCsumStartOff:], start)
-		binary.NativeEndian.PutUint16(h[vnetCsumOffOff:], off.CsumOffset)
-		// hdr_len: at least up to the checksum field (the kernel raises
-		// it to that anyway).
-		binary.NativeEndian.PutUint16(h[vnetHdrLenOff:], start+off.CsumOffset+2)
-	}
-	return h
-}
-
 // finishVnetFrame makes a frame read from the TAP complete: it completes a
-// partial checksum the header announces. It reports false for what cannot
-// be sent as one frame (a GSO super-frame: never produced without
-// offloads) or a header that points outside the frame.
+// partial checksum its virtio-net header h announces. It reports false for
+// what cannot be sent as one frame (a GSO super-frame: never produced
+// without offloads) or a header that points outside the frame.
 func finishVnetFrame(h, frame []byte) bool {
-	if h[vnetGSOTypeOff] != 0 {
+	vh := wire.DecodeVirtioNetHdr(h)
+	if vh.GSOType != wire.VirtioNetGSONone {
 		return false
 	}
-	if h[0]&vnetNeedsCsum == 0 {
+	if vh.Flags&wire.VirtioNetFlagNeedsCsum == 0 {
 		return true
 	}
-	start := int(binary.NativeEndian.Uint16(h[vnetCsumStartOff:]))
-	at := start + int(binary.NativeEndian.Uint16(h[vnetCsumOffOff:]))
-	if start > len(frame) || at+2 > len(frame) {
-		return false
-	}
-	// The field holds the pseudo-header sum; the sum over the whole L4
-	// part, field included, gives the checksum. A zero result is written
-	// as 0xffff, as skb_checksum_help does (UDP reads 0 as "none").
-	c := ^fold(sum16(frame[start:]))
-	if c == 0 {
-		c = 0xffff
-	}
-	binary.BigEndian.PutUint16(frame[at:], c)
-	return true
-}
-
-// sum16 adds b as big-endian 16-bit words (odd tail padded with zero).
-func sum16(b []byte) uint64 {
-	var s uint64
-	for len(b) >= 8 {
-		s += uint64(binary.BigEndian.Uint16(b)) + uint64(binary.BigEndian.Uint16(b[2:])) +
-			uint64(binary.BigEndian.Uint16(b[4:])) + uint64(binary.BigEndian.Uint16(b[6:]))
-		b = b[8:]
-	}
-	for len(b) >= 2 {
-		s += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint64(b[0]) << 8
-	}
-	return s
-}
-
-// fold folds a sum into 16 bits, ones' complement.
-func fold(s uint64) uint16 {
-	for s > 0xffff {
-		s = s>>16 + s&0xffff
-	}
-	return uint16(s)
+	return wire.CompletePartialChecksum(frame, int(vh.CsumStart), int(vh.CsumOffset))
 }

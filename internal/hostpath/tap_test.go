@@ -7,17 +7,21 @@ import (
 	"testing"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
-func TestVnetHdr(t *testing.T) {
-	if h := vnetHdr(pktio.Offload{}, 14); h != [vnetHdrLen]byte{} {
-		t.Fatalf("plain frame: header %x, want zeros", h)
+// The twin's header for an Offload, as read back by the code that reads
+// headers.
+func TestTwinVnetHdr(t *testing.T) {
+	var b [wire.VirtioNetHdrLen]byte
+	pktio.Offload{}.VirtioNetHdr(14).Encode(b[:])
+	if b != [wire.VirtioNetHdrLen]byte{} {
+		t.Fatalf("plain frame: header %x, want zeros", b)
 	}
-	h := vnetHdr(pktio.Offload{GSOType: pktio.GSOUDPL4, NeedsCsum: true, GSOSize: 100, L4Off: 20, CsumOffset: 6}, 14)
-	u16 := func(off int) uint16 { return binary.NativeEndian.Uint16(h[off:]) }
-	if h[0] != vnetNeedsCsum || h[vnetGSOTypeOff] != pktio.GSOUDPL4 || u16(vnetGSOSizeOff) != 100 ||
-		u16(vnetCsumStartOff) != 34 || u16(vnetCsumOffOff) != 6 || u16(vnetHdrLenOff) != 42 {
-		t.Fatalf("header %x", h)
+	pktio.Offload{GSOType: pktio.GSOUDPL4, NeedsCsum: true, GSOSize: 100, L4Off: 20, CsumOffset: 6}.VirtioNetHdr(14).Encode(b[:])
+	want := wire.VirtioNetHdr{Flags: wire.VirtioNetFlagNeedsCsum, GSOType: pktio.GSOUDPL4, GSOSize: 100, CsumStart: 34, CsumOffset: 6, HdrLen: 42}
+	if h := wire.DecodeVirtioNetHdr(b[:]); h != want {
+		t.Fatalf("header %+v, want %+v", h, want)
 	}
 }
 
@@ -30,7 +34,7 @@ func partial(frame []byte, l4, off int, proto byte) []byte {
 	pseudo[9] = proto
 	// L4 length from the IP header: gopacket pads frames to 60 bytes.
 	binary.BigEndian.PutUint16(pseudo[10:], binary.BigEndian.Uint16(f[14+2:])-uint16(l4-14))
-	binary.BigEndian.PutUint16(f[l4+off:], fold(sum16(pseudo[:])))
+	binary.BigEndian.PutUint16(f[l4+off:], wire.Fold(wire.Sum(0, pseudo[:])))
 	return f
 }
 
@@ -40,10 +44,8 @@ func TestFinishVnetFrame(t *testing.T) {
 	a, b := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	m := [6]byte{2, 0, 0, 0, 0, 1}
 	hdr := func(start, off int) []byte {
-		h := make([]byte, vnetHdrLen)
-		h[0] = vnetNeedsCsum
-		binary.NativeEndian.PutUint16(h[vnetCsumStartOff:], uint16(start))
-		binary.NativeEndian.PutUint16(h[vnetCsumOffOff:], uint16(off))
+		h := make([]byte, wire.VirtioNetHdrLen)
+		wire.VirtioNetHdr{Flags: wire.VirtioNetFlagNeedsCsum, CsumStart: uint16(start), CsumOffset: uint16(off)}.Encode(h)
 		return h
 	}
 	frames := [][]byte{udpFrame(t, m, m, 0, a, b, 1, 2, []byte("odd length payload!")), tcpFrame(t, a, b, 179, 40000)}
@@ -62,7 +64,7 @@ func TestFinishVnetFrame(t *testing.T) {
 	}
 	for i, want := range frames {
 		proto, off := want[14+9], 6
-		if proto == protoTCP {
+		if proto == wire.ProtoTCP {
 			off = 16
 		}
 		got := partial(want, 34, off, proto)
@@ -74,14 +76,14 @@ func TestFinishVnetFrame(t *testing.T) {
 		}
 	}
 	plain := bytes.Clone(frames[0])
-	if !finishVnetFrame(make([]byte, vnetHdrLen), plain) || !bytes.Equal(plain, frames[0]) {
+	if !finishVnetFrame(make([]byte, wire.VirtioNetHdrLen), plain) || !bytes.Equal(plain, frames[0]) {
 		t.Error("a frame without NEEDS_CSUM was changed")
 	}
 	if finishVnetFrame(hdr(34, 1000), bytes.Clone(frames[0])) {
 		t.Error("a checksum offset past the end was accepted")
 	}
-	gso := make([]byte, vnetHdrLen)
-	gso[vnetGSOTypeOff] = pktio.GSOTCPv4
+	gso := make([]byte, wire.VirtioNetHdrLen)
+	wire.VirtioNetHdr{GSOType: pktio.GSOTCPv4}.Encode(gso)
 	if finishVnetFrame(gso, bytes.Clone(frames[1])) {
 		t.Error("a GSO frame was accepted")
 	}

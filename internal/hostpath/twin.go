@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Twin is the kernel-side twin of one dataplane L3 interface.
@@ -138,7 +139,8 @@ func (t *Twin) punt(macs, rest []byte, class Class, off pktio.Offload) bool {
 	if !t.lim[class].AllowN(monoNow(), segs) {
 		return false
 	}
-	hdr := vnetHdr(off, 14)
+	var hdr [wire.VirtioNetHdrLen]byte
+	off.VirtioNetHdr(wire.EthernetHeaderLen).Encode(hdr[:])
 	ok, tooBig := t.q.push(hdr[:], macs, rest)
 	switch {
 	case tooBig:
@@ -254,7 +256,7 @@ const maxReadFrame = 1 << 16
 // callback, until the device closes.
 func (t *Twin) readLoop(d *tapDev) {
 	defer d.wg.Done()
-	buf := make([]byte, vnetHdrLen+maxReadFrame)
+	buf := make([]byte, wire.VirtioNetHdrLen+maxReadFrame)
 	inject, keepARP := t.m.opts.Inject, t.m.opts.KeepKernelARPReplies
 	for {
 		n, err := d.f.Read(buf)
@@ -268,13 +270,13 @@ func (t *Twin) readLoop(d *tapDev) {
 			}
 			return
 		}
-		if n < vnetHdrLen+14 {
+		if n < wire.VirtioNetHdrLen+14 {
 			t.c.injectErrors.Add(1)
 			continue
 		}
-		frame := buf[vnetHdrLen:n]
+		frame := buf[wire.VirtioNetHdrLen:n]
 		switch {
-		case !finishVnetFrame(buf[:vnetHdrLen], frame):
+		case !finishVnetFrame(buf[:wire.VirtioNetHdrLen], frame):
 			t.c.injectErrors.Add(1)
 		case !keepARP && isARPReply(frame):
 			t.c.injectFiltered.Add(1)

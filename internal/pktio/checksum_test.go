@@ -29,7 +29,7 @@ func refSum(b []byte) uint32 {
 func refL4Valid(t *testing.T, f []byte) bool {
 	t.Helper()
 	l3, et, ok := l3OffsetType(f)
-	if !ok || et != etherTypeIPv4 {
+	if !ok || et != wire.EtherTypeIPv4 {
 		t.Fatalf("not IPv4: %x", f)
 	}
 	ip := f[l3:]
@@ -63,18 +63,18 @@ func TestCsumAddMatchesReference(t *testing.T) {
 
 // randomIPv4L4 builds a random IPv4 TCP or UDP frame, optionally tagged.
 func randomIPv4L4(rng *rand.Rand) []byte {
-	proto := []byte{ipProtoTCP, ipProtoUDP}[rng.IntN(2)]
+	proto := []byte{wire.ProtoTCP, wire.ProtoUDP}[rng.IntN(2)]
 	hdr := 8
-	if proto == ipProtoTCP {
+	if proto == wire.ProtoTCP {
 		hdr = 20
 	}
 	payload := rng.IntN(1400)
 	var f []byte
 	f = append(f, make([]byte, 12)...)
 	for range rng.IntN(3) {
-		f = binary.BigEndian.AppendUint32(f, uint32(etherTypeVLAN)<<16|uint32(rng.IntN(4096)))
+		f = binary.BigEndian.AppendUint32(f, uint32(wire.EtherTypeVLAN)<<16|uint32(rng.IntN(4096)))
 	}
-	f = binary.BigEndian.AppendUint16(f, etherTypeIPv4)
+	f = binary.BigEndian.AppendUint16(f, wire.EtherTypeIPv4)
 	ip := make([]byte, 20+hdr+payload)
 	for i := range ip {
 		ip[i] = byte(rng.Uint32())
@@ -83,7 +83,7 @@ func randomIPv4L4(rng *rand.Rand) []byte {
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	binary.BigEndian.PutUint16(ip[6:], 0x4000)
 	ip[9] = proto
-	if proto == ipProtoUDP {
+	if proto == wire.ProtoUDP {
 		binary.BigEndian.PutUint16(ip[24:], uint16(hdr+payload))
 	}
 	return append(f, ip...)
@@ -95,9 +95,9 @@ func TestCompleteChecksumsAgainstReference(t *testing.T) {
 		f := randomIPv4L4(rng)
 		l3, _ := l3Offset(f)
 		ip := f[l3:]
-		csumOff := tcpCsumOffset
-		if ip[9] == ipProtoUDP {
-			csumOff = udpCsumOffset
+		csumOff := wire.TCPChecksumOffset
+		if ip[9] == wire.ProtoUDP {
+			csumOff = wire.UDPChecksumOffset
 		}
 		if i%2 == 0 {
 			// As the kernel leaves CHECKSUM_PARTIAL: the field holds the

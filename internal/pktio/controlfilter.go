@@ -9,41 +9,33 @@ package pktio
 // drops a control frame. The classifier runs in the kernel per frame (a
 // few cBPF instructions) before the frame takes ring space.
 //
-// Control frames: ARP; IPv4 OSPF (89), VRRP (112), PIM (103), IGMP (2);
-// TCP from or to port 179 (BGP); UDP to ports 3784, 3785, 4784 (BFD) and
-// 520 (RIP); for ports, only first fragments. The frame as the socket sees
-// it: untagged, or with one 802.1Q/802.1ad tag left in it (drivers that
-// strip tags into metadata hand the untagged view). A flood forged to look
-// like control traffic competes on the control ring only (and is policed
-// by the host path's limits there).
+// Control frames are the entries of wire.ControlProtos that are not
+// HostOnly (ARP; IGMP, OSPF, PIM, VRRP; BGP, BFD, RIP by port; for ports
+// only first fragments): the program is generated from the table, and
+// wire.MatchControl, the host path's classifier, reads the same table. The
+// frame as the socket sees it: untagged, or with one 802.1Q/802.1ad tag
+// left in it (drivers that strip tags into metadata hand the untagged
+// view). A frame too short for a field the program reads is refused by
+// both filters (a cBPF load beyond the packet ends the program with 0).
+// A flood forged to look like control traffic competes on the control ring
+// only (and is policed by the host path's limits there).
 //
 // Locking: none; the programs are values.
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
 )
 
 // ControlFilter is a socket filter accepting exactly the control frames.
 func ControlFilter() []bpf.RawInstruction { return mustAssemble(controlProgram(true)) }
 
-// DataFilter is a socket filter accepting exactly the frames ControlFilter
-// refuses.
+// DataFilter is a socket filter accepting the frames ControlFilter refuses
+// (but for those too short for what it reads, which both refuse).
 func DataFilter() []bpf.RawInstruction { return mustAssemble(controlProgram(false)) }
-
-// Protocol numbers and ports of control traffic.
-const (
-	ctlEtherVLAN = 0x8100
-	ctlEtherQinQ = 0x88a8
-	ctlEtherIPv4 = 0x0800
-	ctlEtherARP  = 0x0806
-)
-
-var (
-	ctlIPProtos = []uint32{2, 89, 103, 112}       // IGMP, OSPF, PIM, VRRP
-	ctlUDPPorts = []uint32{520, 3784, 3785, 4784} // RIP, BFD (single hop, multihop, echo)
-)
 
 // controlProgram builds the classifier; control says which side accepts.
 func controlProgram(control bool) []bpf.Instruction {
@@ -52,14 +44,15 @@ func controlProgram(control bool) []bpf.Instruction {
 		yes, no = no, yes
 	}
 	var p asmProgram
-	// EtherType, or the one after a single tag: l3 is 14 or 18.
-	p.emit(bpf.LoadAbsolute{Off: 12, Size: 2})
-	p.jeq(ctlEtherVLAN, "tagged")
-	p.jeq(ctlEtherQinQ, "tagged")
-	p.body(14)
+	// EtherType (the two bytes before l3), or the one after a single tag: l3
+	// is 14 or 18.
+	p.emit(bpf.LoadAbsolute{Off: wire.EthernetHeaderLen - 2, Size: 2})
+	p.jeq(wire.EtherTypeVLAN, "tagged")
+	p.jeq(wire.EtherTypeQinQ, "tagged")
+	p.body(wire.ControlProtos, wire.EthernetHeaderLen)
 	p.label("tagged")
-	p.emit(bpf.LoadAbsolute{Off: 16, Size: 2})
-	p.body(18)
+	p.emit(bpf.LoadAbsolute{Off: wire.EthernetHeaderLen - 2 + wire.VLANTagLen, Size: 2})
+	p.body(wire.ControlProtos, wire.EthernetHeaderLen+wire.VLANTagLen)
 	p.label("yes")
 	p.emit(bpf.RetConstant{Val: yes})
 	p.label("no")
@@ -68,33 +61,71 @@ func controlProgram(control bool) []bpf.Instruction {
 }
 
 // body classifies a frame whose EtherType is in A and whose network header
-// starts at l3.
-func (p *asmProgram) body(l3 uint32) {
-	s := func(name string) string { return fmt.Sprintf("%s@%d", name, l3) }
-	p.jeq(ctlEtherARP, "yes")
-	p.jne(ctlEtherIPv4, "no")
+// starts at l3, by the table's entries that are not HostOnly: EtherTypes
+// alone first, then IPv4 (version 4) by protocol, then by port per
+// protocol. It ends in a jump to "yes" or "no".
+func (p *asmProgram) body(table []wire.ControlProto, l3 uint32) {
+	s := func(name string, v uint8) string { return fmt.Sprintf("%s%d@%d", name, v, l3) }
+	var anyProto, portProtos []uint8
+	for _, c := range table {
+		switch {
+		case c.HostOnly:
+		case c.IPProto == 0:
+			p.jeq(uint32(c.EtherType), "yes")
+		case c.EtherType != wire.EtherTypeIPv4 || c.ICMPv6Type != 0:
+			panic("pktio: control filter: no code for entry " + c.Name)
+		case c.Ports == wire.AnyPort:
+			anyProto = append(anyProto, c.IPProto)
+		case !slices.Contains(portProtos, c.IPProto):
+			portProtos = append(portProtos, c.IPProto)
+		}
+	}
+	if len(anyProto)+len(portProtos) == 0 {
+		p.jump("no")
+		return
+	}
+	p.jne(wire.EtherTypeIPv4, "no")
+	p.emit(bpf.LoadAbsolute{Off: l3, Size: 1}) // version and IHL
+	p.emit(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf0})
+	p.jne(0x40, "no")
 	p.emit(bpf.LoadAbsolute{Off: l3 + 9, Size: 1}) // protocol
-	for _, proto := range ctlIPProtos {
-		p.jeq(proto, "yes")
+	for _, proto := range anyProto {
+		p.jeq(uint32(proto), "yes")
 	}
-	p.jeq(6, s("tcp"))
-	p.jne(17, "no")
-	// UDP: destination port of a first fragment.
-	p.firstFragment(l3, "no")
-	p.emit(bpf.LoadMemShift{Off: l3})
-	p.emit(bpf.LoadIndirect{Off: l3 + 2, Size: 2})
-	for _, port := range ctlUDPPorts {
-		p.jeq(port, "yes")
+	for i, proto := range portProtos {
+		if i == len(portProtos)-1 {
+			p.jne(uint32(proto), "no") // the last falls through to its block
+		} else {
+			p.jeq(uint32(proto), s("ports", proto))
+		}
 	}
-	p.jump("no")
-	p.label(s("tcp"))
-	p.firstFragment(l3, "no")
-	p.emit(bpf.LoadMemShift{Off: l3})
-	p.emit(bpf.LoadIndirect{Off: l3, Size: 2}) // source port
-	p.jeq(179, "yes")
-	p.emit(bpf.LoadIndirect{Off: l3 + 2, Size: 2}) // destination port
-	p.jeq(179, "yes")
-	p.jump("no")
+	if len(portProtos) == 0 {
+		p.jump("no")
+	}
+	// The last protocol's block first: its test fell through to it.
+	for i := range portProtos {
+		proto := portProtos[(i+len(portProtos)-1)%len(portProtos)]
+		p.label(s("ports", proto))
+		p.firstFragment(l3, "no")
+		p.emit(bpf.LoadMemShift{Off: l3}) // X = IHL
+		loaded := false
+		for _, c := range table {
+			if !c.HostOnly && c.IPProto == proto && c.Ports == wire.EitherPort {
+				if !loaded {
+					p.emit(bpf.LoadIndirect{Off: l3, Size: 2}) // source port
+					loaded = true
+				}
+				p.jeq(uint32(c.Port), "yes")
+			}
+		}
+		p.emit(bpf.LoadIndirect{Off: l3 + 2, Size: 2}) // destination port
+		for _, c := range table {
+			if !c.HostOnly && c.IPProto == proto && c.Ports != wire.AnyPort {
+				p.jeq(uint32(c.Port), "yes")
+			}
+		}
+		p.jump("no")
+	}
 }
 
 // firstFragment jumps to otherwise unless the fragment offset is 0.

@@ -221,13 +221,13 @@ func udpFrame(dst, src net.HardwareAddr, sport uint16, size int) []byte {
 	f := make([]byte, size)
 	copy(f, dst)
 	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], etherTypeIPv4)
+	binary.BigEndian.PutUint16(f[12:], wire.EtherTypeIPv4)
 	ip := f[ethHdrLen:]
-	ip[0], ip[8], ip[9] = 0x45, 64, ipProtoUDP
+	ip[0], ip[8], ip[9] = 0x45, 64, wire.ProtoUDP
 	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
 	copy(ip[12:], []byte{10, 1, 0, 1, 10, 2, 0, 1})
-	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:ipv4MinHdrLen]))
-	udp := ip[ipv4MinHdrLen:]
+	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:wire.IPv4MinHeaderLen]))
+	udp := ip[wire.IPv4MinHeaderLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], 9)
 	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))

@@ -5,6 +5,8 @@ package pktio
 //
 // Locking: none; values.
 
+import "github.com/netfwd/netfwd/wire"
+
 // Flags describe what the kernel reported and what Recv fixed up.
 type Flags uint16
 
@@ -28,12 +30,12 @@ const (
 
 // GSO types, as in the virtio-net header (VIRTIO_NET_HDR_GSO_*).
 const (
-	GSONone  = 0
-	GSOTCPv4 = 1
-	GSOUDP   = 3
-	GSOTCPv6 = 4
-	GSOUDPL4 = 5
-	GSOECN   = 0x80
+	GSONone  = wire.VirtioNetGSONone
+	GSOTCPv4 = wire.VirtioNetGSOTCPv4
+	GSOUDP   = wire.VirtioNetGSOUDP
+	GSOTCPv6 = wire.VirtioNetGSOTCPv6
+	GSOUDPL4 = wire.VirtioNetGSOUDPL4
+	GSOECN   = wire.VirtioNetGSOECN
 )
 
 // Offload is the offload state of a frame that Tx.Send needs to pass it on

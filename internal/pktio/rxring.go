@@ -265,7 +265,7 @@ func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Me
 	var vh vnetHdr
 	if q.vnet {
 		vh = decodeVnet(blk[start-vnetHdrLen : start])
-		if vh.flags&vnetFlagDataValid != 0 {
+		if vh.Flags&vnetFlagDataValid != 0 {
 			m.Flags |= FlagChecksumValid
 		}
 	}
@@ -274,12 +274,12 @@ func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Me
 	}
 	// Offsets of the partial checksum relative to L3, taken before the tag
 	// is restored (both move by the same 4 bytes).
-	if vh.flags&vnetFlagNeedsCsum != 0 {
+	if vh.Flags&vnetFlagNeedsCsum != 0 {
 		l3, ok := l3Offset(blk[start:end])
-		if !ok || int(vh.csumStart) < l3 {
+		if !ok || int(vh.CsumStart) < l3 {
 			bc.unfixed++
 		} else {
-			m.Offload = Offload{NeedsCsum: true, L4Off: vh.csumStart - uint16(l3), CsumOffset: vh.csumOffset}
+			m.Offload = Offload{NeedsCsum: true, L4Off: vh.CsumStart - uint16(l3), CsumOffset: vh.CsumOffset}
 		}
 	}
 	if status&unix.TP_STATUS_VLAN_VALID != 0 {
@@ -301,14 +301,14 @@ func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Me
 		bc.vlan++
 	}
 	f := blk[start:end]
-	if vh.gsoType != GSONone {
-		m.Offload.GSOType = vh.gsoType
-		m.Offload.GSOSize = vh.gsoSize
+	if vh.GSOType != GSONone {
+		m.Offload.GSOType = vh.GSOType
+		m.Offload.GSOSize = vh.GSOSize
 		m.Flags |= FlagGSO
 		bc.gso++
 	}
 	switch {
-	case m.Offload.NeedsCsum && (vh.gsoType != GSONone || q.keepPartial):
+	case m.Offload.NeedsCsum && (vh.GSOType != GSONone || q.keepPartial):
 		m.Flags |= FlagChecksumPartial
 	case m.Offload.NeedsCsum:
 		l3, _ := l3Offset(f)

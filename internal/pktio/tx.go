@@ -147,7 +147,7 @@ func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
 			}
 			if t.vnet {
 				h, _ := vnetForTx(f, o) // prepare checked it
-				h.encode(t.hdrs[vnetHdrLen*k:])
+				h.Encode(t.hdrs[vnetHdrLen*k:])
 				t.iovs[2*k+1].Base = unsafe.SliceData(f)
 				t.iovs[2*k+1].SetLen(len(f))
 			} else {

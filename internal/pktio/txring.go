@@ -129,8 +129,8 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 		slot := r.mem[r.head*r.frameSize : (r.head+1)*r.frameSize]
 		data := slot[txDataOff:]
 		h, _ := vnetForTx(f, o) // prepare checked it (zero without offload)
-		h.hdrLen = uint16(len(f))
-		h.encode(data)
+		h.HdrLen = uint16(len(f))
+		h.Encode(data)
 		copy(data[vnetHdrLen:], f)
 		binary.NativeEndian.PutUint32(slot[txLenOff:], uint32(hdr+len(f)))
 		binary.NativeEndian.PutUint32(slot[0:], 0) // tp_next_offset: fixed-size slots

@@ -592,9 +592,9 @@ func TestXDPSendOffloadLimits(t *testing.T) {
 	copy(partial[6:12], c.fb.MAC)
 	l3, _ := l3Offset(partial)
 	ip := partial[l3:]
-	csumOff := tcpCsumOffset
-	if ip[9] == ipProtoUDP {
-		csumOff = udpCsumOffset
+	csumOff := wire.TCPChecksumOffset
+	if ip[9] == wire.ProtoUDP {
+		csumOff = wire.UDPChecksumOffset
 	}
 	ps := wire.Sum(0, ip[12:20]) + uint64(ip[9]) + uint64(len(ip)-20)
 	binary.BigEndian.PutUint16(ip[20+csumOff:], wire.Fold(ps))

@@ -33,17 +33,8 @@ import (
 // BlastMagic starts the UDP payload of every blaster frame.
 const BlastMagic = 0x4e465744 // "NFWD"
 
-// Header sizes and codes of the frames.
-const (
-	ethHdrLen      = 14
-	vlanTagLen     = 4
-	ipv4MinHdrLen  = 20
-	etherTypeIPv4  = 0x0800
-	etherTypeVLAN  = 0x8100
-	ipProtoUDP     = 17
-	ipv4FragOffset = 0x1fff
-	blastHdrLen    = ethHdrLen + ipv4MinHdrLen + 8
-)
+// blastHdrLen is the untagged frame's headers: Ethernet, IPv4, UDP.
+const blastHdrLen = wire.EthernetHeaderLen + wire.IPv4MinHeaderLen + wire.UDPHeaderLen
 
 // BlasterConfig describes the frames a Blaster sends.
 type BlasterConfig struct {
@@ -92,7 +83,7 @@ func NewBlaster(cfg BlasterConfig) (*Blaster, error) {
 	}
 	tag := 0
 	if cfg.VLAN != 0 {
-		tag = vlanTagLen
+		tag = wire.VLANTagLen
 	}
 	switch {
 	case !cfg.SrcIP.Is4() || !cfg.DstIP.Is4():
@@ -140,23 +131,23 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 	copy(f[6:12], src)
 	off := 12
 	if vlan != 0 {
-		binary.BigEndian.PutUint16(f[off:], etherTypeVLAN)
+		binary.BigEndian.PutUint16(f[off:], wire.EtherTypeVLAN)
 		binary.BigEndian.PutUint16(f[off+2:], vlan)
-		off += vlanTagLen
+		off += wire.VLANTagLen
 	}
-	binary.BigEndian.PutUint16(f[off:], etherTypeIPv4)
+	binary.BigEndian.PutUint16(f[off:], wire.EtherTypeIPv4)
 	ip := f[off+2:]
 	ipLen := len(ip)
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(ipLen))
 	binary.BigEndian.PutUint16(ip[6:], 0x4000) // DF
 	ip[8] = 64
-	ip[9] = ipProtoUDP
+	ip[9] = wire.ProtoUDP
 	s4, d4 := sip.As4(), dip.As4()
 	copy(ip[12:16], s4[:])
 	copy(ip[16:20], d4[:])
-	binary.BigEndian.PutUint16(ip[10:], ^wire.Fold(wire.Sum(0, ip[:ipv4MinHdrLen])))
-	udp := ip[ipv4MinHdrLen:]
+	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:wire.IPv4MinHeaderLen]))
+	udp := ip[wire.IPv4MinHeaderLen:]
 	binary.BigEndian.PutUint16(udp[0:], sport)
 	binary.BigEndian.PutUint16(udp[2:], dport)
 	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
@@ -262,13 +253,13 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 func udpPortFilter(port uint16) []bpf.Instruction {
 	return []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 12, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: etherTypeIPv4, SkipFalse: 8},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: wire.EtherTypeIPv4, SkipFalse: 8},
 		bpf.LoadAbsolute{Off: 23, Size: 1},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: ipProtoUDP, SkipFalse: 6},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: wire.ProtoUDP, SkipFalse: 6},
 		bpf.LoadAbsolute{Off: 20, Size: 2},
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: ipv4FragOffset, SkipTrue: 4},
-		bpf.LoadMemShift{Off: ethHdrLen},
-		bpf.LoadIndirect{Off: ethHdrLen + 2, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: wire.IPv4OffsetMask, SkipTrue: 4},
+		bpf.LoadMemShift{Off: wire.EthernetHeaderLen},
+		bpf.LoadIndirect{Off: wire.EthernetHeaderLen + 2, Size: 2},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(port), SkipFalse: 1},
 		bpf.RetConstant{Val: 1 << 18},
 		bpf.RetConstant{Val: 0},
@@ -316,12 +307,12 @@ func IsBlasterFrame(f []byte) bool {
 			return false
 		}
 		switch binary.BigEndian.Uint16(f[off:]) {
-		case etherTypeVLAN, 0x88a8:
-			off += vlanTagLen
+		case wire.EtherTypeVLAN, wire.EtherTypeQinQ:
+			off += wire.VLANTagLen
 			continue
-		case etherTypeIPv4:
+		case wire.EtherTypeIPv4:
 			ip := off + 2
-			return len(f) >= ip+ipv4MinHdrLen+12 && binary.BigEndian.Uint32(f[ip+ipv4MinHdrLen+8:]) == BlastMagic
+			return len(f) >= ip+wire.IPv4MinHeaderLen+12 && binary.BigEndian.Uint32(f[ip+wire.IPv4MinHeaderLen+8:]) == BlastMagic
 		}
 		return false
 	}

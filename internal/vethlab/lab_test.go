@@ -57,7 +57,7 @@ func TestBuildUDPFrame(t *testing.T) {
 	BuildUDPFrame(f, net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, 7,
 		netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 1000, 9)
 	const ip = 18 // behind one tag
-	if binary.BigEndian.Uint16(f[12:]) != etherTypeVLAN || binary.BigEndian.Uint16(f[16:]) != etherTypeIPv4 {
+	if binary.BigEndian.Uint16(f[12:]) != wire.EtherTypeVLAN || binary.BigEndian.Uint16(f[16:]) != wire.EtherTypeIPv4 {
 		t.Fatalf("ethertypes %x", f[12:18])
 	}
 	if wire.Checksum(f[ip:ip+20]) != 0 {
