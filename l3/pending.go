@@ -16,9 +16,9 @@ import (
 // PendingCounts are a Worker's unpublished counts.
 type PendingCounts struct {
 	In, Forwarded, Local, Punted, Queued, Released, Fragmented, ARPIn uint64
-	Drops                                                            map[string]uint64 // by reason name, non-zero only
-	ICMPSent                                                         map[string]uint64 // by message, non-zero only
-	ICMPRateLimited                                                  uint64
+	Drops                                                             map[string]uint64 // by reason name, non-zero only
+	ICMPSent                                                          map[string]uint64 // by message, non-zero only
+	ICMPRateLimited                                                   uint64
 }
 
 // Pending returns the counts of the frames received since the last flush.

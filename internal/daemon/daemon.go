@@ -198,8 +198,8 @@ type Daemon struct {
 
 	// trace is the running `trace` (trace.go), or nil: the workers load it
 	// once per batch.
-	trace atomic.Pointer[traceSession]
-	finishOnce  sync.Once
+	trace      atomic.Pointer[traceSession]
+	finishOnce sync.Once
 }
 
 // tableUser is a goroutine that holds resources of the ports in the table

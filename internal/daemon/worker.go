@@ -146,7 +146,7 @@ func (iw *ioWorker) run() {
 			}
 			if n > 0 {
 				b.p.captureRx(iw.frames[:n], b.q.Headroom()) // one atomic load when off
-				if t := iw.d.trace.Load(); t != nil {            // one atomic load when off (trace.go)
+				if t := iw.d.trace.Load(); t != nil {        // one atomic load when off (trace.go)
 					iw.tracedBatch(b.p, n, t)
 				} else {
 					iw.batch(b.p, n)
