@@ -106,7 +106,7 @@ func runCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if isCapture(lines) {
 		status, notes, err = streamCapture(sock, lines, stdout)
 	} else {
-		status, err = ctlsock.Stream(sock, lines, asJSON, stdout)
+		status, notes, err = ctlsock.StreamNotes(sock, lines, asJSON, stdout)
 	}
 	for _, n := range notes {
 		fmt.Fprintln(stderr, n)

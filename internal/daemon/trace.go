@@ -106,8 +106,13 @@ type traceOutput struct {
 	Generated bool   `json:"generated,omitempty"` // made by the router on the frame's account (ARP, ICMP), not the frame itself
 }
 
+// traceHeaderBytes of a traced frame are kept as it arrived (headers and
+// the start of an ICMP error's quote).
+const traceHeaderBytes = 256
+
 // workerTrace is a worker's scratch while it works a traced frame.
 type workerTrace struct {
+	orig   []byte // the frame's first traceHeaderBytes as received
 	outs   []traceOutput
 	names  func(id l2.PortID) string
 	sendFn func(*l2.Port, [][]byte, []int32)
@@ -138,6 +143,9 @@ func (iw *ioWorker) traceOne(p *port, i int, s *traceSession) {
 	rec := &traceRecord{Seq: s.seq.Add(1), Time: time.Now(), Port: p.name, Worker: iw.idx, Len: len(f), Frame: describeFrame(f)}
 	ex := iw.d.explainIngress(p, f)
 	ver := iw.d.e.FIB().Version()
+	// The engine rewrites a forwarded frame in place (TTL, MACs): the
+	// router's decisions are explained from the frame as it arrived.
+	iw.tr.orig = append(iw.tr.orig[:0], f[:min(len(f), traceHeaderBytes)]...)
 	iw.receive(p, i, i+1)
 	c2, c3 := iw.w.Tx().Pending(), iw.w.Pending()
 	host := len(iw.w.Tx().Host) > 0
@@ -156,7 +164,7 @@ func (iw *ioWorker) traceOne(p *port, i int, s *traceSession) {
 	routed := p.l2.Bridge() == nil || host
 	rec.Steps = ex.steps
 	if routed {
-		rec.Steps = append(rec.Steps, iw.d.explainRouter(p, f, ex, hostVID, hostUntagged, c3, rec.Outputs)...)
+		rec.Steps = append(rec.Steps, iw.d.explainRouter(p, iw.tr.orig, ex, hostVID, hostUntagged, c3, rec.Outputs)...)
 	}
 	if v := iw.d.e.FIB().Version(); v != ver {
 		rec.Steps = append(rec.Steps, traceStep{"fib", fmt.Sprintf("the FIB changed while the frame was worked (version %d -> %d)", ver, v)})
