@@ -39,9 +39,8 @@ type floodScope struct {
 
 // deferredFlood is a flood waiting for the end of the batch.
 type deferredFlood struct {
-	b      *Bridge
-	ig     ingress
-	origin int32
+	b  *Bridge
+	ig ingress // ig.fv.origin: the input frame the copies are made of
 }
 
 // flood returns the number of copies queued, whether the flood was
@@ -51,7 +50,7 @@ func (b *Bridge) flood(tx *Tx, ig *ingress, cfg *bridgeCfg) (n int, deferred, fu
 		if len(tx.deferred) >= tx.opts.DeferLen {
 			return 0, false, true
 		}
-		d := deferredFlood{b: b, ig: *ig, origin: tx.origin}
+		d := deferredFlood{b: b, ig: *ig}
 		d.ig.fv.untag, d.ig.fv.tag = nil, nil // copies are made when it runs
 		tx.deferred = append(tx.deferred, d)
 		tx.delta.floodDeferred++
@@ -98,7 +97,6 @@ func (tx *Tx) floodOne(pv *PortVLAN, ig *ingress) int {
 func (tx *Tx) runDeferred() {
 	for i := range tx.deferred {
 		d := &tx.deferred[i]
-		tx.origin = d.origin
 		if tx.floodMembers(&d.ig) == 0 {
 			tx.delta.drops[DropNoFloodTarget]++
 		}
