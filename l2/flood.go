@@ -22,11 +22,12 @@ package l2
 // VLAN, the frame with its tag (the copies are made from it), and which
 // members a flood of it reaches.
 type ingress struct {
-	in    *Port
-	ctl   uint32
-	v     *vlan
-	fv    frameView
-	scope floodScope
+	in     *Port
+	ctl    uint32
+	origin int32 // the frame's index in the caller's batch (-1: none), for Tx origins
+	v      *vlan
+	fv     frameView
+	scope  floodScope
 }
 
 // floodScope says which members a flood reaches, and whether the host
@@ -40,7 +41,7 @@ type floodScope struct {
 // deferredFlood is a flood waiting for the end of the batch.
 type deferredFlood struct {
 	b  *Bridge
-	ig ingress // ig.fv.origin: the input frame the copies are made of
+	ig ingress // ig.origin: the input frame the copies are made of
 }
 
 // flood returns the number of copies queued, whether the flood was
@@ -89,7 +90,7 @@ func (tx *Tx) floodOne(pv *PortVLAN, ig *ingress) int {
 		(sc.suppressed && c&uint32(FlagNeighSuppress) != 0) {
 		return 0
 	}
-	tx.emit(pv, &ig.fv)
+	tx.emit(pv, &ig.fv, ig.origin)
 	return 1
 }
 

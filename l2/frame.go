@@ -75,7 +75,6 @@ type frameView struct {
 	tagged bool   // data carries a tag
 	tci    uint16 // TCI for tagged egress (the classified VID, the frame's PCP)
 	asIsOK bool   // data's tag already carries tci
-	origin int32  // index of the input frame in the caller's batch, -1 for generated frames
 
 	untag, tag []byte
 }

@@ -83,7 +83,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, origin int32, res *Verd
 	}
 	cfg := b.cfg.Load()
 
-	ig := ingress{in: in, ctl: ctl, fv: frameView{data: frame, tagged: pf.tagged, origin: origin}}
+	ig := ingress{in: in, ctl: ctl, origin: origin, fv: frameView{data: frame, tagged: pf.tagged}}
 	fv := &ig.fv
 	var pv *PortVLAN
 	var vid uint16
@@ -210,7 +210,7 @@ func (b *Bridge) forward(tx *Tx, ig *ingress, dpv *PortVLAN, res *Verdict) {
 		*res = tx.drop(ig.in, DropEgressFiltered)
 		return
 	}
-	tx.emit(dpv, &ig.fv)
+	tx.emit(dpv, &ig.fv, ig.origin)
 	res.Copies = 1
 }
 

@@ -35,7 +35,7 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte, origin int32) int {
 	if v == nil {
 		return 0
 	}
-	ig := ingress{v: v, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid, origin: origin}}
+	ig := ingress{v: v, origin: origin, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}}
 	eth := wire.Ethernet(frame)
 	if !eth.DstIsMulticast() {
 		dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid))
@@ -50,7 +50,7 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte, origin int32) int {
 		if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || dpv.port.bridge.Load() != b {
 			return 0
 		}
-		tx.emit(dpv, &ig.fv)
+		tx.emit(dpv, &ig.fv, ig.origin)
 		return 1
 	}
 	if eth.DstIsBroadcast() {
@@ -85,8 +85,8 @@ func (tx *Tx) SendTagged(d FwdDst, frame []byte, origin int32) {
 		return
 	}
 	tci := pf.tci&^wire.VIDMask | d.PV.VID
-	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci, origin: origin}
-	tx.emit(d.PV, &fv)
+	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
+	tx.emit(d.PV, &fv, origin)
 }
 
 // AddLocalAddress makes mac a local address of the bridge in vid (0 on a

@@ -128,8 +128,8 @@ func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, o
 	binary.BigEndian.PutUint32(r[28:32], tip)
 	copy(r[32:38], a[8:14])
 	binary.BigEndian.PutUint32(r[38:42], sip)
-	fv := frameView{data: r, raw: inPV.flags.Load()&pvRaw != 0, tci: vid, origin: origin}
-	tx.emit(inPV, &fv)
+	fv := frameView{data: r, raw: inPV.flags.Load()&pvRaw != 0, tci: vid}
+	tx.emit(inPV, &fv, origin)
 	tx.delta.proxyRep++
 	return true
 }

@@ -140,8 +140,8 @@ func (tx *Tx) Alloc(n int) []byte { return tx.arena.alloc(n) }
 // the input frame it was made of, or -1 for frames the caller generates
 // itself; FlushOrigins hands them back. The daemon uses them to carry
 // per-frame offload state (GSO) from an input frame to its outputs. The
-// origin travels as an argument (or in the frameView), never as Tx state,
-// so a frame cannot inherit the origin of the one before it.
+// origin travels as an argument (and in the ingress of a deferred flood),
+// never as Tx state, so a frame cannot inherit the origin of the one before.
 
 // Send queues frame for transmission to d, tagging it from d.PV: frame must
 // be untagged; if d's port-VLAN is egress-tagged a copy with the tag (PCP 0)
@@ -299,8 +299,8 @@ func (a *arena) alloc(n int) []byte {
 func (a *arena) reset() { a.cur, a.off = 0, 0 }
 
 // emit queues the frame for pv's port with pv's tagging, made of input
-// frame fv.origin.
-func (tx *Tx) emit(pv *PortVLAN, fv *frameView) {
+// frame origin.
+func (tx *Tx) emit(pv *PortVLAN, fv *frameView, origin int32) {
 	var out []byte
 	switch f := pv.flags.Load(); {
 	case fv.raw || f&pvRaw != 0:
@@ -310,5 +310,5 @@ func (tx *Tx) emit(pv *PortVLAN, fv *frameView) {
 	default:
 		out = fv.taggedBytes(tx)
 	}
-	tx.enqueue(pv.port, out, fv.origin)
+	tx.enqueue(pv.port, out, origin)
 }
