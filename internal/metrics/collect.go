@@ -13,7 +13,6 @@ import (
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
-	"github.com/netfwd/netfwd/neigh"
 )
 
 // emitter sends constant metrics of one scrape.
@@ -112,7 +111,8 @@ func (m emitter) router(e *l3.Engine) {
 }
 
 // neighbours: the neighbour table's entries, lookups, queues and limits.
-func (m emitter) neighbours(ns neigh.Stats) {
+func (m emitter) neighbours(e *l3.Engine) {
+	ns := e.Router().Neighbours().Stats()
 	for st, n := range ns.ByState {
 		m.gauge("neigh_entries", float64(n), st)
 	}

@@ -187,7 +187,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	e := c.src.Engine
 	m.bridges(e.Domain())
 	m.router(e)
-	m.neighbours(e.Router().Neighbours().Stats())
+	m.neighbours(e)
 	if c.src.Ports != nil {
 		for _, p := range c.src.Ports() {
 			m.port(p)
