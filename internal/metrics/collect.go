@@ -214,6 +214,8 @@ func (m emitter) routeSource(src string, connected bool, messages, batches, swee
 	for r, v := range rc.Skipped() {
 		m.counter("rs_skipped", v, src, r)
 	}
+	n, sum, buckets := rc.Lag.Snapshot()
+	m.ch <- prometheus.MustNewConstHistogram(m.c.descs["rs_lag"], n, sum, buckets, src)
 }
 
 // xdpWaits: the AF_XDP workers' waits, once any happened.

@@ -197,8 +197,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, t := range c.src.Twins() {
 			m.twin(t)
 		}
-		n, sum, buckets := rc.Lag.Snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.descs["rs_lag"], n, sum, buckets, src)
 	}
 	if f := c.src.FPM; f != nil {
 		m.fpm(f)
