@@ -93,7 +93,7 @@ func (n *naiveFlood) receive(tx *l2.Tx, frame []byte) {
 		if pv == nil || p == n.in || p.State() != l2.StateForwarding || p.Flags()&l2.FlagBcastFlood == 0 {
 			continue
 		}
-		tx.SendTagged(pv.Dst(), frame)
+		tx.SendTagged(pv.Dst(), frame, -1)
 	}
 }
 

@@ -359,156 +359,21 @@ func runVeth(opts Options) (recs []Record, err error) {
 		}
 	}
 
-	// Saturation, interleaved.
-	for round := range plan.rounds {
-		for _, s := range setups {
-			for _, f := range fwds {
-				if f.unsupported != nil {
-					continue
-				}
-				r, err := f.once(plan, genSpec{frames: plan.frames, procs: s.procs}, s.cpu)
-				if errors.Is(err, errIONotSupported) {
-					f.unsupported = err
-					opts.Log("%s: %v", f.impl, err)
-					continue
-				}
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", f.impl, s.name, err)
-				}
-				f.runs[s.name] = append(f.runs[s.name], r)
-				opts.Log("round %d/%d %-8s %-20s %v", round+1, plan.rounds, s.name, f.impl, r)
-			}
-		}
+	if err := vethSaturate(plan, setups, fwds, opts); err != nil {
+		return nil, err
 	}
-	byImpl := map[string]*vethFwd{}
-	for _, f := range fwds {
-		byImpl[f.impl] = f
-	}
-	table := []vethRow{}
-	for _, s := range setups {
-		genCost := medianOf(cpuRuns(byImpl["generator"].runs[s.name]), func(r runResult) float64 {
-			return perFrame(r.machineCPU, r.offered)
-		})
-		genProcCost := medianOf(byImpl["generator"].runs[s.name], func(r runResult) float64 {
-			return perFrame(r.procCPU, r.offered)
-		})
-		linux := medianPPS(byImpl["linux"].runs[s.name])
-		ceiling := medianPPS(byImpl["ceiling"].runs[s.name])
-		reflector := medianPPS(byImpl["reflector"].runs[s.name])
-		reflGeneric := medianPPS(byImpl["reflector-generic"].runs[s.name])
-		minimal := medianPPS(byImpl["minimal"].runs[s.name])
-		for _, f := range fwds {
-			params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
-			if f.unsupported == errNotSelected {
-				continue
-			}
-			if f.unsupported != nil {
-				recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
-					Extra: map[string]any{"error": f.unsupported.Error()}})
-				table = append(table, vethRow{impl: f.impl, setup: s.name, note: "not supported"})
-				continue
-			}
-			runs := f.runs[s.name]
-			med := medianPPS(runs)
-			extra := map[string]any{
-				"rounds":          len(runs),
-				"best_mpps":       round3(slices.MaxFunc(runs, func(a, b runResult) int { return cmpF(a.pps(), b.pps()) }).pps() / 1e6),
-				"offered_mpps":    round3(medianOf(runs, func(r runResult) float64 { return float64(r.offered) / r.elapsed.Seconds() }) / 1e6),
-				"x_linux":         ratio(med, linux),
-				"x_ceiling":       ratio(med, ceiling),
-				"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
-				// onecore: CPU 0's cost per frame offered (trafgen, veth's
-				// receive and whatever the forwarder leaves on CPU 0).
-				"gen_side_ns_frame": round2(medianOf(runs, func(r runResult) float64 { return perFrame(r.genSideCPU, r.offered) })),
-			}
-			if f.impl == "generator" {
-				extra["gen_procs_cpu_ns_frame"] = round2(genProcCost)
-			} else {
-				extra["procs_cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
-					return perFrame(r.procCPU-time.Duration(genProcCost*float64(r.offered)), r.delivered)
-				}))
-			}
-			// Whole-machine CPU only from runs the machine had room for.
-			if cr := cpuRuns(runs); len(cr) > 0 && genCost > 0 {
-				extra["cpu_rounds"] = len(cr)
-				extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
-					return perFrame(r.machineCPU, r.delivered)
-				}))
-				if f.impl == "generator" {
-					extra["gen_cpu_ns_frame"] = round2(genCost)
-				} else {
-					extra["cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
-						return perFrame(r.machineCPU-time.Duration(genCost*float64(r.offered)), r.delivered)
-					}))
-				}
-			}
-			if minimal > 0 && f.impl != "minimal" {
-				extra["x_minimal"] = ratio(med, minimal)
-			}
-			if strings.HasPrefix(f.impl, "netfwd-") {
-				extra["x_reflector"] = ratio(med, reflector)
-				if strings.HasSuffix(f.impl, "-generic") { // against the reflector on the same path
-					extra["x_reflector"] = ratio(med, reflGeneric)
-				}
-			}
-			if f.mode != "" {
-				extra["mode"] = f.mode
-			}
-			if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
-				extra["trafgen_aborts"] = n
-			}
-			if f.diag != nil {
-				extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
-				extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
-				extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
-				extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
-				extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
-			}
-			recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: params,
-				NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra})
-			row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
-				xLinux: ratio(med, linux), xCeiling: ratio(med, ceiling)}
-			if x, ok := extra["x_reflector"].(float64); ok {
-				row.xRefl = x
-			}
-			if c, ok := extra["cpu_ns_frame"].(float64); ok {
-				row.cpu = c
-			}
-			if c, ok := extra["procs_cpu_ns_frame"].(float64); ok {
-				row.procsCPU = c
-			}
-			table = append(table, row)
-		}
-	}
+	recs, table := vethSaturationRecords(setups, fwds)
 
 	if opts.SaturationOnly {
 		printVethTable(opts, table)
 		return recs, nil
 	}
 
-	// Loss at half of each forwarder's own unpinned saturation.
-	for _, f := range fwds {
-		if f.impl == "ceiling" || f.impl == "generator" || f.unsupported != nil {
-			continue
-		}
-		pps := medianPPS(f.runs["unpinned"]) / 2
-		g := genSpec{frames: uint64(pps * plan.lossDur.Seconds()), procs: 1, pps: pps}
-		r, err := f.once(plan, g, -1)
-		if err != nil {
-			return nil, fmt.Errorf("%s at 50%%: %w", f.impl, err)
-		}
-		lost := int64(r.offered) - int64(r.delivered)
-		opts.Log("%-16s at %.0f pps (50%% of its saturation): %v, lost %d", f.impl, pps, r, lost)
-		recs = append(recs, Record{Suite: "veth", Impl: f.impl,
-			Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "setup": "unpinned"},
-			NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6),
-			Extra: loss50Extra(r, lost)})
-		for i := range table {
-			if table[i].impl == f.impl && table[i].setup == "unpinned" {
-				table[i].loss50, table[i].hasLoss = lossOf(r), true
-			}
-		}
+	loss, err := vethLoss50(plan, fwds, opts, table)
+	if err != nil {
+		return nil, err
 	}
+	recs = append(recs, loss...)
 
 	if plan.soak > 0 {
 		for _, f := range fwds {
@@ -543,6 +408,184 @@ func runVeth(opts Options) (recs []Record, err error) {
 		}
 	}
 	printVethTable(opts, table)
+	return recs, nil
+}
+
+// vethSaturate runs the saturation rounds, interleaved: every round runs
+// every set-up's every forwarder once. A forwarder whose I/O is not
+// supported here is marked and skipped from then on.
+func vethSaturate(plan vethPlan, setups []vethSetup, fwds []*vethFwd, opts Options) error {
+	for round := range plan.rounds {
+		for _, s := range setups {
+			for _, f := range fwds {
+				if f.unsupported != nil {
+					continue
+				}
+				r, err := f.once(plan, genSpec{frames: plan.frames, procs: s.procs}, s.cpu)
+				if errors.Is(err, errIONotSupported) {
+					f.unsupported = err
+					opts.Log("%s: %v", f.impl, err)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", f.impl, s.name, err)
+				}
+				f.runs[s.name] = append(f.runs[s.name], r)
+				opts.Log("round %d/%d %-8s %-20s %v", round+1, plan.rounds, s.name, f.impl, r)
+			}
+		}
+	}
+	return nil
+}
+
+// vethRefs are one set-up's reference figures the forwarders are compared
+// with: the generator's own cost, and the medians of the reference
+// forwarders.
+type vethRefs struct {
+	genCost, genProcCost                            float64 // ns per frame offered: machine, generator processes
+	linux, ceiling, reflector, reflGeneric, minimal float64 // median pps
+}
+
+// vethSaturationRecords turns the saturation runs into records and table
+// rows, per set-up and forwarder.
+func vethSaturationRecords(setups []vethSetup, fwds []*vethFwd) (recs []Record, table []vethRow) {
+	byImpl := map[string]*vethFwd{}
+	for _, f := range fwds {
+		byImpl[f.impl] = f
+	}
+	table = []vethRow{}
+	for _, s := range setups {
+		ref := vethRefs{
+			genCost: medianOf(cpuRuns(byImpl["generator"].runs[s.name]), func(r runResult) float64 {
+				return perFrame(r.machineCPU, r.offered)
+			}),
+			genProcCost: medianOf(byImpl["generator"].runs[s.name], func(r runResult) float64 {
+				return perFrame(r.procCPU, r.offered)
+			}),
+			linux:       medianPPS(byImpl["linux"].runs[s.name]),
+			ceiling:     medianPPS(byImpl["ceiling"].runs[s.name]),
+			reflector:   medianPPS(byImpl["reflector"].runs[s.name]),
+			reflGeneric: medianPPS(byImpl["reflector-generic"].runs[s.name]),
+			minimal:     medianPPS(byImpl["minimal"].runs[s.name]),
+		}
+		for _, f := range fwds {
+			if f.unsupported == errNotSelected {
+				continue
+			}
+			if f.unsupported != nil {
+				recs = append(recs, Record{Suite: "veth", Impl: f.impl, Params: map[string]any{"frame": 64, "rate": "max", "setup": s.name},
+					Extra: map[string]any{"error": f.unsupported.Error()}})
+				table = append(table, vethRow{impl: f.impl, setup: s.name, note: "not supported"})
+				continue
+			}
+			rec, row := vethSaturationRecord(f, s, ref)
+			recs = append(recs, rec)
+			table = append(table, row)
+		}
+	}
+	return recs, table
+}
+
+// vethSaturationRecord is one forwarder's saturation record in set-up s.
+func vethSaturationRecord(f *vethFwd, s vethSetup, ref vethRefs) (Record, vethRow) {
+	params := map[string]any{"frame": 64, "rate": "max", "setup": s.name}
+	runs := f.runs[s.name]
+	med := medianPPS(runs)
+	extra := map[string]any{
+		"rounds":          len(runs),
+		"best_mpps":       round3(slices.MaxFunc(runs, func(a, b runResult) int { return cmpF(a.pps(), b.pps()) }).pps() / 1e6),
+		"offered_mpps":    round3(medianOf(runs, func(r runResult) float64 { return float64(r.offered) / r.elapsed.Seconds() }) / 1e6),
+		"x_linux":         ratio(med, ref.linux),
+		"x_ceiling":       ratio(med, ref.ceiling),
+		"background_cpus": round2(medianOf(runs, func(r runResult) float64 { return r.background })),
+		// onecore: CPU 0's cost per frame offered (trafgen, veth's
+		// receive and whatever the forwarder leaves on CPU 0).
+		"gen_side_ns_frame": round2(medianOf(runs, func(r runResult) float64 { return perFrame(r.genSideCPU, r.offered) })),
+	}
+	if f.impl == "generator" {
+		extra["gen_procs_cpu_ns_frame"] = round2(ref.genProcCost)
+	} else {
+		extra["procs_cpu_ns_frame"] = round2(medianOf(runs, func(r runResult) float64 {
+			return perFrame(r.procCPU-time.Duration(ref.genProcCost*float64(r.offered)), r.delivered)
+		}))
+	}
+	// Whole-machine CPU only from runs the machine had room for.
+	if cr := cpuRuns(runs); len(cr) > 0 && ref.genCost > 0 {
+		extra["cpu_rounds"] = len(cr)
+		extra["machine_cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+			return perFrame(r.machineCPU, r.delivered)
+		}))
+		if f.impl == "generator" {
+			extra["gen_cpu_ns_frame"] = round2(ref.genCost)
+		} else {
+			extra["cpu_ns_frame"] = round2(medianOf(cr, func(r runResult) float64 {
+				return perFrame(r.machineCPU-time.Duration(ref.genCost*float64(r.offered)), r.delivered)
+			}))
+		}
+	}
+	if ref.minimal > 0 && f.impl != "minimal" {
+		extra["x_minimal"] = ratio(med, ref.minimal)
+	}
+	if strings.HasPrefix(f.impl, "netfwd-") {
+		extra["x_reflector"] = ratio(med, ref.reflector)
+		if strings.HasSuffix(f.impl, "-generic") { // against the reflector on the same path
+			extra["x_reflector"] = ratio(med, ref.reflGeneric)
+		}
+	}
+	if f.mode != "" {
+		extra["mode"] = f.mode
+	}
+	if n := countIf(runs, func(r runResult) bool { return r.genFailed }); n > 0 {
+		extra["trafgen_aborts"] = n
+	}
+	if f.diag != nil {
+		extra["fwd_drops"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.fwdDrops) }))
+		extra["fill_ring_empty"] = int64(medianOf(runs, func(r runResult) float64 { return float64(r.diag.fillEmpty) }))
+		extra["frames_per_kick"] = round2(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.sent, r.diag.kicks) }))
+		extra["kick_eagain_per_kick"] = round3(medianOf(runs, func(r runResult) float64 { return ratioF(r.diag.kickAgain, r.diag.kicks) }))
+		extra["wakeups_per_kframe"] = round3(medianOf(runs, func(r runResult) float64 { return 1000 * ratioF(r.diag.blocked, r.diag.sent) }))
+	}
+	rec := Record{Suite: "veth", Impl: f.impl, Params: params,
+		NsOp: round2(nsPer(med)), Mops: round3(med / 1e6), Extra: extra}
+	row := vethRow{impl: f.impl, setup: s.name, mpps: med / 1e6, best: extra["best_mpps"].(float64),
+		xLinux: ratio(med, ref.linux), xCeiling: ratio(med, ref.ceiling)}
+	if x, ok := extra["x_reflector"].(float64); ok {
+		row.xRefl = x
+	}
+	if c, ok := extra["cpu_ns_frame"].(float64); ok {
+		row.cpu = c
+	}
+	if c, ok := extra["procs_cpu_ns_frame"].(float64); ok {
+		row.procsCPU = c
+	}
+	return rec, row
+}
+
+// vethLoss50 measures the loss at half of each forwarder's own unpinned
+// saturation, and marks it in the table's unpinned rows.
+func vethLoss50(plan vethPlan, fwds []*vethFwd, opts Options, table []vethRow) (recs []Record, err error) {
+	for _, f := range fwds {
+		if f.impl == "ceiling" || f.impl == "generator" || f.unsupported != nil {
+			continue
+		}
+		pps := medianPPS(f.runs["unpinned"]) / 2
+		g := genSpec{frames: uint64(pps * plan.lossDur.Seconds()), procs: 1, pps: pps}
+		r, err := f.once(plan, g, -1)
+		if err != nil {
+			return recs, fmt.Errorf("%s at 50%%: %w", f.impl, err)
+		}
+		lost := int64(r.offered) - int64(r.delivered)
+		opts.Log("%-16s at %.0f pps (50%% of its saturation): %v, lost %d", f.impl, pps, r, lost)
+		recs = append(recs, Record{Suite: "veth", Impl: f.impl,
+			Params: map[string]any{"frame": 64, "rate": "50pct", "pps": int(pps), "setup": "unpinned"},
+			NsOp:   round2(nsPer(r.pps())), Mops: round3(r.pps() / 1e6),
+			Extra: loss50Extra(r, lost)})
+		for i := range table {
+			if table[i].impl == f.impl && table[i].setup == "unpinned" {
+				table[i].loss50, table[i].hasLoss = lossOf(r), true
+			}
+		}
+	}
 	return recs, nil
 }
 

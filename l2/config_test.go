@@ -309,9 +309,9 @@ func TestEgressAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := untagged(mac(2), tb.b.MAC)
-	tb.tx.Send(tb.ports["trunk"].VLAN(10).Dst(), f)
-	tb.tx.Send(tb.ports["access"].VLAN(10).Dst(), f)
-	tb.tx.Send(r.Routed(), f)
+	tb.tx.Send(tb.ports["trunk"].VLAN(10).Dst(), f, -1)
+	tb.tx.Send(tb.ports["access"].VLAN(10).Dst(), f, -1)
+	tb.tx.Send(r.Routed(), f, -1)
 	out := tb.flush()
 	if len(out["trunk"][0]) != len(f)+4 || out["trunk"][0][15] != 10 || !bytes.Equal(out["access"][0], f) || !bytes.Equal(out["eth0"][0], f) {
 		t.Fatalf("send: %x / %x / %x", out["trunk"], out["access"], out["eth0"])
@@ -319,7 +319,7 @@ func TestEgressAPI(t *testing.T) {
 	if vid, tagged := tb.ports["trunk"].VLAN(10).Dst().EgressTag(); vid != 10 || !tagged {
 		t.Fatal("EgressTag")
 	}
-	if n := tb.b.Output(tb.tx, 10, untagged(wire.BroadcastMAC, tb.b.MAC)); n != 2 {
+	if n := tb.b.Output(tb.tx, 10, untagged(wire.BroadcastMAC, tb.b.MAC), -1); n != 2 {
 		t.Fatalf("Output broadcast: %d copies", n)
 	}
 	out = tb.flush()
@@ -328,29 +328,29 @@ func TestEgressAPI(t *testing.T) {
 	}
 	// Known unicast goes to its port only, and not if the port is blocking.
 	tb.send("trunk", tagged(wire.BroadcastMAC, mac(5), 10))
-	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 1 {
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC), -1); n != 1 {
 		t.Fatalf("Output unicast: %d", n)
 	}
 	if out := tb.flush(); outPorts(out) != "[trunk]" {
 		t.Fatalf("Output unicast went to %s", outPorts(out))
 	}
 	tb.apply(LinkSet{Dev: "trunk", State: new(StateBlocking)})
-	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC)); n != 0 {
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(5), tb.b.MAC), -1); n != 0 {
 		t.Fatal("Output to a blocking port")
 	}
 	// Unknown unicast floods; the bridge's own address goes nowhere.
-	if n := tb.b.Output(tb.tx, 10, untagged(mac(66), tb.b.MAC)); n != 1 {
+	if n := tb.b.Output(tb.tx, 10, untagged(mac(66), tb.b.MAC), -1); n != 1 {
 		t.Fatalf("Output unknown: %d", n)
 	}
 	tb.apply(VLANAdd{Dev: "br0", VID: 10})
-	if n := tb.b.Output(tb.tx, 10, untagged(tb.b.MAC, tb.b.MAC)); n != 0 {
+	if n := tb.b.Output(tb.tx, 10, untagged(tb.b.MAC, tb.b.MAC), -1); n != 0 {
 		t.Fatal("Output to the bridge's own address")
 	}
 	tb.flush()
 	// SendTagged: strip for untagged port-VLANs, rewrite the VID for tagged.
 	tf := buildFrame(frameSpec{dst: mac(2), src: tb.b.MAC, tag: 99, pcp: 3})
-	tb.tx.SendTagged(tb.ports["trunk"].VLAN(10).Dst(), tf)
-	tb.tx.SendTagged(tb.ports["access"].VLAN(10).Dst(), tf)
+	tb.tx.SendTagged(tb.ports["trunk"].VLAN(10).Dst(), tf, -1)
+	tb.tx.SendTagged(tb.ports["access"].VLAN(10).Dst(), tf, -1)
 	out = tb.flush()
 	if got := out["trunk"][0]; len(got) != len(tf) || got[14] != 3<<5 || got[15] != 10 {
 		t.Fatalf("SendTagged trunk %x", got)

@@ -22,11 +22,12 @@ package l2
 // VLAN, the frame with its tag (the copies are made from it), and which
 // members a flood of it reaches.
 type ingress struct {
-	in    *Port
-	ctl   uint32
-	v     *vlan
-	fv    frameView
-	scope floodScope
+	in     *Port
+	ctl    uint32
+	origin int32 // the frame's index in the caller's batch (-1: none), for Tx origins
+	v      *vlan
+	fv     frameView
+	scope  floodScope
 }
 
 // floodScope says which members a flood reaches, and whether the host
@@ -39,9 +40,8 @@ type floodScope struct {
 
 // deferredFlood is a flood waiting for the end of the batch.
 type deferredFlood struct {
-	b      *Bridge
-	ig     ingress
-	origin int32
+	b  *Bridge
+	ig ingress // ig.origin: the input frame the copies are made of
 }
 
 // flood returns the number of copies queued, whether the flood was
@@ -51,7 +51,7 @@ func (b *Bridge) flood(tx *Tx, ig *ingress, cfg *bridgeCfg) (n int, deferred, fu
 		if len(tx.deferred) >= tx.opts.DeferLen {
 			return 0, false, true
 		}
-		d := deferredFlood{b: b, ig: *ig, origin: tx.origin}
+		d := deferredFlood{b: b, ig: *ig}
 		d.ig.fv.untag, d.ig.fv.tag = nil, nil // copies are made when it runs
 		tx.deferred = append(tx.deferred, d)
 		tx.delta.floodDeferred++
@@ -90,7 +90,7 @@ func (tx *Tx) floodOne(pv *PortVLAN, ig *ingress) int {
 		(sc.suppressed && c&uint32(FlagNeighSuppress) != 0) {
 		return 0
 	}
-	tx.emit(pv, &ig.fv)
+	tx.emit(pv, &ig.fv, ig.origin)
 	return 1
 }
 
@@ -98,7 +98,6 @@ func (tx *Tx) floodOne(pv *PortVLAN, ig *ingress) int {
 func (tx *Tx) runDeferred() {
 	for i := range tx.deferred {
 		d := &tx.deferred[i]
-		tx.origin = d.origin
 		if tx.floodMembers(&d.ig) == 0 {
 			tx.delta.drops[DropNoFloodTarget]++
 		}

@@ -1,6 +1,8 @@
 package l2
 
-// Ethernet and 802.1Q header views over []byte, validated once at ingress.
+// Ethernet and 802.1Q header views over []byte, validated once at ingress,
+// and the tagging variants of a frame on its way out (frameView: the bytes
+// as received plus the copies egress needs, made once per frame).
 //
 // Layout: dst(6) src(6) [TPID 0x8100 (2) TCI (2)] ethertype(2) payload.
 // Only TPID 0x8100 is a VLAN tag for this bridge (vlan_protocol 802.1Q, the
@@ -63,4 +65,43 @@ func tagInto(dst, src []byte, tci uint16) {
 func retagInto(dst, src []byte, tci uint16) {
 	copy(dst, src)
 	binary.BigEndian.PutUint16(dst[14:16], tci)
+}
+
+// frameView is one input frame on its way out: the bytes as received and
+// lazily built copies for the other tagging, made once per frame.
+type frameView struct {
+	data   []byte
+	raw    bool   // bridge without vlan_filtering: every copy leaves as received
+	tagged bool   // data carries a tag
+	tci    uint16 // TCI for tagged egress (the classified VID, the frame's PCP)
+	asIsOK bool   // data's tag already carries tci
+
+	untag, tag []byte
+}
+
+func (fv *frameView) untaggedBytes(tx *Tx) []byte {
+	if !fv.tagged {
+		return fv.data
+	}
+	if fv.untag == nil {
+		fv.untag = tx.arena.alloc(len(fv.data) - wire.VLANTagLen)
+		untagInto(fv.untag, fv.data)
+	}
+	return fv.untag
+}
+
+func (fv *frameView) taggedBytes(tx *Tx) []byte {
+	if fv.asIsOK {
+		return fv.data
+	}
+	if fv.tag == nil {
+		if fv.tagged {
+			fv.tag = tx.arena.alloc(len(fv.data))
+			retagInto(fv.tag, fv.data, fv.tci)
+		} else {
+			fv.tag = tx.arena.alloc(len(fv.data) + wire.VLANTagLen)
+			tagInto(fv.tag, fv.data, fv.tci)
+		}
+	}
+	return fv.tag
 }

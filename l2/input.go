@@ -38,28 +38,27 @@ type Verdict struct {
 func (b *Bridge) ReceiveBatch(tx *Tx, in *Port, frames [][]byte) {
 	var v Verdict
 	for i, f := range frames {
-		tx.origin = int32(i)
-		b.receive(tx, in, f, &v)
+		b.receive(tx, in, f, int32(i), &v)
 		if v.Host {
 			tx.Host = append(tx.Host, HostFrame{Bridge: b, Port: in, VID: v.VID,
 				Untagged: v.Untagged, Frame: f, L3: v.L3, EtherType: v.EtherType, Index: i})
 		}
 	}
-	tx.origin = -1
 }
 
-// Receive processes one frame received on in. The frame must stay valid
-// until tx.Flush; if the verdict says Host, the caller hands it to l3.
+// Receive processes one frame received on in, outside any batch: the
+// frames made of it have origin -1. The frame must stay valid until
+// tx.Flush; if the verdict says Host, the caller hands it to l3.
 func (b *Bridge) Receive(tx *Tx, in *Port, frame []byte) Verdict {
 	var v Verdict
-	b.receive(tx, in, frame, &v)
+	b.receive(tx, in, frame, -1, &v)
 	return v
 }
 
 // receive is Receive writing the verdict through res, which the hot paths
 // fill in place: a Verdict copied by value through three calls per frame
-// cost more than the FDB lookup.
-func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
+// cost more than the FDB lookup. origin is the frame's index in its batch.
+func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, origin int32, res *Verdict) {
 	*res = Verdict{}
 	tx.countRx(in, len(frame))
 	if in.bridge.Load() != b {
@@ -84,7 +83,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	}
 	cfg := b.cfg.Load()
 
-	ig := ingress{in: in, ctl: ctl, fv: frameView{data: frame, tagged: pf.tagged}}
+	ig := ingress{in: in, ctl: ctl, origin: origin, fv: frameView{data: frame, tagged: pf.tagged}}
 	fv := &ig.fv
 	var pv *PortVLAN
 	var vid uint16
@@ -146,7 +145,7 @@ func (b *Bridge) receive(tx *Tx, in *Port, frame []byte, res *Verdict) {
 	if eth.DstIsBroadcast() { // always passes the multicast filter
 		ig.scope = floodScope{need: FlagBcastFlood, host: v.self.Load()&pvMember != 0}
 		if pf.etype == wire.EtherTypeARP && b.anySuppress.Load() && ctl&uint32(FlagNeighSuppress) == 0 {
-			ig.scope.suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3)
+			ig.scope.suppressed = b.suppressARP(tx, pv, vid, frame, pf.l3, origin)
 		}
 		b.floodVerdict(tx, &ig, cfg, res)
 		return
@@ -211,7 +210,7 @@ func (b *Bridge) forward(tx *Tx, ig *ingress, dpv *PortVLAN, res *Verdict) {
 		*res = tx.drop(ig.in, DropEgressFiltered)
 		return
 	}
-	tx.emit(dpv, &ig.fv)
+	tx.emit(dpv, &ig.fv, ig.origin)
 	res.Copies = 1
 }
 

@@ -16,8 +16,9 @@ import (
 )
 
 // Output sends an untagged frame from the host into VLAN vid (ignored on a
-// bridge without vlan_filtering). It returns the number of copies queued.
-func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
+// bridge without vlan_filtering), made of input frame origin (-1: none, see
+// Tx.Send). It returns the number of copies queued.
+func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte, origin int32) int {
 	if len(frame) < wire.EthernetHeaderLen {
 		return 0
 	}
@@ -34,7 +35,7 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 	if v == nil {
 		return 0
 	}
-	ig := ingress{v: v, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}}
+	ig := ingress{v: v, origin: origin, fv: frameView{data: frame, raw: !cfg.vlanFiltering, tci: vid}}
 	eth := wire.Ethernet(frame)
 	if !eth.DstIsMulticast() {
 		dpv, flags, ok := b.fdb.lookup(fdbKeyAt(frame, vid))
@@ -49,7 +50,7 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 		if !ctlForwarding(c) || dpv.flags.Load()&pvMember == 0 || dpv.port.bridge.Load() != b {
 			return 0
 		}
-		tx.emit(dpv, &ig.fv)
+		tx.emit(dpv, &ig.fv, ig.origin)
 		return 1
 	}
 	if eth.DstIsBroadcast() {
@@ -71,20 +72,21 @@ func (b *Bridge) Output(tx *Tx, vid uint16, frame []byte) int {
 
 // SendTagged queues frame, which carries an 802.1Q tag, for d with d's
 // tagging: untagged port-VLANs get it without the tag, tagged ones with
-// the tag's VID rewritten to d's VID (PCP kept), raw destinations as is.
-func (tx *Tx) SendTagged(d FwdDst, frame []byte) {
+// the tag's VID rewritten to d's VID (PCP kept), raw destinations as is
+// (origin as in Send).
+func (tx *Tx) SendTagged(d FwdDst, frame []byte, origin int32) {
 	pf, ok := parseFrame(frame)
 	if !ok || !pf.tagged {
-		tx.Send(d, frame)
+		tx.Send(d, frame, origin)
 		return
 	}
 	if d.PV == nil {
-		tx.enqueue(d.Port, frame)
+		tx.enqueue(d.Port, frame, origin)
 		return
 	}
 	tci := pf.tci&^wire.VIDMask | d.PV.VID
 	fv := frameView{data: frame, tagged: true, tci: tci, asIsOK: tci == pf.tci}
-	tx.emit(d.PV, &fv)
+	tx.emit(d.PV, &fv, origin)
 }
 
 // AddLocalAddress makes mac a local address of the bridge in vid (0 on a

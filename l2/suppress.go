@@ -84,9 +84,9 @@ func (b *Bridge) DelNeighbor(vid uint16, ip netip.Addr) {
 
 // suppressARP inspects a broadcast ARP frame (l3 at off) that arrived on a
 // port without neigh_suppress; it may queue a proxy reply to the ingress
-// port-VLAN. It returns true if the request must not be flooded to
-// neigh_suppress ports.
-func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, off int) bool {
+// port-VLAN (its origin: the request's). It returns true if the request
+// must not be flooded to neigh_suppress ports.
+func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, off int, origin int32) bool {
 	a := frame[off:]
 	if len(a) < 28 || binary.BigEndian.Uint16(a[0:2]) != 1 || binary.BigEndian.Uint16(a[2:4]) != wire.EtherTypeIPv4 ||
 		a[4] != 6 || a[5] != 4 {
@@ -129,7 +129,7 @@ func (b *Bridge) suppressARP(tx *Tx, inPV *PortVLAN, vid uint16, frame []byte, o
 	copy(r[32:38], a[8:14])
 	binary.BigEndian.PutUint32(r[38:42], sip)
 	fv := frameView{data: r, raw: inPV.flags.Load()&pvRaw != 0, tci: vid}
-	tx.emit(inPV, &fv)
+	tx.emit(inPV, &fv, origin)
 	tx.delta.proxyRep++
 	return true
 }

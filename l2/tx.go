@@ -1,7 +1,8 @@
 package l2
 
-// Egress: the forwarding destination, the per-worker transmit batch (Tx),
-// tagging on egress, and the scratch arena.
+// Egress: the forwarding destination, the per-worker transmit batch (Tx)
+// with each frame's origin, emitting a frameView with a port-VLAN's
+// tagging, and the scratch arena.
 //
 // Buffer ownership (the rule l3 and the daemon follow too):
 //   - An input frame handed to Receive/ReceiveBatch stays owned by the caller
@@ -97,12 +98,6 @@ type Tx struct {
 
 	deferred []deferredFlood
 
-	// origin is the index (in the caller's current batch) of the input frame
-	// being processed, recorded with every frame queued; -1 while generating
-	// frames of one's own. The daemon uses it to carry per-frame offload state
-	// (GSO) from an input frame to the frames made of it.
-	origin int32
-
 	delta  workerDelta
 	pd     []portDelta
 	dirty  []PortID
@@ -118,7 +113,7 @@ func (d *Domain) NewTx(opts TxOptions) *Tx {
 	if opts.DeferLen <= 0 {
 		opts.DeferLen = 256
 	}
-	tx := &Tx{d: d, opts: opts, stats: &workerStats{}, origin: -1}
+	tx := &Tx{d: d, opts: opts, stats: &workerStats{}}
 	d.wmu.Lock()
 	d.workers = append(d.workers, tx.stats)
 	d.wmu.Unlock()
@@ -141,20 +136,28 @@ func (tx *Tx) Now() int64 {
 // Alloc returns n bytes of scratch memory valid until Flush.
 func (tx *Tx) Alloc(n int) []byte { return tx.arena.alloc(n) }
 
+// Origins: every queued frame records the index (in the caller's batch) of
+// the input frame it was made of, or -1 for frames the caller generates
+// itself; FlushOrigins hands them back. The daemon uses them to carry
+// per-frame offload state (GSO) from an input frame to its outputs. The
+// origin travels as an argument (and in the ingress of a deferred flood),
+// never as Tx state, so a frame cannot inherit the origin of the one before.
+
 // Send queues frame for transmission to d, tagging it from d.PV: frame must
 // be untagged; if d's port-VLAN is egress-tagged a copy with the tag (PCP 0)
-// is made in the arena. This is the egress l3 uses for routed frames.
-func (tx *Tx) Send(d FwdDst, frame []byte) {
+// is made in the arena. This is the egress l3 uses for routed frames; origin
+// is the input frame it was made of (-1: none).
+func (tx *Tx) Send(d FwdDst, frame []byte, origin int32) {
 	if vid, tagged := d.EgressTag(); tagged && len(frame) >= wire.EthernetHeaderLen {
 		out := tx.arena.alloc(len(frame) + wire.VLANTagLen)
 		tagInto(out, frame, vid)
 		frame = out
 	}
-	tx.enqueue(d.Port, frame)
+	tx.enqueue(d.Port, frame, origin)
 }
 
-// SendRaw queues frame on port p exactly as given.
-func (tx *Tx) SendRaw(p *Port, frame []byte) { tx.enqueue(p, frame) }
+// SendRaw queues frame on port p exactly as given (origin as in Send).
+func (tx *Tx) SendRaw(p *Port, frame []byte, origin int32) { tx.enqueue(p, frame, origin) }
 
 func (tx *Tx) growPort(id PortID) {
 	n := max(int(id)+1, 2*len(tx.q), 16)
@@ -180,7 +183,7 @@ func (tx *Tx) touch(id PortID) *portDelta {
 	return &tx.pd[id]
 }
 
-func (tx *Tx) enqueue(p *Port, frame []byte) {
+func (tx *Tx) enqueue(p *Port, frame []byte, origin int32) {
 	id := p.ID
 	if int(id) >= len(tx.q) {
 		tx.growPort(id)
@@ -199,7 +202,7 @@ func (tx *Tx) enqueue(p *Port, frame []byte) {
 		return
 	}
 	q.frames = append(q.frames, frame)
-	q.origins = append(q.origins, tx.origin)
+	q.origins = append(q.origins, origin)
 	q.bytes += uint64(len(frame))
 }
 
@@ -223,14 +226,6 @@ func (tx *Tx) CountTxError(p *Port, n int) {
 	tx.touch(p.ID).txDrops += uint64(n)
 }
 
-// SetOrigin says which frame of the caller's current batch is being
-// processed (-1: frames the caller generates itself); every frame queued
-// until the next SetOrigin records it. ReceiveBatch sets it per frame.
-func (tx *Tx) SetOrigin(i int) { tx.origin = int32(i) }
-
-// Origin returns the current origin.
-func (tx *Tx) Origin() int { return int(tx.origin) }
-
 // Flush runs the deferred floods, hands each port's queued frames to send
 // (in the order they were queued), then resets the batch: queues, arena,
 // Host, coarse time. It publishes the batch's counters.
@@ -242,7 +237,7 @@ func (tx *Tx) Flush(send func(p *Port, frames [][]byte)) {
 	tx.FlushOrigins(func(p *Port, frames [][]byte, _ []int32) { send(p, frames) })
 }
 
-// FlushOrigins is Flush with each frame's origin (see SetOrigin).
+// FlushOrigins is Flush with each frame's origin (see Send).
 func (tx *Tx) FlushOrigins(send func(p *Port, frames [][]byte, origins []int32)) {
 	tx.runDeferred()
 	for _, id := range tx.act {
@@ -258,7 +253,6 @@ func (tx *Tx) FlushOrigins(send func(p *Port, frames [][]byte, origins []int32))
 		q.frames = q.frames[:0]
 		q.origins = q.origins[:0]
 	}
-	tx.origin = -1
 	tx.act = tx.act[:0]
 	clear(tx.Host)
 	tx.Host = tx.Host[:0]
@@ -304,47 +298,9 @@ func (a *arena) alloc(n int) []byte {
 
 func (a *arena) reset() { a.cur, a.off = 0, 0 }
 
-// frameView is one input frame on its way out: the bytes as received and
-// lazily built copies for the other tagging, made once per frame.
-type frameView struct {
-	data   []byte
-	raw    bool   // bridge without vlan_filtering: every copy leaves as received
-	tagged bool   // data carries a tag
-	tci    uint16 // TCI for tagged egress (the classified VID, the frame's PCP)
-	asIsOK bool   // data's tag already carries tci
-
-	untag, tag []byte
-}
-
-func (fv *frameView) untaggedBytes(tx *Tx) []byte {
-	if !fv.tagged {
-		return fv.data
-	}
-	if fv.untag == nil {
-		fv.untag = tx.arena.alloc(len(fv.data) - wire.VLANTagLen)
-		untagInto(fv.untag, fv.data)
-	}
-	return fv.untag
-}
-
-func (fv *frameView) taggedBytes(tx *Tx) []byte {
-	if fv.asIsOK {
-		return fv.data
-	}
-	if fv.tag == nil {
-		if fv.tagged {
-			fv.tag = tx.arena.alloc(len(fv.data))
-			retagInto(fv.tag, fv.data, fv.tci)
-		} else {
-			fv.tag = tx.arena.alloc(len(fv.data) + wire.VLANTagLen)
-			tagInto(fv.tag, fv.data, fv.tci)
-		}
-	}
-	return fv.tag
-}
-
-// emit queues the frame for pv's port with pv's tagging.
-func (tx *Tx) emit(pv *PortVLAN, fv *frameView) {
+// emit queues the frame for pv's port with pv's tagging, made of input
+// frame origin.
+func (tx *Tx) emit(pv *PortVLAN, fv *frameView, origin int32) {
 	var out []byte
 	switch f := pv.flags.Load(); {
 	case fv.raw || f&pvRaw != 0:
@@ -354,5 +310,5 @@ func (tx *Tx) emit(pv *PortVLAN, fv *frameView) {
 	default:
 		out = fv.taggedBytes(tx)
 	}
-	tx.enqueue(pv.port, out)
+	tx.enqueue(pv.port, out, origin)
 }

@@ -180,10 +180,9 @@ func (w *Worker) sendFragments(out *Iface, frame []byte, origin int32) xmitResul
 // routed port or through the bridge of a VLAN interface, made of input frame
 // origin (-1: the router's own).
 func (w *Worker) send(out *Iface, frame []byte, origin int32) {
-	w.tx.SetOrigin(int(origin))
 	if out.Kind == IfacePort {
-		w.tx.Send(out.Port.Routed(), frame)
+		w.tx.Send(out.Port.Routed(), frame, origin)
 		return
 	}
-	out.Bridge.Output(w.tx, out.VID, frame)
+	out.Bridge.Output(w.tx, out.VID, frame, origin)
 }

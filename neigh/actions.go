@@ -210,8 +210,8 @@ func (t *Table) queuePushLocked(n *entry, p queuedPacket) {
 	n.queue.push(p)
 	t.queuedBytes += queuedTruesize(p.buf)
 	t.queuedPackets++
-	if !n.onPend {
-		t.pendAppendLocked(n)
+	if !n.links[pendList].on {
+		t.listPushLocked(pendList, n)
 	}
 }
 
@@ -224,37 +224,9 @@ func (t *Table) queuePopLocked(n *entry) (queuedPacket, bool) {
 	t.queuedBytes -= queuedTruesize(p.buf)
 	t.queuedPackets--
 	if n.queue.n == 0 {
-		t.pendUnlinkLocked(n)
+		t.listUnlinkLocked(pendList, n)
 	}
 	return p, true
-}
-
-func (t *Table) pendAppendLocked(n *entry) {
-	n.onPend = true
-	n.pendPrev, n.pendNext = t.pendTail, nil
-	if t.pendTail != nil {
-		t.pendTail.pendNext = n
-	} else {
-		t.pendHead = n
-	}
-	t.pendTail = n
-}
-
-func (t *Table) pendUnlinkLocked(n *entry) {
-	if !n.onPend {
-		return
-	}
-	if n.pendPrev != nil {
-		n.pendPrev.pendNext = n.pendNext
-	} else {
-		t.pendHead = n.pendNext
-	}
-	if n.pendNext != nil {
-		n.pendNext.pendPrev = n.pendPrev
-	} else {
-		t.pendTail = n.pendPrev
-	}
-	n.pendPrev, n.pendNext, n.onPend = nil, nil, false
 }
 
 // maxFreeBytes bounds the recycled packet buffers when there is no global

@@ -329,8 +329,8 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 		if tab.index.Get(n.key) != n {
 			t.Fatalf("index: %x not found by lookup", n.key)
 		}
-		if n.onGC != (n.state() != NUDPermanent) {
-			t.Fatalf("entry %x state %v onGC %v", n.key, n.state(), n.onGC)
+		if n.links[gcList].on != (n.state() != NUDPermanent) {
+			t.Fatalf("entry %x state %v onGC %v", n.key, n.state(), n.links[gcList].on)
 		}
 		if (n.heapIdx >= 0) != (n.state()&nudInTimer != 0) {
 			t.Fatalf("entry %x state %v timer armed %v", n.key, n.state(), n.heapIdx >= 0)
@@ -340,7 +340,7 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 		t.Fatalf("index live %d/%d entries %d counts %v/%v", live, tab.index.Len(), tab.entries, counts, tab.stateCount)
 	}
 	gc := 0
-	for n := tab.gcHead; n != nil; n = n.gcNext {
+	for n := tab.lists[gcList].head; n != nil; n = n.links[gcList].next {
 		gc++
 	}
 	if gc != tab.gcEntries {
@@ -355,11 +355,11 @@ func checkTableInvariants(t *testing.T, tab *Table) {
 	for n := range tab.index.All() {
 		bytes += n.queue.bytes
 		pkts += n.queue.n
-		if n.onPend != (n.queue.n > 0) {
-			t.Fatalf("entry %x: %d queued, on the pending list %v", n.key, n.queue.n, n.onPend)
+		if n.links[pendList].on != (n.queue.n > 0) {
+			t.Fatalf("entry %x: %d queued, on the pending list %v", n.key, n.queue.n, n.links[pendList].on)
 		}
 	}
-	for n := tab.pendHead; n != nil; n = n.pendNext {
+	for n := tab.lists[pendList].head; n != nil; n = n.links[pendList].next {
 		pend++
 	}
 	if bytes != tab.queuedBytes || pkts != tab.queuedPackets || pend > pkts || (pend == 0) != (pkts == 0) {

@@ -78,14 +78,7 @@ func (t *Table) createLocked(ifindex uint32, ip wire.Addr4, ifMAC wire.MAC, exem
 
 // gcAddLocked appends n to the gc list.
 func (t *Table) gcAddLocked(n *entry) {
-	n.onGC = true
-	n.gcPrev, n.gcNext = t.gcTail, nil
-	if t.gcTail != nil {
-		t.gcTail.gcNext = n
-	} else {
-		t.gcHead = n
-	}
-	t.gcTail = n
+	t.listPushLocked(gcList, n)
 	t.gcEntries++
 	t.learnPaused.Store(t.gcEntries >= t.p.GCThresh2)
 	// n may become removable at updated+5s (or at once if FAILED/NOARP/INCOMPLETE).
@@ -122,20 +115,9 @@ func (t *Table) forcedGCRemovable(n *entry, now int64) (bool, int64) {
 }
 
 func (t *Table) gcUnlinkLocked(n *entry) {
-	if !n.onGC {
+	if !t.listUnlinkLocked(gcList, n) {
 		return
 	}
-	if n.gcPrev != nil {
-		n.gcPrev.gcNext = n.gcNext
-	} else {
-		t.gcHead = n.gcNext
-	}
-	if n.gcNext != nil {
-		n.gcNext.gcPrev = n.gcPrev
-	} else {
-		t.gcTail = n.gcPrev
-	}
-	n.gcPrev, n.gcNext, n.onGC = nil, nil, false
 	t.gcEntries--
 	t.learnPaused.Store(t.gcEntries >= t.p.GCThresh2)
 }
@@ -145,9 +127,9 @@ func (t *Table) gcUnlinkLocked(n *entry) {
 func (t *Table) updateGCListLocked(n *entry) {
 	exempt := n.state() == NUDPermanent
 	switch {
-	case exempt && n.onGC:
+	case exempt && n.links[gcList].on:
 		t.gcUnlinkLocked(n)
-	case !exempt && !n.onGC:
+	case !exempt && !n.links[gcList].on:
 		t.gcAddLocked(n)
 	}
 }
@@ -165,8 +147,8 @@ func (t *Table) forcedGCLocked(now int64, out *Actions) int {
 	complete := true
 scan:
 	for pass := 0; pass < 2; pass++ {
-		for n := t.gcHead; n != nil; {
-			next := n.gcNext
+		for n := t.lists[gcList].head; n != nil; {
+			next := n.links[gcList].next
 			ok, at := t.forcedGCRemovable(n, now)
 			switch {
 			case !ok:

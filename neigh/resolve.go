@@ -132,17 +132,16 @@ func (t *Table) enqueueLocked(n *entry, pkt []byte, mark uint8, out *Actions) {
 		t.recycleLocked(p.buf)
 	}
 	if limit := t.p.UnresQlenBytesTotal; limit > 0 {
-		for t.queuedBytes+charge > limit && t.pendHead != nil {
-			v := t.pendHead
+		for t.queuedBytes+charge > limit && t.lists[pendList].head != nil {
+			v := t.lists[pendList].head
 			p, _ := t.queuePopLocked(v)
 			t.c.queueBudgetDrops++
 			if out != nil {
 				out.dropped(v, p)
 			}
 			t.recycleLocked(p.buf)
-			if v.onPend && v != t.pendTail { // round robin: its next packet waits its turn
-				t.pendUnlinkLocked(v)
-				t.pendAppendLocked(v)
+			if t.listUnlinkLocked(pendList, v) { // round robin: its next packet waits its turn
+				t.listPushLocked(pendList, v)
 			}
 		}
 		if t.queuedBytes+charge > limit { // larger than the whole budget

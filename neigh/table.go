@@ -245,13 +245,10 @@ type entry struct {
 	timerSeq  uint64 // tie-break for timers due at the same time
 	heapIdx   int    // index in the timer heap, -1 when no timer is armed
 	queue     packetQueue
-	gcPrev    *entry
-	gcNext    *entry
-	onGC      bool   // on the gc list: every non-permanent entry is
-	pendPrev  *entry // list of entries with queued packets (global budget)
-	pendNext  *entry
-	onPend    bool
-	dead      bool // removed from the table
+	// links: its places on the gc list (every non-permanent entry is on
+	// it) and the pending list (while packets are queued), list.go.
+	links [numLists]listLink
+	dead  bool // removed from the table
 }
 
 // IfIndex is the entry's interface.
@@ -323,12 +320,11 @@ type Table struct {
 	rng           *mrand.Rand
 	reachableTime int64 // current randomised reachable time
 	lastRand      int64
-	lastFlush     int64 // last forced gc
-	nextGC        int64 // next periodic gc
-	entries       int   // all entries
-	gcEntries     int   // entries on the gc list (non-permanent)
-	gcHead        *entry
-	gcTail        *entry
+	lastFlush     int64               // last forced gc
+	nextGC        int64               // next periodic gc
+	entries       int                 // all entries
+	gcEntries     int                 // entries on the gc list (non-permanent)
+	lists         [numLists]entryList // the gc and pending lists (list.go)
 	// forcedGCIdleUntil: a forced gc now would find nothing to remove (no
 	// entry on the gc list is FAILED, NOARP or INCOMPLETE, and every one was
 	// updated within 5 s or sent within gc_stale_time). Exact, so skipping
@@ -337,8 +333,7 @@ type Table struct {
 	// Packets queued in all entries (charged bytes) and the entries that
 	// hold them, in the order their queues became non-empty (the global
 	// budget drops from the head, round robin).
-	queuedBytes, queuedPackets int
-	pendHead, pendTail         *entry
+	queuedBytes, queuedPackets int      // the pending list is lists[pendList]
 	freeBufs                   [][]byte // recycled packet buffers (recycleLocked)
 	freeBytes                  int
 	timers                     timerHeap
@@ -453,7 +448,7 @@ func (t *Table) storeLocked(n *entry, s State, mac wire.MAC, out *Actions) {
 	if oldState != s {
 		t.stateCount[stateSlot(oldState)]--
 		t.stateCount[stateSlot(s)]++
-		if forcedGCAlwaysRemovable(s) && n.onGC {
+		if forcedGCAlwaysRemovable(s) && n.links[gcList].on {
 			t.forcedGCIdleUntil = minTime
 		}
 	}

@@ -202,8 +202,8 @@ func (t *Table) periodicGCLocked(now int64, out *Actions) {
 	if t.entries < t.p.GCThresh1 {
 		return
 	}
-	for n := t.gcHead; n != nil; {
-		next := n.gcNext
+	for n := t.lists[gcList].head; n != nil; {
+		next := n.links[gcList].next
 		s := n.state()
 		if s&(NUDPermanent|nudInTimer) == 0 {
 			if n.used < n.confirmed && n.confirmed <= now {

@@ -152,6 +152,17 @@ func parseNeigh(cmd *Command, w *words) error {
 			c.State = neigh.State(nudBits[st])
 		}
 	}
+	if err := c.Check(); err != nil {
+		return err
+	}
+	cmd.Neigh = c
+	return nil
+}
+
+// Check applies the parser's rules to a command built in code (the kernel
+// mirror's neighbours): an IPv4 unicast address, a valid device name, a
+// supported state, no lladdr on delete. A parsed command has passed it.
+func (c *NeighCmd) Check() error {
 	switch {
 	case !c.IP.IsValid():
 		return errors.New("missing neighbour address")
@@ -160,10 +171,25 @@ func parseNeigh(cmd *Command, w *words) error {
 	case c.Op == "delete" && c.HasLLAddr:
 		return errors.New("neigh del takes no lladdr")
 	}
+	if !c.IP.Is4() {
+		return fmt.Errorf("invalid IPv4 address %s", c.IP)
+	}
+	if err := checkDevName(c.Dev); err != nil {
+		return err
+	}
+	switch c.Op {
+	case "add", "replace", "change", "delete":
+	default:
+		return fmt.Errorf("unknown neigh operation %s", Quote(c.Op))
+	}
+	switch c.State {
+	case neigh.NUDPermanent, neigh.NUDReachable, neigh.NUDStale, neigh.NUDNoARP:
+	default:
+		return fmt.Errorf("nud state %s not supported (want permanent, reachable, stale or noarp)", c.State)
+	}
 	if b := c.IP.As4(); b[0] == 0 || b[0]>>4 == 0xe || c.IP == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return fmt.Errorf("invalid neighbour address %s", c.IP)
 	}
-	cmd.Neigh = c
 	return nil
 }
 

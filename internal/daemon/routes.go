@@ -24,7 +24,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/rtnl"
+	"github.com/netfwd/netfwd/neigh"
 )
 
 // routeSources are the daemon's routing sources.
@@ -154,23 +154,31 @@ func (d *Daemon) portOfTwin(name string) string {
 	return name
 }
 
-// mirrorNeigh installs a neighbour of the kernel as a `neigh` line would.
+// mirrorNeigh installs a neighbour of the kernel as a `neigh del` or
+// `neigh replace ... lladdr M nud S` line would.
 func (d *Daemon) mirrorNeigh(u kmirror.NeighUpdate) error {
-	var line string
-	if u.Delete {
-		line = fmt.Sprintf("neigh del %s dev %s", u.IP, u.Dev)
-	} else {
-		mac := make([]string, 6)
-		for i, b := range u.MAC {
-			mac[i] = fmt.Sprintf("%02x", b)
-		}
-		line = fmt.Sprintf("neigh replace %s lladdr %s dev %s nud %s", u.IP, strings.Join(mac, ":"), u.Dev, u.State)
-	}
-	cmd, ok, err := config.ParseLine(config.Pos{File: "kernel-mirror"}, line)
-	if err != nil || !ok {
-		return fmt.Errorf("kernel neighbour: %q: %v", line, err)
+	cmd, err := mirrorNeighCmd(u)
+	if err != nil {
+		return err
 	}
 	return d.ctl.Apply([]config.Command{cmd})
+}
+
+// mirrorNeighCmd builds that command directly, held to the parser's rules
+// (NeighCmd.Check).
+func mirrorNeighCmd(u kmirror.NeighUpdate) (config.Command, error) {
+	c := &config.NeighCmd{Op: "delete", IP: u.IP, Dev: u.Dev, State: neigh.NUDPermanent} // the parser's default state
+	if !u.Delete {
+		st, err := neigh.ParseState(u.State)
+		if err != nil {
+			return config.Command{}, fmt.Errorf("kernel neighbour %s dev %s: %v", u.IP, u.Dev, err)
+		}
+		c.Op, c.LLAddr, c.HasLLAddr, c.State = "replace", u.MAC, true, st
+	}
+	if err := c.Check(); err != nil {
+		return config.Command{}, fmt.Errorf("kernel neighbour: %q: %v", c.String(), err)
+	}
+	return config.Command{Pos: config.Pos{File: "kernel-mirror"}, Text: c.String(), Neigh: c}, nil
 }
 
 // startRouteSources starts the sources' goroutines; they end when d.stop

@@ -52,7 +52,6 @@ import (
 	"github.com/netfwd/netfwd/internal/hostpath"
 	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
-	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
 
@@ -182,186 +181,31 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads the counters.
+// Collect reads the counters: each subsystem's readers are in collect.go.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	m := emitter{c: c, ch: ch}
 	e := c.src.Engine
-	counter := func(name string, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(name string, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.descs[name], prometheus.GaugeValue, v, labels...)
-	}
-	ds := e.Domain().Stats()
-	for name, p := range ds.Ports {
-		counter("port_rx_packets", p.RxPackets, name)
-		counter("port_rx_bytes", p.RxBytes, name)
-		counter("port_tx_packets", p.TxPackets, name)
-		counter("port_tx_bytes", p.TxBytes, name)
-		counter("port_rx_drops", p.RxDrops, name)
-		counter("port_tx_drops", p.TxDrops, name)
-	}
-	for _, r := range l2.DropReasons() {
-		counter("l2_drops", ds.Drop(r), r.String())
-	}
-	counter("flood", ds.FloodInline, "inline")
-	counter("flood", ds.FloodDeferred, "deferred")
-	counter("flood_queue_drops", ds.Drop(l2.DropFloodQueueFull))
-	counter("fdb_learned", ds.FDBLearned)
-	counter("fdb_moved", ds.FDBMoved)
-	counter("fdb_aged", ds.FDBAged)
-	counter("fdb_limit_hits", ds.FDBLimitHit)
-	for _, b := range e.Domain().Bridges() {
-		f := b.FDB()
-		if f.Len() <= fdbBreakdownMax {
-			n := map[string]int{"learned": 0, "local": 0, "static": 0, "dynamic": 0}
-			for _, en := range f.Entries() {
-				switch {
-				case en.Learned:
-					n["learned"]++
-				case en.Local:
-					n["local"]++
-				case en.Static:
-					n["static"]++
-				default:
-					n["dynamic"]++
-				}
-			}
-			for t, v := range n {
-				gauge("fdb_entries", float64(v), b.Name, t)
-			}
-		} else {
-			gauge("fdb_entries", float64(f.Learned()), b.Name, "learned")
-			gauge("fdb_entries", float64(f.Len()-f.Learned()), b.Name, "configured")
-		}
-		gauge("fdb_max_learned", float64(f.MaxLearned()), b.Name) // in force: the default when not configured
-	}
-
-	s := e.Stats()
-	for r, v := range s.Drops {
-		counter("l3_drops", v, r)
-	}
-	counter("forwarded", s.Forwarded)
-	counter("arp_queued", s.Queued)
-	counter("arp_released", s.Released)
-	counter("arp_expired", s.Expired)
-	counter("fragmented", s.Fragmented)
-	counter("local", s.Local)
-	counter("arp_in", s.ARPIn)
-	counter("fib_lookups", s.FIBLookups)
-	for t, v := range s.ICMPSent {
-		counter("icmp_sent", v, t)
-	}
-	counter("icmp_limited", s.ICMPRateLimited)
-	counter("punted", s.Punted)
-	for table, types := range e.FIB().RouteCounts() {
-		for typ, n := range types {
-			gauge("fib_routes", float64(n), tableName(table), typ.String())
-		}
-	}
-
-	ns := e.Router().Neighbours().Stats()
-	for st, n := range ns.ByState {
-		gauge("neigh_entries", float64(n), st)
-	}
-	counter("neigh_lookups", ns.Hits, "hit")
-	counter("neigh_lookups", ns.Misses, "miss")
-	counter("neigh_queue_drops", ns.QueueDrops)
-	counter("neigh_budget", ns.QueueBudgetDrops)
-	gauge("neigh_queued", float64(ns.QueuedBytes))
-	counter("neigh_table_fulls", ns.TableFulls)
-	counter("neigh_forced_gc", ns.ForcedGCEvictions)
-	counter("arp_not_learned", ns.ARPNotLearned)
-	counter("arp_limited", ns.ARPRepliesLimited)
-	for r, v := range ns.ARPDrops {
-		counter("arp_drops", v, r)
-	}
-
+	m.bridges(e.Domain())
+	m.router(e)
+	m.neighbours(e)
 	if c.src.Ports != nil {
 		for _, p := range c.src.Ports() {
-			st := p.Stats
-			counter("pktio_rx", st.Rx.Packets, p.Name)
-			counter("pktio_tx", st.Tx.Packets, p.Name)
-			counter("pktio_ring_drops", st.Rx.RingDrops, p.Name)
-			counter("pktio_freezes", st.Rx.RingFreezes, p.Name)
-			counter("pktio_errors", st.Rx.Truncated, p.Name, "truncated")
-			counter("pktio_errors", st.Rx.Errors, p.Name, "rx_error")
-			counter("pktio_errors", st.Tx.Refused, p.Name, "tx_refused")
-			counter("pktio_errors", st.Tx.BadOffload, p.Name, "tx_bad_offload")
-			counter("pktio_errors", st.Tx.Errors, p.Name, "tx_error")
-			counter("pktio_offload", st.Rx.GSO, p.Name, "gso")
-			counter("pktio_offload", st.Rx.ChecksumCompleted, p.Name, "checksum_completed")
-			counter("pktio_offload", st.Rx.ChecksumUnfixed, p.Name, "checksum_unfixed")
-			counter("pktio_offload", st.Rx.VLANRestored, p.Name, "vlan_restored")
-			if p.IO != "" {
-				gauge("port_io", 1, p.Name, p.IO)
-			}
-			if c := p.Control; c != nil {
-				counter("ctl_rx", c.Rx.Packets, p.Name)
-				counter("ctl_ring_drops", c.Rx.RingDrops, p.Name)
-			}
-			if x := p.XDP; x != nil {
-				counter("xdp_tx", x.TxByDescriptor, p.Name, "descriptor")
-				counter("xdp_tx", x.TxCopied, p.Name, "copy")
-				counter("xdp_tx", x.TxNoBuffer, p.Name, "no_buffer")
-				counter("xdp_fill_empty", x.FillRingEmpty, p.Name)
-				counter("xdp_kicks", x.TxKicks-x.TxKickAgain, p.Name, "sent")
-				counter("xdp_kicks", x.TxKickAgain, p.Name, "again")
-				counter("xdp_kick_gave_up", x.TxKickGaveUp, p.Name)
-			}
+			m.port(p)
 		}
 	}
 	if c.src.Twins != nil {
 		for _, t := range c.src.Twins() {
-			st, port := t.Stats(), t.Port()
-			counter("hp_punted", st.Punted, port)
-			counter("hp_punt_drops", st.PuntDrops, port)
-			counter("hp_punt_errors", st.PuntErrors, port)
-			for cl, v := range st.RateLimited {
-				counter("hp_rate_limited", v, port, hostpath.Class(cl).String())
-			}
-			counter("hp_injected", st.Injected, port)
-			counter("hp_inject_errors", st.InjectErrors, port)
-			counter("hp_inject_filter", st.InjectFiltered, port)
+			m.twin(t)
 		}
-	}
-	routeSource := func(src string, connected bool, messages, batches, sweeps, swept uint64, rc *fpm.Counters) {
-		b := 0.0
-		if connected {
-			b = 1
-		}
-		gauge("rs_connected", b, src)
-		counter("rs_messages", messages, src)
-		counter("rs_batches", batches, src)
-		counter("rs_sweeps", sweeps, src)
-		counter("rs_swept", swept, src)
-		counter("rs_routes", rc.RoutesAdded.Load(), src, "added")
-		counter("rs_routes", rc.RoutesReplaced.Load(), src, "replaced")
-		counter("rs_routes", rc.RoutesUnchanged.Load(), src, "unchanged")
-		counter("rs_routes", rc.RoutesDeleted.Load(), src, "deleted")
-		counter("rs_routes", rc.RoutesSeeded.Load(), src, "seeded")
-		for r, v := range rc.Skipped() {
-			counter("rs_skipped", v, src, r)
-		}
-		n, sum, buckets := rc.Lag.Snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.descs["rs_lag"], n, sum, buckets, src)
 	}
 	if f := c.src.FPM; f != nil {
-		routeSource("fpm", f.Connected.Load(), f.Messages.Load(), f.Batches.Load(), f.Sweeps.Load(), f.SweptRoutes.Load(), &f.C)
-		for r, v := range f.Malformed() {
-			counter("rs_malformed", v, r)
-		}
-		counter("rs_refused", f.RefusedPeers.Load(), "peer")
-		counter("rs_refused", f.RefusedBusy.Load(), "busy")
+		m.fpm(f)
 	}
-	if m := c.src.Mirror; m != nil {
-		routeSource("kernel", m.Synced.Load(), m.Messages.Load(), m.Batches.Load(), m.Sweeps.Load(), m.SweptRoutes.Load(), &m.C)
-		counter("rs_overruns", m.Overruns.Load())
+	if k := c.src.Mirror; k != nil {
+		m.mirror(k)
 	}
 	if c.src.XDPWaits != nil {
-		if w := c.src.XDPWaits(); w.Waits != 0 {
-			counter("xdp_waits", w.Waits-w.Blocked, "spin")
-			counter("xdp_waits", w.Blocked, "poll")
-		}
+		m.xdpWaits(c.src.XDPWaits())
 	}
 }
 
