@@ -353,19 +353,32 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("link monitor: %w", err)
 		}
 	}
+	if err := d.openListeners(); err != nil {
+		return nil, err
+	}
+	if err := d.openRouteSources(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// openListeners binds (or, in a hot restart, takes over) the metrics and
+// pprof listeners, the control socket and the handover socket.
+func (d *Daemon) openListeners() (err error) {
+	opts := d.opts
 	if opts.Metrics != "" || opts.Pprof != "" {
 		if err := d.loopbackUp("", "metrics"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.Metrics != "" {
 		if d.metricsLn, err = d.listen("metrics", opts.Metrics); err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
+			return fmt.Errorf("metrics: %w", err)
 		}
 	}
 	if opts.Pprof != "" {
 		if d.pprofLn, err = d.listen("pprof", opts.Pprof); err != nil {
-			return nil, fmt.Errorf("pprof: %w", err)
+			return fmt.Errorf("pprof: %w", err)
 		}
 	}
 	if opts.Ctl != "" {
@@ -375,16 +388,13 @@ func New(opts Options) (d *Daemon, err error) {
 		}
 		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
 			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace}); err != nil {
-			return nil, fmt.Errorf("ctl: %w", err)
+			return fmt.Errorf("ctl: %w", err)
 		}
 		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {
-			return nil, fmt.Errorf("handover socket: %w", err)
+			return fmt.Errorf("handover socket: %w", err)
 		}
 	}
-	if err := d.openRouteSources(); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return nil
 }
 
 func fibNames() string {
