@@ -219,7 +219,10 @@ func (f *Figure) SVG() ([]byte, error) {
 	if _, err := c.WriteTo(&b); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	// vgsvg names the font alone; a viewer without Liberation Sans would
+	// fall back to a serif font of other widths. Arial has its metrics.
+	return bytes.ReplaceAll(b.Bytes(), []byte("font-family:Liberation Sans;"),
+		[]byte("font-family:'Liberation Sans',Arial,Helvetica,sans-serif;")), nil
 }
 
 // envLine names the machine the records came from (the first record with one).

@@ -120,7 +120,7 @@ func TestSuiteSVGs(t *testing.T) {
 			[]string{"hash256 (baseline)", "fdb", "fdb, uniform probes", "entries", "1K", "1M", "ns per lookup", "ns per learn"},
 			[]string{"hash256, uniform probes (baseline)", "30K"}},
 		{"fib", fibJSON,
-			[]string{"bart-fast-raw (before)", "merged (fast)", "compiled-batch x256", "hot probes", "random probes",
+			[]string{"bart-fast-raw (before)", "merged (fast)", "FIB lookup per structure, 1000 routes (seed 004)", "compiled-batch x256", "hot probes", "random probes",
 				"ns per lookup", "load (per route)", "fib-update /24 add"},
 			[]string{"split (fast) (before)"}},
 		{"veth", vethJSON,

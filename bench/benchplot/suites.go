@@ -201,11 +201,15 @@ func fibPlots(recs []bench.Record) ([]*plot.Plot, error) {
 	baselineRow := map[int]bool{}
 	var updRows order
 	var upd plotter.XYs
+	routes := ""
 	for _, r := range recs {
 		if r.NsOp <= 0 {
 			continue
 		}
 		if probe := str(r.Params, "probe"); probe != "" {
+			if n, ok := num(r.Params, "routes"); ok && routes == "" {
+				routes = fmt.Sprintf(", %.0f routes", n)
+			}
 			label := r.Impl
 			if t := str(r.Params, "trie"); t != "" {
 				label += " (" + t + ")"
@@ -244,7 +248,7 @@ func fibPlots(recs []bench.Record) ([]*plot.Plot, error) {
 				labels[i] += " (before)"
 			}
 		}
-		p, err := dotPlot("FIB lookup per structure (seed 004);\n(before): the raw tries and the split local/main lookup",
+		p, err := dotPlot("FIB lookup per structure"+routes+" (seed 004)\n(before): the raw tries and the split local/main lookup",
 			"ns per lookup", labels, ss)
 		if err != nil {
 			return nil, err
