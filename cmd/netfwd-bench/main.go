@@ -5,6 +5,11 @@
 // runs it when the binary sits next to netfwd. It is its own command so that
 // the router's binary links none of the benchmarks (docs/architecture.md).
 //
+// `--svg DIR` also draws the records as DIR/SUITE.svg (package benchplot);
+// `netfwd-bench plot --in FILE[,FILE...] --svg DIR [--name NAME]` draws saved
+// JSON records without running anything (the figures of docs/plots come
+// from recorded runs).
+//
 // `netfwd-bench bench-xdpfwd ...` is internal: an AF_XDP forwarder of suite
 // veth as its own process (bench.XDPForwarderMain); the suites start the
 // router itself as `netfwd run` (bench.netfwdExe finds or builds it).
@@ -17,10 +22,12 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/netfwd/netfwd/bench"
+	"github.com/netfwd/netfwd/bench/benchplot"
 )
 
 func main() {
@@ -32,10 +39,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "bench-xdpfwd" {
 		return bench.XDPForwarderMain(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "plot" {
+		return runPlot(args[1:], stderr)
+	}
 	return runBench(args, stdout, stderr)
 }
 
-func runBench(args []string, stdout, stderr io.Writer) int {
+func runBench(args []string, stdout, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("netfwd-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON array of records")
@@ -47,8 +57,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	frames := fs.Uint64("frames", 0, "frames per measurement (0: the suite's)")
 	routes := fs.Int("routes", 0, "routes: prefixes of the full table (0: the suite's)")
 	satOnly := fs.Bool("saturation-only", false, "veth: skip loss at 50%, soak and TCP")
+	svgDir := fs.String("svg", "", "also draw the records as DIR/SUITE.svg")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: netfwd-bench SUITE [flags]   suites: %s\n", strings.Join(bench.Names(), ", "))
+		fmt.Fprintf(stderr, "       netfwd-bench plot --in FILE[,FILE...] --svg DIR [--name NAME]   (draw saved --json output)\n")
 		fs.PrintDefaults()
 	}
 	// Accept the suite name before or after the flags.
@@ -99,6 +111,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	for i := range recs {
 		recs[i].Env = env
 	}
+	if *svgDir != "" {
+		// The records are printed even when drawing fails: a long run is
+		// not lost to a plotting error.
+		defer func() {
+			if err := writePlots(*svgDir, "", recs, stderr); err != nil && code == 0 {
+				code = 1
+			}
+		}()
+	}
 	if *asJSON {
 		b, err := json.Marshal(recs)
 		if err != nil {
@@ -110,6 +131,58 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	printRecords(stdout, recs)
 	return 0
+}
+
+// runPlot draws saved JSON records: netfwd-bench plot --in FILE --svg DIR.
+func runPlot(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("netfwd-bench plot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "", "comma-separated files of `netfwd-bench SUITE --json` output (also as arguments)")
+	dir := fs.String("svg", ".", "directory for SUITE.svg")
+	name := fs.String("name", "", "file name instead of SUITE (records of one suite only)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	files := append(strings.Split(*in, ","), fs.Args()...)
+	files = slices.DeleteFunc(files, func(s string) bool { return s == "" })
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "netfwd-bench plot: no input (--in FILE)")
+		return 2
+	}
+	var recs []bench.Record
+	for _, f := range files {
+		rs, err := readRecordsFile(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "netfwd-bench plot: %s: %v\n", f, err)
+			return 1
+		}
+		recs = append(recs, rs...)
+	}
+	if err := writePlots(*dir, *name, recs, stderr); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func readRecordsFile(name string) ([]bench.Record, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return benchplot.ReadRecords(f)
+}
+
+// writePlots draws recs into dir and names the files written on stderr.
+func writePlots(dir, name string, recs []bench.Record, stderr io.Writer) error {
+	files, err := benchplot.WriteDir(dir, name, recs)
+	for _, f := range files {
+		fmt.Fprintf(stderr, "# wrote %s\n", f)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "netfwd-bench:", err)
+	}
+	return err
 }
 
 // printRecords writes a fixed-width table, one record per line.
