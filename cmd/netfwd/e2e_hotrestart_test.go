@@ -35,6 +35,14 @@ type udpCounter struct {
 	gapEnd  atomic.Int64 // unix ns of the arrival that ended the longest gap
 	seen    []bool
 	stopped chan struct{}
+	// silences are the gaps of more than 5 ms between two arrivals
+	// (start, length), for locating a loss in time.
+	silences []silence
+}
+
+type silence struct {
+	at  time.Time
+	gap time.Duration
 }
 
 func startUDPCounter(t *testing.T, ns string, port int, max int) *udpCounter {
@@ -60,6 +68,9 @@ func startUDPCounter(t *testing.T, ns string, port int, max int) *udpCounter {
 			}
 			now := time.Now()
 			if !last.IsZero() {
+				if g := now.Sub(last); g > 5*time.Millisecond && len(c.silences) < 1000 {
+					c.silences = append(c.silences, silence{last, g})
+				}
 				if g := now.Sub(last).Nanoseconds(); g > c.maxGap.Load() {
 					c.maxGap.Store(g)
 					c.gapEnd.Store(now.UnixNano())
@@ -366,7 +377,12 @@ func TestHotRestartRate(t *testing.T) {
 	}
 	sA, gA, dA := window(false)
 	gapA := rx.maxGap.Swap(0)
+	nSil := len(rx.silences)
 	sB, gB, dB := window(true)
+	time.Sleep(100 * time.Millisecond)
+	for _, sl := range rx.silences[nSil:] { // read after the counter's last write settled; a log aid only
+		t.Logf("silence at b from %s for %.1f ms", sl.at.UTC().Format("15:04:05.000"), float64(sl.gap)/1e6)
+	}
 	t.Logf("longest silence at b: %.1f ms without a restart, %.1f ms with one, ending %s", float64(gapA)/1e6, float64(rx.maxGap.Load())/1e6,
 		time.Unix(0, rx.gapEnd.Load()).UTC().Format("15:04:05.000"))
 	for _, l := range strings.Split(e.stderr.String(), "\n") {
