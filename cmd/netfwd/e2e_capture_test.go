@@ -178,7 +178,9 @@ func TestE2ECaptureStalledReader(t *testing.T) {
 	b := e.host("b")
 	rxPackets := func() uint64 {
 		out := testenvRun(t, "ip", "-n", b.NS, "-j", "-s", "link", "show", "dev", b.Iface)
-		var ls []struct{ Stats64 struct{ Rx struct{ Packets uint64 } } }
+		var ls []struct {
+			Stats64 struct{ Rx struct{ Packets uint64 } }
+		}
 		if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
 			t.Fatalf("ip -s link: %v %q", err, out)
 		}
