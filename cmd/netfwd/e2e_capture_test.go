@@ -176,16 +176,7 @@ func TestE2ECaptureStalledReader(t *testing.T) {
 	rx := startUDPCounter(t, e.host("b").NS, 9000, total+1000)
 	defer rx.close()
 	b := e.host("b")
-	rxPackets := func() uint64 {
-		out := testenvRun(t, "ip", "-n", b.NS, "-j", "-s", "link", "show", "dev", b.Iface)
-		var ls []struct {
-			Stats64 struct{ Rx struct{ Packets uint64 } }
-		}
-		if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
-			t.Fatalf("ip -s link: %v %q", err, out)
-		}
-		return ls[0].Stats64.Rx.Packets
-	}
+	rxPackets := func() uint64 { return ifaceRxPackets(t, b.NS, b.Iface) }
 	aMAC, _ := net.ParseMAC(attackMACa)
 	template := lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28))
 	// The same stream without a capture first: the loss the machine has

@@ -338,16 +338,7 @@ func TestHotRestartRate(t *testing.T) {
 	defer rx.close()
 	aMAC, _ := net.ParseMAC(attackMACa)
 	template := lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28))
-	rxPackets := func() uint64 {
-		out := testenvRun(t, "ip", "-n", b.NS, "-j", "-s", "link", "show", "dev", b.Iface)
-		var ls []struct {
-			Stats64 struct{ Rx struct{ Packets uint64 } }
-		}
-		if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
-			t.Fatalf("ip -s link: %v %q", err, out)
-		}
-		return ls[0].Stats64.Rx.Packets
-	}
+	rxPackets := func() uint64 { return ifaceRxPackets(t, b.NS, b.Iface) }
 	window := func(restart bool) (sent, got uint64, d time.Duration) {
 		var n atomic.Uint64
 		var stop atomic.Bool
@@ -395,6 +386,19 @@ func TestHotRestartRate(t *testing.T) {
 	t.Logf("rate %s: without restart sent %d in %v (%.0f kpps), router delivered %d (%.0f kpps), lost %d; with a hot restart sent %d in %v, delivered %d, lost %d; extra loss %d frames = %.2f ms of traffic; %s",
 		v, sA, dA.Round(time.Millisecond), float64(sA)/dA.Seconds()/1e3, gA, float64(gA)/dA.Seconds()/1e3, lossA,
 		sB, dB.Round(time.Millisecond), gB, lossB, lossB-lossA, float64(lossB-lossA)/perMs, takeoverGaps(e.stderr.String()))
+}
+
+// ifaceRxPackets is the receive packet counter of iface in namespace ns.
+func ifaceRxPackets(t *testing.T, ns, iface string) uint64 {
+	t.Helper()
+	out := testenvRun(t, "ip", "-n", ns, "-j", "-s", "link", "show", "dev", iface)
+	var ls []struct {
+		Stats64 struct{ Rx struct{ Packets uint64 } }
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil || len(ls) != 1 {
+		t.Fatalf("ip -s link: %v %q", err, out)
+	}
+	return ls[0].Stats64.Rx.Packets
 }
 
 // testenvRun runs a command and returns its output (fatal on error).

@@ -90,7 +90,7 @@ func (h Handler) apply(cmds []config.Command) error {
 
 // Server serves a control socket.
 type Server struct {
-	sock *socketFile
+	sock *SocketFile
 	h    Handler
 
 	// ReadTimeout bounds reading the request, WriteTimeout each write of
@@ -115,16 +115,10 @@ func Listen(path string, h Handler) (*Server, error) {
 // takes the name over from the running daemon's (ListenUnixReplacing)
 // instead of refusing a live one.
 func ListenReplacing(path string, h Handler) (*Server, error) {
-	return listen(path, h, func(path string) (*socketFile, error) {
-		ln, dev, ino, err := ListenUnixReplacing(path)
-		if err != nil {
-			return nil, err
-		}
-		return &socketFile{ln: ln, path: path, dev: dev, ino: ino}, nil
-	})
+	return listen(path, h, ListenUnixReplacing)
 }
 
-func listen(path string, h Handler, open func(string) (*socketFile, error)) (*Server, error) {
+func listen(path string, h Handler, open func(string) (*SocketFile, error)) (*Server, error) {
 	sock, err := open(path)
 	if err != nil {
 		return nil, err

@@ -28,14 +28,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-type socketFile struct {
+type SocketFile struct {
 	ln       *net.UnixListener
 	path     string
 	dev, ino uint64
 }
 
 // listenSocket clears a stale socket at path and listens there.
-func listenSocket(path string) (*socketFile, error) {
+func listenSocket(path string) (*SocketFile, error) {
 	if err := clearStale(path); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func listenSocket(path string) (*socketFile, error) {
 		return nil, err
 	}
 	ln.SetUnlinkOnClose(false) // Close removes it only if it is still ours
-	s := &socketFile{ln: ln, path: path}
+	s := &SocketFile{ln: ln, path: path}
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
 		ln.Close()
@@ -100,8 +100,14 @@ func fileKind(m fs.FileMode) string {
 	return "mode " + m.Type().String()
 }
 
-// close stops listening and removes the socket file if it is still ours.
-func (s *socketFile) close() error {
+// Listener is the socket's listener.
+func (s *SocketFile) Listener() *net.UnixListener { return s.ln }
+
+// Close stops listening and removes the socket file if it is still ours
+// (a successor may have renamed its own over it).
+func (s *SocketFile) Close() error { return s.close() }
+
+func (s *SocketFile) close() error {
 	err := s.ln.Close()
 	var st unix.Stat_t
 	if unix.Lstat(s.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK &&
@@ -116,11 +122,10 @@ func (s *socketFile) close() error {
 // ListenUnixReplacing listens on a unix socket at path, created 0600 under
 // a temporary name and renamed over path (replacing a socket file there,
 // refusing anything else), so that no client ever finds the name without a
-// listener behind it. It returns the file's identity (for a Close that
-// removes only its own file).
-func ListenUnixReplacing(path string) (*net.UnixListener, uint64, uint64, error) {
+// listener behind it.
+func ListenUnixReplacing(path string) (*SocketFile, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
-		return nil, 0, 0, fmt.Errorf("%s exists and is not a socket; not replacing it", path)
+		return nil, fmt.Errorf("%s exists and is not a socket; not replacing it", path)
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	os.Remove(tmp)
@@ -128,19 +133,19 @@ func ListenUnixReplacing(path string) (*net.UnixListener, uint64, uint64, error)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
 	ln.SetUnlinkOnClose(false)
 	var st unix.Stat_t
 	if err := unix.Lstat(tmp, &st); err != nil {
 		ln.Close()
 		os.Remove(tmp)
-		return nil, 0, 0, err
+		return nil, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		ln.Close()
 		os.Remove(tmp)
-		return nil, 0, 0, err
+		return nil, err
 	}
-	return ln, uint64(st.Dev), st.Ino, nil
+	return &SocketFile{ln: ln, path: path, dev: uint64(st.Dev), ino: st.Ino}, nil
 }

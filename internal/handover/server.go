@@ -8,11 +8,8 @@ package handover
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -38,26 +35,24 @@ type Source interface {
 
 // Server listens for a successor.
 type Server struct {
+	sock *ctlsock.SocketFile
 	ln   *net.UnixListener
-	path string
 	src  Source
 	log  func(msg string, args ...any)
 
 	mu     sync.Mutex
 	closed bool
-	dev    uint64
-	ino    uint64
 }
 
 // Listen creates the handover socket at path (root only, 0600), replacing
 // a predecessor's file: a new process takes the name over by rename, so a
 // client always finds the newest daemon.
 func Listen(path string, src Source, log func(string, ...any)) (*Server, error) {
-	ln, dev, ino, err := ctlsock.ListenUnixReplacing(path)
+	sock, err := ctlsock.ListenUnixReplacing(path)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{ln: ln, path: path, src: src, log: log, dev: dev, ino: ino}, nil
+	return &Server{sock: sock, ln: sock.Listener(), src: src, log: log}, nil
 }
 
 // Serve answers successors until Close.
@@ -156,14 +151,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	err := s.ln.Close()
-	var st unix.Stat_t
-	if unix.Lstat(s.path, &st) == nil && uint64(st.Dev) == s.dev && st.Ino == s.ino {
-		if rerr := os.Remove(s.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) && err == nil {
-			err = rerr
-		}
-	}
-	return err
+	return s.sock.Close()
 }
 
 // peerIsRoot refuses a client that is not root: a successor takes every
