@@ -66,18 +66,38 @@ func runRestart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer unix.Close(pidfd)
-	if err := startInNetnsOf(oldPid, cmd); err != nil {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(stderr, "netfwd restart: %v\n", err)
+		return 1
+	}
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.Env = append(cmd.Env, takeoverStatusEnv+"=3")
+	err = startInNetnsOf(oldPid, cmd)
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		fmt.Fprintf(stderr, "netfwd restart: starting %s: %v\n", cmd.Path, err)
 		return 1
 	}
+	statusLine := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(pr, 64<<10))
+		pr.Close()
+		statusLine <- strings.TrimSpace(string(b))
+	}()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(*timeout)
 	for {
 		select {
 		case err := <-exited:
-			fmt.Fprintf(stderr, "netfwd restart: the new process (pid %d) exited (%v) before taking over; pid %d forwards on\n",
-				cmd.Process.Pid, err, oldPid)
+			why := <-statusLine
+			if why == "" || why == "ok" {
+				why = err.Error()
+			}
+			fmt.Fprintf(stderr, "netfwd restart: the new process (pid %d) failed: %s; pid %d forwards on\n",
+				cmd.Process.Pid, why, oldPid)
 			return 1
 		default:
 		}
@@ -155,6 +175,41 @@ func successorCommand(pid int) (*exec.Cmd, error) {
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd, nil
+}
+
+// The status pipe: `netfwd restart` gives the successor the write end as
+// fd 3 (takeoverStatusEnv names it); the successor writes "ok" once it
+// forwards, or its error, and closes it. The successor's log goes to the
+// running daemon's stderr, where an operator does not look while the
+// command fails: the reason comes back this way.
+const takeoverStatusEnv = "NETFWD_TAKEOVER_STATUS_FD"
+
+// statusPipe is the successor's end (nil: not started by netfwd restart).
+type statusPipe struct{ f *os.File }
+
+func takeoverStatus(takeover bool) *statusPipe {
+	if !takeover || os.Getenv(takeoverStatusEnv) != "3" {
+		return &statusPipe{}
+	}
+	os.Unsetenv(takeoverStatusEnv) // not for the twin keeper or the next restart
+	unix.CloseOnExec(3)            // nor the fd: a child holding it would keep restart waiting for its end
+	return &statusPipe{f: os.NewFile(3, "takeover status")}
+}
+
+func (s *statusPipe) running() {
+	if s.f != nil {
+		s.f.WriteString("ok\n")
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+func (s *statusPipe) failed(err error) {
+	if s.f != nil {
+		s.f.WriteString(err.Error() + "\n")
+		s.f.Close()
+		s.f = nil
+	}
 }
 
 // startInNetnsOf starts cmd in the network namespace of process pid (a

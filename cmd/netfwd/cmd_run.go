@@ -138,13 +138,15 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	// polling removed").
 	xdpWorker := pktio.XDPWorkerConfig{BusyPoll: *xdpBusy}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	d, err := daemon.New(daemon.Options{ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
+	status := takeoverStatus(*takeover) // netfwd restart's status pipe (cmd_restart.go)
+	d, err := daemon.New(daemon.Options{Running: status.running,ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
 		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}, Takeover: *takeover})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
+		status.failed(err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -170,6 +172,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}()
 	if err := d.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
+		status.failed(err)
 		return 1
 	}
 	return 0

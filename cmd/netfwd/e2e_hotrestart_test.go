@@ -410,3 +410,24 @@ func testenvRun(t *testing.T, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestHotRestartRefusesAFXDP: AF_XDP ports are not handed over (their UMEM
+// is the old process's memory): `netfwd restart` fails with the reason and
+// the running daemon forwards on, untouched.
+func TestHotRestartRefusesAFXDP(t *testing.T) {
+	t.Setenv("NETFWD_TEST_IO", "afxdp")
+	exe := optimizedNetfwd(t)
+	e := newE2EExe(t, attackNet(), nil, exe)
+	e.pingOK("a", attackBIP, 63)
+	out, err := exec.Command(exe, "restart", "--ctl", e.CtlPath).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "AF_XDP") {
+		t.Fatalf("netfwd restart of an AF_XDP daemon: %v\n%s", err, out)
+	}
+	if !e.alive() {
+		t.Fatal("the running daemon exited")
+	}
+	if pid, err := handoverPeerPid(e.CtlPath); err != nil || pid != e.daemonPid() {
+		t.Errorf("the handover socket answers from pid %d (%v), want the running daemon %d", pid, err, e.daemonPid())
+	}
+	e.pingOK("a", attackBIP, 63)
+}

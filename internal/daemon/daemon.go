@@ -128,6 +128,9 @@ type Options struct {
 	// the same control socket (hotrestart.go): it takes the ports,
 	// listeners and twins over while that one forwards.
 	Takeover bool
+	// Running, if set, is called once the daemon forwards (after a
+	// takeover: once the previous process was told to exit).
+	Running func()
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -618,6 +621,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("netfwd running", "config", d.opts.ConfigFile, "ports", d.Ports(), "workers", d.opts.Workers,
 		"io", d.opts.IO, "fib", d.opts.FIB, "metrics", d.MetricsAddr(), "ctl", d.opts.Ctl, "fpm", d.FPMAddr(),
 		"mirror_kernel", d.opts.MirrorKernel, "host_path", d.opts.HostPath)
+	if d.opts.Running != nil {
+		d.opts.Running()
+	}
 
 	select {
 	case <-ctx.Done():
