@@ -139,7 +139,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	xdpWorker := pktio.XDPWorkerConfig{BusyPoll: *xdpBusy}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	status := takeoverStatus(*takeover) // netfwd restart's status pipe (cmd_restart.go)
-	d, err := daemon.New(daemon.Options{Running: status.running,ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
+	d, err := daemon.New(daemon.Options{Running: status.running, ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
