@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // Config: the knobs of a Port, their defaults and their validation.
 //
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/bpf"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // TxMode selects the transmit mechanism of Tx handles.
@@ -127,7 +129,6 @@ const (
 	defaultTxFrameSize  = 2048
 	defaultTxFrames     = 512
 	defaultSndBuf       = 4 << 20
-	maxQueues           = 64
 	maxHeadroom         = 256
 )
 
@@ -169,8 +170,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.SndBuf = defaultSndBuf
 	}
 	switch {
-	case cfg.Queues < 1 || cfg.Queues > maxQueues:
-		return cfg, fmt.Errorf("pktio: Queues %d out of range 1..%d", cfg.Queues, maxQueues)
+	case cfg.Queues < 1 || cfg.Queues > pktio.MaxQueues:
+		return cfg, fmt.Errorf("pktio: Queues %d out of range 1..%d", cfg.Queues, pktio.MaxQueues)
 	case cfg.BlockSize < page || cfg.BlockSize&(cfg.BlockSize-1) != 0 || cfg.BlockSize > 1<<24:
 		return cfg, fmt.Errorf("pktio: BlockSize %d must be a power of two between the page size %d and 16 MiB", cfg.BlockSize, page)
 	case cfg.Blocks < 2 || cfg.Blocks > 1<<16:

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // Control-plane frames on a ring of their own. A port's receive rings are
 // FIFOs: when a flood fills them, the kernel drops whatever arrives next,
@@ -26,8 +26,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // ControlFilter is a socket filter accepting exactly the control frames.

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // handover: passing a Port's receive sockets, with their rings and the
 // frames in them, to another process (a hot restart, internal/handover).
@@ -27,6 +27,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // PortState is what another process needs to take a Port's receive
@@ -142,7 +144,7 @@ func Adopt(st PortState, fds []int) (p *Port, err error) {
 	if ifi.Index != st.Index {
 		return nil, fmt.Errorf("pktio: %s: ifindex %d, the handed-over sockets are bound to %d", st.Name, ifi.Index, st.Index)
 	}
-	ns, err := currentNetns()
+	ns, err := pktio.CurrentNetns()
 	if err != nil {
 		return nil, fmt.Errorf("pktio: %s: %w", st.Name, err)
 	}

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
 // TestHandoverKeepsRing: a port's receive sockets handed to a new owner
@@ -23,19 +26,19 @@ func TestHandoverKeepsRing(t *testing.T) {
 
 func testHandoverKeepsRing(t *testing.T, ring Ring) {
 	p := newPair(t)
-	old := openIn(t, p.nsB, p.b, Config{Ring: ring, BlockTimeout: time.Millisecond})
-	c := rawSender(t, p.nsA, p.a)
-	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	old := openIn(t, p.NsB, p.B, Config{Ring: ring, BlockTimeout: time.Millisecond})
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var sent [][]byte
 	for range 300 {
-		sent = append(sent, testFrame(rng, dst, src, 60+rng.IntN(1400)))
+		sent = append(sent, pktiotest.Frame(rng, dst, src, 60+rng.IntN(1400)))
 	}
-	send(t, c, sent[:100]...)
+	pktiotest.Send(t, c, sent[:100]...)
 	time.Sleep(20 * time.Millisecond) // a V3 block retires
 	// The old owner reads 37 frames in small batches, releasing each.
 	var got [][]byte
-	frames, meta := make([][]byte, 5), make([]Meta, 5)
+	frames, meta := make([][]byte, 5), make([]pktio.Meta, 5)
 	for deadline := time.Now().Add(2 * time.Second); len(got) < 37 && time.Now().Before(deadline); {
 		n, err := old.Queue(0).TryRecv(frames[:min(5, 37-len(got))], meta)
 		if err != nil {
@@ -68,7 +71,7 @@ func testHandoverKeepsRing(t *testing.T, ring Ring) {
 		t.Fatal(err)
 	}
 	var adopted *Port
-	if err := InNetns(p.nsB, func() error {
+	if err := pktio.InNetns(p.NsB, func() error {
 		var err error
 		adopted, err = Adopt(st, fds)
 		return err
@@ -79,8 +82,8 @@ func testHandoverKeepsRing(t *testing.T, ring Ring) {
 	if err := adopted.SetQueuePositions(pos); err != nil {
 		t.Fatal(err)
 	}
-	send(t, c, sent[100:]...) // while nobody reads: they wait in the ring
-	rest, _ := recvN(t, adopted.Queue(0), len(sent)-len(got), 2*time.Second)
+	pktiotest.Send(t, c, sent[100:]...) // while nobody reads: they wait in the ring
+	rest, _ := pktiotest.RecvN(t, adopted.Queue(0), len(sent)-len(got), 2*time.Second)
 	got = append(got, rest...)
 	if len(got) != len(sent) {
 		t.Fatalf("received %d frames across the handover, sent %d", len(got), len(sent))

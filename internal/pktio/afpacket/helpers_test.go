@@ -1,10 +1,8 @@
-package pktio
+package afpacket
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -12,68 +10,26 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netfwd/netfwd/internal/testenv"
-	"github.com/netfwd/netfwd/wire"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
-// netns creates a network namespace for the test (removed when it ends),
-// with IPv6 off so that no router solicitations or MLD reports muddle the
-// frame counts. It skips without root (fails under NETFWD_E2E=1).
-func netns(t testing.TB, prefix string) string {
-	t.Helper()
-	testenv.RequireRoot(t)
-	ns := testenv.Netns(t, prefix)
-	err := InNetns(ns, func() error {
-		for _, k := range []string{"all", "default"} {
-			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns
-}
-
-// ipIn runs `ip -n ns ARGS...` and fails the test if it fails.
-func ipIn(t testing.TB, ns string, args ...string) {
-	t.Helper()
-	testenv.Run(t, "ip", append([]string{"-n", ns}, args...)...)
-}
-
-// addVeth creates the veth pair a (in nsA) - b (in nsB), both up, with
-// extra `ip link add` arguments (numrxqueues N ...) for both ends.
-func addVeth(t testing.TB, nsA, a, nsB, b string, extra ...string) {
-	t.Helper()
-	args := append([]string{"link", "add", "name", a}, extra...)
-	args = append(args, "type", "veth", "peer", "name", b)
-	args = append(args, extra...)
-	ipIn(t, nsA, append(args, "netns", nsB)...)
-	ipIn(t, nsA, "link", "set", "dev", a, "up")
-	ipIn(t, nsB, "link", "set", "dev", b, "up")
-}
-
-// pair is two namespaces joined by one veth pair: a (in nsA) <-> b (in nsB).
-type pair struct {
-	nsA, nsB string
-	a, b     string
-}
-
-func newPair(t testing.TB, extra ...string) *pair {
-	t.Helper()
-	p := &pair{nsA: netns(t, "pkA"), nsB: netns(t, "pkB"), a: "a", b: "b"}
-	addVeth(t, p.nsA, p.a, p.nsB, p.b, extra...)
-	return p
-}
+// The test bench shared with the other backend (pktiotest).
+var (
+	netns    = pktiotest.Netns
+	addVeth  = pktiotest.AddVeth
+	ipIn     = pktiotest.IP
+	newPair  = pktiotest.NewPair
+	macIn    = pktiotest.MAC
+	udpFrame = pktiotest.UDPFrame
+)
 
 // openIn opens a Port inside namespace ns; it is closed when the test ends
 // (after the test's goroutines, which must stop on Shutdown).
 func openIn(t testing.TB, ns, iface string, cfg Config) *Port {
 	t.Helper()
 	var p *Port
-	err := InNetns(ns, func() error {
+	err := pktio.InNetns(ns, func() error {
 		var err error
 		p, err = Open(iface, cfg)
 		return err
@@ -83,24 +39,6 @@ func openIn(t testing.TB, ns, iface string, cfg Config) *Port {
 	}
 	t.Cleanup(func() { p.Shutdown(); p.Close() })
 	return p
-}
-
-// macIn returns the MAC address of iface in ns.
-func macIn(t testing.TB, ns, iface string) net.HardwareAddr {
-	t.Helper()
-	var mac net.HardwareAddr
-	err := InNetns(ns, func() error {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return err
-		}
-		mac = ifi.HardwareAddr
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mac
 }
 
 // forwarder moves frames from one queue to a Tx until shutdown: the
@@ -128,7 +66,7 @@ func (f *forwarder) start(from *Queue, to *Tx, batch int) {
 		defer f.mu.Unlock()
 		f.cpu += threadCPU() - c0
 		f.frames += to.Stats().Packets - n0
-		if err != nil && !errors.Is(err, ErrClosed) {
+		if err != nil && !errors.Is(err, pktio.ErrClosed) {
 			f.err = errors.Join(f.err, err)
 		}
 	}()
@@ -161,8 +99,8 @@ func threadCPU() time.Duration {
 // offload state.
 func forward(from *Queue, to *Tx, batch int) error {
 	frames := make([][]byte, batch)
-	meta := make([]Meta, batch)
-	offl := make([]Offload, batch)
+	meta := make([]pktio.Meta, batch)
+	offl := make([]pktio.Offload, batch)
 	h := from.Headroom()
 	for {
 		n, err := from.Recv(frames, meta)
@@ -179,57 +117,16 @@ func forward(from *Queue, to *Tx, batch int) error {
 	}
 }
 
-// udpSender sends IPv4 UDP frames of flows source ports from a Port's Tx
-// in another namespace: the tests' traffic generator. It sends through the
-// qdisc layer, so that a multi-queue device picks the TX queue (and veth
-// the peer's RX queue) by flow hash; with qdisc bypass AF_PACKET picks it
-// by the sender's CPU.
-type udpSender struct {
-	tx     *Tx
-	frames [][]byte
-}
-
-func newUDPSender(t testing.TB, ns, iface string, dst net.HardwareAddr, flows int) *udpSender {
+// newUDPSender opens a Tx on iface in ns for a pktiotest.UDPSender. It
+// sends through the qdisc layer, so that a multi-queue device picks the TX
+// queue (and veth the peer's RX queue) by flow hash; with qdisc bypass
+// AF_PACKET picks it by the sender's CPU.
+func newUDPSender(t testing.TB, ns, iface string, dst net.HardwareAddr, flows int) *pktiotest.UDPSender {
 	t.Helper()
 	p := openIn(t, ns, iface, Config{NotPromiscuous: true, Filter: dropAll, NoQdiscBypass: true})
 	tx, err := p.NewTx()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &udpSender{tx: tx}
-	for i := range 256 {
-		s.frames = append(s.frames, udpFrame(dst, p.MAC, uint16(1000+i%flows), 60))
-	}
-	return s
-}
-
-// send transmits n frames, the flows round robin.
-func (s *udpSender) send(t testing.TB, n int) {
-	t.Helper()
-	for n > 0 {
-		k := min(n, len(s.frames))
-		if m, err := s.tx.Send(s.frames[:k], nil); m != k || err != nil {
-			t.Fatalf("sent %d of %d: %v", m, k, err)
-		}
-		n -= k
-	}
-}
-
-// udpFrame builds an IPv4 UDP frame 10.1.0.1:sport -> 10.2.0.1:9 of size
-// bytes (without FCS), header checksum valid, UDP checksum 0.
-func udpFrame(dst, src net.HardwareAddr, sport uint16, size int) []byte {
-	f := make([]byte, size)
-	copy(f, dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], wire.EtherTypeIPv4)
-	ip := f[ethHdrLen:]
-	ip[0], ip[8], ip[9] = 0x45, 64, wire.ProtoUDP
-	binary.BigEndian.PutUint16(ip[2:], uint16(len(ip)))
-	copy(ip[12:], []byte{10, 1, 0, 1, 10, 2, 0, 1})
-	binary.BigEndian.PutUint16(ip[10:], wire.Checksum(ip[:wire.IPv4MinHeaderLen]))
-	udp := ip[wire.IPv4MinHeaderLen:]
-	binary.BigEndian.PutUint16(udp[0:], sport)
-	binary.BigEndian.PutUint16(udp[2:], 9)
-	binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
-	return f
+	return pktiotest.NewUDPSender(tx, dst, p.MAC, flows)
 }

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // Keeping the kernel's own stack off a port that netfwd owns. An AF_PACKET
 // socket taps frames; the kernel still runs its own input on each of them

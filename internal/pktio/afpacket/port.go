@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // port: a Port is one Linux interface opened for the daemon: Queues sockets
 // in one PACKET_FANOUT hash group (each with its own RX ring, one per worker
@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // Port is one interface opened for packet I/O.
@@ -44,7 +46,22 @@ type Port struct {
 	closed   bool  // guarded by mu
 	// Ring statistics already read from the kernel (clear-on-read), and
 	// counters of closed Tx handles; guarded by mu.
-	retiredTx TxStats
+	retiredTx pktio.TxStats
+}
+
+// NewTxPort returns a transmit-only Port on ifi (no receive queues, no
+// fanout group) for the goroutines of another backend that own no socket
+// on the interface (afxdp.Port.NewTx). It takes netns, a handle of the
+// interface's namespace, and closes it with the Port.
+func NewTxPort(ifi *net.Interface, netns *os.File, cfg Config) (*Port, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	p := &Port{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU, cfg: cfg, ifi: ifi,
+		netns: netns, fanoutID: -1}
+	p.mtu.Store(int32(ifi.MTU))
+	return p, nil
 }
 
 // Open opens the interface named name in the calling goroutine's network
@@ -58,7 +75,7 @@ func Open(name string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pktio: interface %q: %w", name, err)
 	}
-	ns, err := currentNetns()
+	ns, err := pktio.CurrentNetns()
 	if err != nil {
 		return nil, fmt.Errorf("pktio: %s: %w", name, err)
 	}
@@ -143,12 +160,12 @@ func (p *Port) NewTxMode(mode TxMode) (*Tx, error) {
 	shutdown := p.shutdown
 	p.mu.Unlock()
 	if shutdown {
-		return nil, ErrClosed
+		return nil, pktio.ErrClosed
 	}
 	// Set up without the lock: a ring costs an RCU grace period in the
 	// kernel, and the workers open their handles concurrently.
 	var t *Tx
-	err := inNetnsFile(p.netns, p.Name, func() error {
+	err := pktio.InNetnsFile(p.netns, p.Name, func() error {
 		var err error
 		t, err = newTx(p, mode)
 		return err
@@ -160,7 +177,7 @@ func (p *Port) NewTxMode(mode TxMode) (*Tx, error) {
 	if p.shutdown {
 		p.mu.Unlock()
 		t.release()
-		return nil, ErrClosed
+		return nil, pktio.ErrClosed
 	}
 	p.txs = append(p.txs, t)
 	p.mu.Unlock()

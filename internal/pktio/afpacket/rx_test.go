@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 import (
 	"bytes"
@@ -6,78 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/mdlayher/packet"
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
-
-// rawSender opens a plain packet socket on iface in ns for injecting frames.
-func rawSender(t testing.TB, ns, iface string) *packet.Conn {
-	t.Helper()
-	var c *packet.Conn
-	err := InNetns(ns, func() error {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return err
-		}
-		c, err = packet.Listen(ifi, packet.Raw, 0, nil)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func send(t testing.TB, c *packet.Conn, frames ...[]byte) {
-	t.Helper()
-	for _, f := range frames {
-		if _, err := c.WriteTo(f, &packet.Addr{HardwareAddr: f[0:6]}); err != nil {
-			t.Fatalf("inject %d bytes: %v", len(f), err)
-		}
-	}
-}
-
-// recvN receives until want frames arrived (copies) or the deadline.
-func recvN(t testing.TB, q *Queue, want int, d time.Duration) ([][]byte, []Meta) {
-	t.Helper()
-	var got [][]byte
-	var metas []Meta
-	frames := make([][]byte, 64)
-	meta := make([]Meta, 64)
-	deadline := time.Now().Add(d)
-	for len(got) < want && time.Now().Before(deadline) {
-		n, err := q.TryRecv(frames, meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		for i := range n {
-			got = append(got, bytes.Clone(frames[i][q.Headroom():]))
-			metas = append(metas, meta[i])
-		}
-	}
-	return got, metas
-}
-
-// testFrame builds an Ethernet frame of length n with a private ethertype
-// and a random payload.
-func testFrame(rng *rand.Rand, dst, src net.HardwareAddr, n int) []byte {
-	f := make([]byte, n)
-	copy(f, dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], 0x88b5)
-	for i := 14; i < n; i++ {
-		f[i] = byte(rng.Uint32())
-	}
-	return f
-}
 
 func TestRecvIntact(t *testing.T) {
 	for _, ring := range []Ring{RingV3, RingV2} {
@@ -90,16 +24,16 @@ func TestRecvIntact(t *testing.T) {
 // queue (TP_STATUS_COPY) in their place in the order.
 func testRecvIntact(t *testing.T, ring Ring) {
 	p := newPair(t, "mtu", "9000")
-	port := openIn(t, p.nsB, p.b, Config{Ring: ring})
-	c := rawSender(t, p.nsA, p.a)
-	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	port := openIn(t, p.NsB, p.B, Config{Ring: ring})
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sent [][]byte
 	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514, 2100, 60, 9014, 3000, 1514} {
-		sent = append(sent, testFrame(rng, dst, src, n))
+		sent = append(sent, pktiotest.Frame(rng, dst, src, n))
 	}
-	send(t, c, sent...)
-	got, meta := recvN(t, port.Queue(0), len(sent), 2*time.Second)
+	pktiotest.Send(t, c, sent...)
+	got, meta := pktiotest.RecvN(t, port.Queue(0), len(sent), 2*time.Second)
 	if len(got) != len(sent) {
 		t.Fatalf("received %d frames, want %d", len(got), len(sent))
 	}
@@ -107,7 +41,7 @@ func testRecvIntact(t *testing.T, ring Ring) {
 		if !bytes.Equal(got[i], sent[i]) {
 			t.Errorf("frame %d (%d bytes) differs:\n got %x\nwant %x", i, len(sent[i]), got[i], sent[i])
 		}
-		if int(meta[i].Len) != len(sent[i]) || meta[i].Flags&FlagVLANRestored != 0 {
+		if int(meta[i].Len) != len(sent[i]) || meta[i].Flags&pktio.FlagVLANRestored != 0 {
 			t.Errorf("frame %d meta %+v", i, meta[i])
 		}
 	}
@@ -130,12 +64,12 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPair(t)
-			port := openIn(t, p.nsB, p.b, tc.cfg)
-			c := rawSender(t, p.nsA, p.a)
-			dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+			port := openIn(t, p.NsB, p.B, tc.cfg)
+			c := pktiotest.RawSender(t, p.NsA, p.A)
+			dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
 			rng := rand.New(rand.NewPCG(3, 4))
 			tagged := func(n int, tags ...uint32) []byte {
-				inner := testFrame(rng, dst, src, n)
+				inner := pktiotest.Frame(rng, dst, src, n)
 				f := append([]byte{}, inner[:12]...)
 				for _, tg := range tags {
 					f = binary.BigEndian.AppendUint32(f, tg)
@@ -148,10 +82,10 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 				tagged(1510, 0x8100_0fff),             // VID 4095, 1514 bytes
 				tagged(1000, 0x88a8_00c8),             // 802.1ad, VID 200
 				tagged(100, 0x88a8_012c, 0x8100_0010), // QinQ: outer offloaded, inner in bytes
-				testFrame(rng, dst, src, 60),          // untagged
+				pktiotest.Frame(rng, dst, src, 60),    // untagged
 			}
-			send(t, c, sent...)
-			got, meta := recvN(t, port.Queue(0), len(sent), 2*time.Second)
+			pktiotest.Send(t, c, sent...)
+			got, meta := pktiotest.RecvN(t, port.Queue(0), len(sent), 2*time.Second)
 			if len(got) != len(sent) {
 				t.Fatalf("received %d frames, want %d", len(got), len(sent))
 			}
@@ -159,7 +93,7 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 				if !bytes.Equal(got[i], sent[i]) {
 					t.Errorf("frame %d differs:\n got %x\nwant %x", i, got[i], sent[i])
 				}
-				restored := meta[i].Flags&FlagVLANRestored != 0
+				restored := meta[i].Flags&pktio.FlagVLANRestored != 0
 				if restored != (i < 5) || int(meta[i].Len) != len(sent[i]) {
 					t.Errorf("frame %d meta %+v", i, meta[i])
 				}
@@ -177,16 +111,16 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 func TestRecvTruncatedDropped(t *testing.T) {
 	p := newPair(t)
 	// 4 KiB blocks cannot hold the 9000-byte frame the MTU lets through.
-	for _, dev := range []struct{ ns, name string }{{p.nsA, p.a}, {p.nsB, p.b}} {
+	for _, dev := range []struct{ ns, name string }{{p.NsA, p.A}, {p.NsB, p.B}} {
 		ipIn(t, dev.ns, "link", "set", "dev", dev.name, "mtu", "9000")
 	}
-	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 8})
-	c := rawSender(t, p.nsA, p.a)
-	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	port := openIn(t, p.NsB, p.B, Config{BlockSize: 4096, Blocks: 8})
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(5, 6))
-	small := testFrame(rng, dst, src, 100)
-	send(t, c, testFrame(rng, dst, src, 9000), small)
-	got, _ := recvN(t, port.Queue(0), 1, 2*time.Second)
+	small := pktiotest.Frame(rng, dst, src, 100)
+	pktiotest.Send(t, c, pktiotest.Frame(rng, dst, src, 9000), small)
+	got, _ := pktiotest.RecvN(t, port.Queue(0), 1, 2*time.Second)
 	if len(got) != 1 || !bytes.Equal(got[0], small) {
 		t.Fatalf("got %d frames, want only the small one", len(got))
 	}
@@ -197,10 +131,10 @@ func TestRecvTruncatedDropped(t *testing.T) {
 
 func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
 	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{})
+	port := openIn(t, p.NsB, p.B, Config{})
 	errc := make(chan error, 1)
 	go func() {
-		frames, meta := make([][]byte, 8), make([]Meta, 8)
+		frames, meta := make([][]byte, 8), make([]pktio.Meta, 8)
 		_, err := port.Queue(0).Recv(frames, meta)
 		errc <- err
 	}()
@@ -208,7 +142,7 @@ func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
 	port.Shutdown()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, ErrClosed) {
+		if !errors.Is(err, pktio.ErrClosed) {
 			t.Fatalf("Recv after Shutdown: %v, want ErrClosed", err)
 		}
 	case <-time.After(2 * time.Second):
@@ -229,22 +163,22 @@ func TestRecvBatchSpanningRing(t *testing.T) {
 
 func testRecvBatchSpanningRing(t *testing.T, ring Ring) {
 	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{BlockSize: 4096, Blocks: 4, Ring: ring})
-	c := rawSender(t, p.nsA, p.a)
-	dst, src := macIn(t, p.nsB, p.b), macIn(t, p.nsA, p.a)
+	port := openIn(t, p.NsB, p.B, Config{BlockSize: 4096, Blocks: 4, Ring: ring})
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(13, 14))
 	q := port.Queue(0)
-	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
 	const rounds, perRound = 20, 12 // three 1200-byte frames fill a 4 KiB block
 	last, got := -1, 0
 	for round := range rounds {
 		var sent [][]byte
 		for range perRound {
-			f := testFrame(rng, dst, src, 1200)
+			f := pktiotest.Frame(rng, dst, src, 1200)
 			binary.BigEndian.PutUint32(f[14:], uint32(round*perRound+len(sent)))
 			sent = append(sent, f)
 		}
-		send(t, c, sent...)
+		pktiotest.Send(t, c, sent...)
 		time.Sleep(5 * time.Millisecond) // let the blocks retire: the ring is full
 		for {
 			n, err := q.TryRecv(frames, meta)

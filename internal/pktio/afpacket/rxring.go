@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // rxring: a Queue is one fanout member socket with its TPACKET_V3 receive
 // ring, read in place by its owner goroutine.
@@ -26,6 +26,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Queue is one receive queue of a Port: a socket in the port's fanout group
@@ -103,11 +106,11 @@ func (q *Queue) Headroom() int { return q.headroom }
 // in place in the ring, and meta[i] describes it. The frames of the
 // previous Recv on this queue become invalid (their blocks go back to the
 // kernel). Recv returns ErrClosed after Port.Shutdown. It does not allocate.
-func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
+func (q *Queue) Recv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	max := min(len(frames), len(meta))
 	for {
 		if q.closed.Load() {
-			return 0, ErrClosed
+			return 0, pktio.ErrClosed
 		}
 		q.Release()
 		if max == 0 {
@@ -124,7 +127,7 @@ func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
 		}
 		if err := q.sock.rc.Read(q.waitFn); err != nil {
 			if q.closed.Load() {
-				return 0, ErrClosed
+				return 0, pktio.ErrClosed
 			}
 			return 0, err
 		}
@@ -132,9 +135,9 @@ func (q *Queue) Recv(frames [][]byte, meta []Meta) (int, error) {
 }
 
 // TryRecv is Recv without waiting: it returns 0 when no block is ready.
-func (q *Queue) TryRecv(frames [][]byte, meta []Meta) (int, error) {
+func (q *Queue) TryRecv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	if q.closed.Load() {
-		return 0, ErrClosed
+		return 0, pktio.ErrClosed
 	}
 	q.Release()
 	return q.fill(frames[:min(len(frames), len(meta))], meta), nil
@@ -174,7 +177,7 @@ func (q *Queue) blockReady() bool {
 func (q *Queue) wait(uintptr) bool { return q.closed.Load() || q.blockReady() }
 
 // fill walks ready blocks and returns the number of frames handed out.
-func (q *Queue) fill(frames [][]byte, meta []Meta) int {
+func (q *Queue) fill(frames [][]byte, meta []pktio.Meta) int {
 	if q.v2 != nil {
 		return q.fillV2(frames, meta)
 	}
@@ -245,15 +248,15 @@ type rxHdr struct {
 
 // processFrame validates and fixes up the frame at blk[off:] and fills
 // *frame and *m. It returns false for frames it drops (counted in bc).
-func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Meta, bc *batchCounts) bool {
-	snap, wire, status := h.snap, h.wire, h.status
+func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *pktio.Meta, bc *batchCounts) bool {
+	snap, wireLen, status := h.snap, h.wire, h.status
 	start := off + h.mac
 	end := start + snap
 	if end > len(blk) || start < off+h.hdrLen+sockaddrLLLen {
 		bc.errors++
 		return false
 	}
-	if snap < wire {
+	if snap < wireLen {
 		bc.truncated++
 		return false
 	}
@@ -261,68 +264,68 @@ func (q *Queue) processFrame(blk []byte, off int, h *rxHdr, frame *[]byte, m *Me
 		bc.outgoing++ // PACKET_IGNORE_OUTGOING makes this rare; belt and braces
 		return false
 	}
-	*m = Meta{Len: uint32(wire)}
+	*m = pktio.Meta{Len: uint32(wireLen)}
 	var vh vnetHdr
 	if q.vnet {
 		vh = decodeVnet(blk[start-vnetHdrLen : start])
 		if vh.Flags&vnetFlagDataValid != 0 {
-			m.Flags |= FlagChecksumValid
+			m.Flags |= pktio.FlagChecksumValid
 		}
 	}
 	if status&tpStatusCsumValid != 0 {
-		m.Flags |= FlagChecksumValid
+		m.Flags |= pktio.FlagChecksumValid
 	}
 	// Offsets of the partial checksum relative to L3, taken before the tag
 	// is restored (both move by the same 4 bytes).
 	if vh.Flags&vnetFlagNeedsCsum != 0 {
-		l3, ok := l3Offset(blk[start:end])
+		l3, ok := pktio.L3Offset(blk[start:end])
 		if !ok || int(vh.CsumStart) < l3 {
 			bc.unfixed++
 		} else {
-			m.Offload = Offload{NeedsCsum: true, L4Off: vh.CsumStart - uint16(l3), CsumOffset: vh.CsumOffset}
+			m.Offload = pktio.Offload{NeedsCsum: true, L4Off: vh.CsumStart - uint16(l3), CsumOffset: vh.CsumOffset}
 		}
 	}
 	if status&unix.TP_STATUS_VLAN_VALID != 0 {
-		if start-vlanTagLen-q.headroom < off+h.hdrLen {
+		if start-wire.VLANTagLen-q.headroom < off+h.hdrLen {
 			bc.errors++ // cannot happen with the reserve Open sets
 			return false
 		}
-		tpid := uint16(etherTypeVLAN)
+		tpid := uint16(wire.EtherTypeVLAN)
 		if status&unix.TP_STATUS_VLAN_TPID_VALID != 0 && h.vlanTPID != 0 {
 			tpid = h.vlanTPID
 		}
-		copy(blk[start-vlanTagLen:start+12-vlanTagLen], blk[start:start+12])
-		start -= vlanTagLen
+		copy(blk[start-wire.VLANTagLen:start+12-wire.VLANTagLen], blk[start:start+12])
+		start -= wire.VLANTagLen
 		binary.BigEndian.PutUint16(blk[start+12:], tpid)
 		binary.BigEndian.PutUint16(blk[start+14:], h.vlanTCI)
-		m.Len += vlanTagLen
+		m.Len += wire.VLANTagLen
 		m.VLANTCI = h.vlanTCI
-		m.Flags |= FlagVLANRestored
+		m.Flags |= pktio.FlagVLANRestored
 		bc.vlan++
 	}
 	f := blk[start:end]
-	if vh.GSOType != GSONone {
+	if vh.GSOType != pktio.GSONone {
 		m.Offload.GSOType = vh.GSOType
 		m.Offload.GSOSize = vh.GSOSize
-		m.Flags |= FlagGSO
+		m.Flags |= pktio.FlagGSO
 		bc.gso++
 	}
 	switch {
-	case m.Offload.NeedsCsum && (vh.GSOType != GSONone || q.keepPartial):
-		m.Flags |= FlagChecksumPartial
+	case m.Offload.NeedsCsum && (vh.GSOType != pktio.GSONone || q.keepPartial):
+		m.Flags |= pktio.FlagChecksumPartial
 	case m.Offload.NeedsCsum:
-		l3, _ := l3Offset(f)
-		if completePartial(f, l3+int(m.Offload.L4Off), int(m.Offload.CsumOffset)) {
-			m.Flags |= FlagChecksumCompleted
-			m.Offload = Offload{}
+		l3, _ := pktio.L3Offset(f)
+		if pktio.CompletePartial(f, l3+int(m.Offload.L4Off), int(m.Offload.CsumOffset)) {
+			m.Flags |= pktio.FlagChecksumCompleted
+			m.Offload = pktio.Offload{}
 			bc.csum++
 		} else {
-			m.Flags |= FlagChecksumPartial
+			m.Flags |= pktio.FlagChecksumPartial
 			bc.unfixed++
 		}
 	case !q.vnet && status&unix.TP_STATUS_CSUMNOTREADY != 0:
-		if completeIPv4L4(f) {
-			m.Flags |= FlagChecksumCompleted
+		if pktio.CompleteIPv4L4(f) {
+			m.Flags |= pktio.FlagChecksumCompleted
 			bc.csum++
 		} else {
 			bc.unfixed++
@@ -383,7 +386,7 @@ func (q *Queue) setFrameLayout(s *rawSocket, version, hdrLen, gap, headroom int)
 			return err
 		}
 	}
-	if r := hdrLen + vlanTagLen + headroom - gap; r > 0 {
+	if r := hdrLen + wire.VLANTagLen + headroom - gap; r > 0 {
 		return s.setInt(unix.SOL_PACKET, unix.PACKET_RESERVE, r, "PACKET_RESERVE")
 	}
 	return nil
@@ -398,3 +401,21 @@ func (q *Queue) unmap() error {
 	q.ring = nil
 	return err
 }
+
+// Ready reports whether Recv would return without waiting: a ring block is
+// ready, or the queue is closed (pktio.Waitable).
+func (q *Queue) Ready() bool { return q.closed.Load() || q.blockReady() }
+
+// PollFd is the queue's socket fd, readable when the kernel hands over
+// frames (pktio.Waitable).
+func (q *Queue) PollFd() int {
+	fd := -1
+	q.sock.rc.Control(func(f uintptr) { fd = int(f) })
+	return fd
+}
+
+var (
+	_ pktio.Receiver = (*Queue)(nil)
+	_ pktio.Waitable = (*Queue)(nil)
+	_ pktio.Sender   = (*Tx)(nil)
+)

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // rxring_v2: the TPACKET_V2 receive ring (Config.Ring = RingV2), for low
 // latency at low rates.
@@ -35,6 +35,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Ring selects the receive ring's layout.
@@ -133,7 +136,7 @@ func (q *Queue) readyV2() bool {
 }
 
 // fillV2 hands out the ready slots from cur.
-func (q *Queue) fillV2(frames [][]byte, meta []Meta) int {
+func (q *Queue) fillV2(frames [][]byte, meta []pktio.Meta) int {
 	v := q.v2
 	var bc batchCounts
 	n := 0
@@ -172,13 +175,13 @@ func (q *Queue) fillV2(frames [][]byte, meta []Meta) int {
 // into the next copy buffer, laid out as the ring lays out a frame (a
 // header area with the slot's sockaddr_ll, the vnet header, the frame), and
 // runs processFrame on it.
-func (q *Queue) copiedFrame(slot []byte, fh *rxHdr, frame *[]byte, m *Meta, bc *batchCounts) bool {
+func (q *Queue) copiedFrame(slot []byte, fh *rxHdr, frame *[]byte, m *pktio.Meta, bc *batchCounts) bool {
 	v := q.v2
 	buf := v.copies[v.copyUsed]
 	// The ring's header and sockaddr_ll (pkttype) first, then room for a
 	// tag and the headroom, then what read(2) returns: vnet header + frame.
 	copy(buf[:tpacket2HdrLen+sockaddrLLLen], slot)
-	mac := tpacket2HdrLen + sockaddrLLLen + vlanTagLen + q.headroom
+	mac := tpacket2HdrLen + sockaddrLLLen + wire.VLANTagLen + q.headroom
 	at := mac // read(2) puts the vnet header here, the frame after it
 	if q.vnet {
 		mac += vnetHdrLen

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // socket: opening one AF_PACKET socket with github.com/mdlayher/packet and
 // the socket options the library does not cover (rings, fanout, vnet
@@ -26,12 +26,11 @@ import (
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 const ethPAll = unix.ETH_P_ALL
-
-// ErrClosed is returned by Recv and Send after Port.Shutdown or Close.
-var ErrClosed = net.ErrClosed
 
 // dropAll is a classic BPF program that accepts nothing.
 var dropAll = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: 0}}
@@ -122,7 +121,7 @@ func (s *rawSocket) write(fn func(fd uintptr) bool, closed *atomic.Bool) error {
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
 	for !fn(uintptr(s.fd)) {
 		if closed.Load() {
-			return ErrClosed
+			return pktio.ErrClosed
 		}
 		// Bounded, so a shutdown is seen within the timeout.
 		if _, err := unix.Poll(pfd, 50); err != nil && err != unix.EINTR {

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // chain is h1 -- (f1) F (f2) -- h2: two host namespaces and a forwarding
@@ -69,7 +71,7 @@ func (c *chain) startL2Forwarder(t testing.TB, cfg Config) (a, b *Port, stop fun
 func tcpStream(t testing.TB, c *chain, d time.Duration) (int64, bool) {
 	t.Helper()
 	var ln net.Listener
-	if err := InNetns(c.h2, func() error {
+	if err := pktio.InNetns(c.h2, func() error {
 		var err error
 		ln, err = net.Listen("tcp", c.h2addr+":5201")
 		return err
@@ -95,7 +97,7 @@ func tcpStream(t testing.TB, c *chain, d time.Duration) (int64, bool) {
 		resc <- result{n, h.Sum32(), err}
 	}()
 	var conn net.Conn
-	if err := InNetns(c.h1, func() error {
+	if err := pktio.InNetns(c.h1, func() error {
 		var err error
 		conn, err = net.DialTimeout("tcp", c.h2addr+":5201", 3*time.Second)
 		return err

@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // tx: a Tx is a transmit handle on a Port for one owner goroutine: its own
 // send-only sockets (bound with protocol 0, so they receive nothing) with
@@ -20,6 +20,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Tx sends batches of frames on one port. One owner goroutine.
@@ -115,9 +118,9 @@ func newTx(p *Port, mode TxMode) (*Tx, error) {
 // skipped; err is non-nil only when the port is shut down or its device is
 // gone, and then the remaining frames are dropped and counted. Frames may
 // be reused as soon as Send returns. Send does not allocate.
-func (t *Tx) Send(frames [][]byte, offl []Offload) (int, error) {
+func (t *Tx) Send(frames [][]byte, offl []pktio.Offload) (int, error) {
 	if t.closed.Load() {
-		return 0, ErrClosed
+		return 0, pktio.ErrClosed
 	}
 	if t.ring != nil {
 		return t.ring.send(t, frames, offl)
@@ -126,14 +129,14 @@ func (t *Tx) Send(frames [][]byte, offl []Offload) (int, error) {
 }
 
 // sendmmsg is Send without a ring.
-func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
+func (t *Tx) sendmmsg(frames [][]byte, offl []pktio.Offload) (int, error) {
 	sent := 0
 	for i := 0; i < len(frames); {
 		k := 0
 		var bad uint64
 		for ; i < len(frames) && k < t.batch; i++ {
 			f := frames[i]
-			var o Offload
+			var o pktio.Offload
 			if offl != nil {
 				o = offl[i]
 			}
@@ -177,14 +180,14 @@ func (t *Tx) sendmmsg(frames [][]byte, offl []Offload) (int, error) {
 // sendmmsg, after the engine counted them as sent. The limit is
 // af_packet's: MTU + Ethernet header + one VLAN tag. GSO super-frames are
 // segmented to the MTU by the kernel.
-func (t *Tx) tooBig(f []byte, o Offload) bool {
-	return len(f) > int(t.port.mtu.Load())+ethHdrLen+4 && o.GSOType == GSONone
+func (t *Tx) tooBig(f []byte, o pktio.Offload) bool {
+	return len(f) > int(t.port.mtu.Load())+wire.EthernetHeaderLen+4 && o.GSOType == pktio.GSONone
 }
 
 // prepare checks a frame against its offload state and, without a vnet
 // header to carry it, completes a partial checksum in place.
-func (t *Tx) prepare(f []byte, o Offload) bool {
-	if len(f) < ethHdrLen {
+func (t *Tx) prepare(f []byte, o pktio.Offload) bool {
+	if len(f) < wire.EthernetHeaderLen {
 		return false
 	}
 	if o.IsZero() {
@@ -194,11 +197,11 @@ func (t *Tx) prepare(f []byte, o Offload) bool {
 		_, ok := vnetForTx(f, o)
 		return ok
 	}
-	if o.GSOType != GSONone || !o.NeedsCsum {
+	if o.GSOType != pktio.GSONone || !o.NeedsCsum {
 		return false // a super-frame cannot leave without GSO offload
 	}
-	l3, ok := l3Offset(f)
-	return ok && completePartial(f, l3+int(o.L4Off), int(o.CsumOffset))
+	l3, ok := pktio.L3Offset(f)
+	return ok && pktio.CompletePartial(f, l3+int(o.L4Off), int(o.CsumOffset))
 }
 
 // submit sends msgs[:k] and returns how many the kernel accepted and, on
@@ -219,7 +222,7 @@ func (t *Tx) submit(k int) (accepted, unsent int, err error) {
 	case t.fatal != nil:
 		return accepted, unsent, t.fatal
 	case err != nil && t.closed.Load():
-		return accepted, unsent, ErrClosed
+		return accepted, unsent, pktio.ErrClosed
 	case err != nil:
 		return accepted, unsent, err
 	}
@@ -264,7 +267,7 @@ func (t *Tx) Close() error {
 	for i, x := range t.port.txs {
 		if x == t {
 			t.port.txs = append(t.port.txs[:i], t.port.txs[i+1:]...)
-			t.port.retiredTx.add(t.Stats())
+			t.port.retiredTx.Add(t.Stats())
 			owned = true
 			break
 		}

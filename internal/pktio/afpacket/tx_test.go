@@ -1,10 +1,13 @@
-package pktio
+package afpacket
 
 import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
 func TestSendBatchArrives(t *testing.T) {
@@ -16,8 +19,8 @@ func TestSendBatchArrives(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				p := newPair(t)
-				src := openIn(t, p.nsB, p.b, Config{Tx: mode, NoOffload: noOffload, TxFrames: 64})
-				dst := openIn(t, p.nsA, p.a, Config{})
+				src := openIn(t, p.NsB, p.B, Config{Tx: mode, NoOffload: noOffload, TxFrames: 64})
+				dst := openIn(t, p.NsA, p.A, Config{})
 				tx, err := src.NewTx()
 				if err != nil {
 					t.Fatal(err)
@@ -25,14 +28,14 @@ func TestSendBatchArrives(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, 8))
 				var sent [][]byte
 				for i := range 300 { // more than the 64-slot ring: exercises waiting
-					sent = append(sent, testFrame(rng, dst.MAC, src.MAC, 60+rng.IntN(1455)))
+					sent = append(sent, pktiotest.Frame(rng, dst.MAC, src.MAC, 60+rng.IntN(1455)))
 					_ = i
 				}
 				n, err := tx.Send(sent, nil)
 				if err != nil || n != len(sent) {
 					t.Fatalf("Send = %d, %v; want %d", n, err, len(sent))
 				}
-				got, _ := recvN(t, dst.Queue(0), len(sent), 3*time.Second)
+				got, _ := pktiotest.RecvN(t, dst.Queue(0), len(sent), 3*time.Second)
 				if len(got) != len(sent) {
 					t.Fatalf("peer received %d of %d frames", len(got), len(sent))
 				}
@@ -52,24 +55,24 @@ func TestSendBatchArrives(t *testing.T) {
 
 func TestSendRefusesBadFramesAndGoesOn(t *testing.T) {
 	p := newPair(t)
-	src := openIn(t, p.nsB, p.b, Config{})
-	dst := openIn(t, p.nsA, p.a, Config{})
+	src := openIn(t, p.NsB, p.B, Config{})
+	dst := openIn(t, p.NsA, p.A, Config{})
 	tx, err := src.NewTx()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	good1 := testFrame(rng, dst.MAC, src.MAC, 100)
-	tooBig := testFrame(rng, dst.MAC, src.MAC, 3000) // above the MTU, not GSO
-	good2 := testFrame(rng, dst.MAC, src.MAC, 200)
+	good1 := pktiotest.Frame(rng, dst.MAC, src.MAC, 100)
+	tooBig := pktiotest.Frame(rng, dst.MAC, src.MAC, 3000) // above the MTU, not GSO
+	good2 := pktiotest.Frame(rng, dst.MAC, src.MAC, 200)
 	runt := []byte{1, 2, 3}
 	// A partial checksum whose field lies beyond the end of the frame.
-	badOffl := []Offload{{}, {}, {}, {}, {NeedsCsum: true, L4Off: 200, CsumOffset: 16}}
+	badOffl := []pktio.Offload{{}, {}, {}, {}, {NeedsCsum: true, L4Off: 200, CsumOffset: 16}}
 	n, err := tx.Send([][]byte{good1, tooBig, runt, good2, good1}, badOffl)
 	if err != nil || n != 2 {
 		t.Fatalf("Send = %d, %v; want 2, nil (stats %+v)", n, err, src.Stats().Tx)
 	}
-	got, _ := recvN(t, dst.Queue(0), 2, 2*time.Second)
+	got, _ := pktiotest.RecvN(t, dst.Queue(0), 2, 2*time.Second)
 	if len(got) != 2 || !bytes.Equal(got[0], good1) || !bytes.Equal(got[1], good2) {
 		t.Fatalf("peer got %d frames", len(got))
 	}
@@ -90,8 +93,8 @@ func TestOwnFramesNotReceived(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			p := newPair(t)
-			port := openIn(t, p.nsB, p.b, Config{NoQdiscBypass: !bypass})
-			peer := openIn(t, p.nsA, p.a, Config{})
+			port := openIn(t, p.NsB, p.B, Config{NoQdiscBypass: !bypass})
+			peer := openIn(t, p.NsA, p.A, Config{})
 			tx, err := port.NewTx()
 			if err != nil {
 				t.Fatal(err)
@@ -99,17 +102,17 @@ func TestOwnFramesNotReceived(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, 12))
 			var frames [][]byte
 			for range 20 {
-				frames = append(frames, testFrame(rng, peer.MAC, port.MAC, 80))
+				frames = append(frames, pktiotest.Frame(rng, peer.MAC, port.MAC, 80))
 			}
 			if n, err := tx.Send(frames, nil); n != len(frames) || err != nil {
 				t.Fatalf("Send = %d, %v", n, err)
 			}
-			if got, _ := recvN(t, peer.Queue(0), len(frames), 2*time.Second); len(got) != len(frames) {
+			if got, _ := pktiotest.RecvN(t, peer.Queue(0), len(frames), 2*time.Second); len(got) != len(frames) {
 				t.Fatalf("peer received %d of %d", len(got), len(frames))
 			}
 			// A marker from the peer: once it is here, own frames would
 			// have been seen before it.
-			marker := testFrame(rng, port.MAC, peer.MAC, 90)
+			marker := pktiotest.Frame(rng, port.MAC, peer.MAC, 90)
 			ptx, err := peer.NewTx()
 			if err != nil {
 				t.Fatal(err)
@@ -117,11 +120,11 @@ func TestOwnFramesNotReceived(t *testing.T) {
 			if _, err := ptx.Send([][]byte{marker}, nil); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := recvN(t, port.Queue(0), 1, 2*time.Second)
+			got, _ := pktiotest.RecvN(t, port.Queue(0), 1, 2*time.Second)
 			if len(got) != 1 || !bytes.Equal(got[0], marker) {
 				t.Fatalf("port received %d frames before/instead of the marker", len(got))
 			}
-			if extra, _ := recvN(t, port.Queue(0), 1, 20*time.Millisecond); len(extra) != 0 {
+			if extra, _ := pktiotest.RecvN(t, port.Queue(0), 1, 20*time.Millisecond); len(extra) != 0 {
 				t.Fatalf("port received %d own frames", len(extra))
 			}
 		})
@@ -132,11 +135,11 @@ func TestOwnFramesNotReceived(t *testing.T) {
 // once, each flow (UDP source port) on one queue only, and both queues busy.
 func TestFanoutSpreadsFlows(t *testing.T) {
 	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{Queues: 2})
+	port := openIn(t, p.NsB, p.B, Config{Queues: 2})
 	if port.FanoutID() < 0 {
 		t.Fatal("no fanout group")
 	}
-	gen := newUDPSender(t, p.nsA, p.a, port.MAC, 64)
+	gen := newUDPSender(t, p.NsA, p.A, port.MAC, 64)
 	const total = 64 * 50
 	type result struct{ flows map[uint16]int }
 	results := make([]result, 2)
@@ -145,7 +148,7 @@ func TestFanoutSpreadsFlows(t *testing.T) {
 		results[qi].flows = map[uint16]int{}
 		go func() {
 			q := port.Queue(qi)
-			frames, meta := make([][]byte, 256), make([]Meta, 256)
+			frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 			for {
 				n, err := q.Recv(frames, meta)
 				if err != nil {
@@ -158,7 +161,7 @@ func TestFanoutSpreadsFlows(t *testing.T) {
 			}
 		}()
 	}
-	gen.send(t, total)
+	gen.Send(t, total)
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		if st := port.Stats().Rx; st.Packets+st.RingDrops >= total {
@@ -196,18 +199,18 @@ func TestFanoutSpreadsFlows(t *testing.T) {
 // TestDatapathAllocs: Recv and Send do not allocate per batch or frame.
 func TestDatapathAllocs(t *testing.T) {
 	p := newPair(t)
-	port := openIn(t, p.nsB, p.b, Config{})
-	peer := openIn(t, p.nsA, p.a, Config{})
-	gen := newUDPSender(t, p.nsA, p.a, port.MAC, 1)
+	port := openIn(t, p.NsB, p.B, Config{})
+	peer := openIn(t, p.NsA, p.A, Config{})
+	gen := newUDPSender(t, p.NsA, p.A, port.MAC, 1)
 	tx, err := port.NewTx()
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := port.Queue(0)
-	frames, meta := make([][]byte, 64), make([]Meta, 64)
-	offl := make([]Offload, 64)
+	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
+	offl := make([]pktio.Offload, 64)
 	allocs := testing.AllocsPerRun(50, func() {
-		gen.send(t, 32)
+		gen.Send(t, 32)
 		n, err := q.Recv(frames, meta)
 		if err != nil {
 			t.Fatal(err)

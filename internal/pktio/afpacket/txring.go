@@ -1,4 +1,4 @@
-package pktio
+package afpacket
 
 // txring: the TxRing transmit mode. Frames are copied into fixed-size slots
 // of a TPACKET_V3 TX ring (tp_next_offset 0; at slot+48 a virtio-net header,
@@ -20,6 +20,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 type txRing struct {
@@ -81,7 +83,7 @@ func (r *txRing) status(i int) *uint32 {
 
 // send copies frames into slots and kicks the kernel once per call (and
 // whenever the ring is full or a big frame must go out in between).
-func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
+func (r *txRing) send(t *Tx, frames [][]byte, offl []pktio.Offload) (int, error) {
 	var c ringBatch
 	// The ring socket always has PACKET_VNET_HDR: hdr_len in the header
 	// makes tpacket_snd copy that many bytes into the skb's linear area, and
@@ -89,7 +91,7 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 	// is page fragments of the ring (which the receiver must pull up).
 	const hdr = vnetHdrLen
 	for i, f := range frames {
-		var o Offload
+		var o pktio.Offload
 		if offl != nil {
 			o = offl[i]
 		}
@@ -106,7 +108,7 @@ func (r *txRing) send(t *Tx, frames [][]byte, offl []Offload) (int, error) {
 			if err := r.flush(t, &c); err != nil {
 				return c.sent, err
 			}
-			var o1 []Offload
+			var o1 []pktio.Offload
 			if offl != nil {
 				o1 = offl[i : i+1]
 			}
@@ -189,7 +191,7 @@ func (r *txRing) fail(t *Tx, c *ringBatch, err error) error {
 		c.bad = 0
 	}
 	if t.closed.Load() {
-		return ErrClosed
+		return pktio.ErrClosed
 	}
 	return err
 }

@@ -1,34 +1,36 @@
-package pktio
+package afxdp
 
 // xdpconfig: the knobs of the AF_XDP backend, their defaults and their
-// validation. XDPPortConfig is per interface (the steering program),
-// XDPWorkerConfig per worker (its UMEM, rings and waiting policy).
+// validation. PortConfig is per interface (the steering program),
+// WorkerConfig per worker (its UMEM, rings and waiting policy).
 //
-// Locking: none; values copied at OpenXDP / NewXDPWorker.
+// Locking: none; values copied at Open / NewWorker.
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 )
 
-// XDPPortConfig configures OpenXDP. The zero value is usable.
-type XDPPortConfig struct {
+// PortConfig configures Open. The zero value is usable.
+type PortConfig struct {
 	// Attach selects native or generic XDP; default auto (native first).
-	Attach XDPAttach
+	Attach Attach
 	// Queues is the number of the interface's queues that sockets may be
 	// bound to (their map slots). Default (0): all it has.
 	Queues int
 	// Tx configures the AF_PACKET transmit handles NewTx opens for
 	// goroutines that own no socket on the port. Default: Config's.
-	Tx Config
+	Tx afpacket.Config
 	// NAPIDefer, when HardIRQs > 0, sets the interface's NAPI deferral
 	// while the port is open (napidefer.go), for workers that busy-poll
-	// (XDPWorkerConfig.NAPIBusyPoll). Default: the interface as it is.
+	// (WorkerConfig.NAPIBusyPoll). Default: the interface as it is.
 	NAPIDefer NAPIDefer
 }
 
-// XDPWorkerConfig configures NewXDPWorker. The zero value is usable.
-type XDPWorkerConfig struct {
+// WorkerConfig configures NewWorker. The zero value is usable.
+type WorkerConfig struct {
 	// Frames is the number of UMEM frames the worker owns, shared by its
 	// sockets (fill rings, received frames held by the engine, frames in
 	// flight on transmit). Default 2*RingSize (32768: 64 MiB of 2 KiB
@@ -86,7 +88,7 @@ type XDPWorkerConfig struct {
 	// of up to NAPIBudget. It pays off when the device's interrupts (veth:
 	// its NAPI scheduling by the sender) stay deferred while the worker
 	// polls: the interface's napi_defer_hard_irqs and gro_flush_timeout
-	// (XDPPortConfig.NAPIDefer); without them the sender's CPU still runs
+	// (PortConfig.NAPIDefer); without them the sender's CPU still runs
 	// most of the NAPI polls (measured on veth: docs/pktio.md). 0: off
 	// (default).
 	NAPIBusyPoll time.Duration
@@ -100,6 +102,7 @@ const (
 	defaultXDPRingSize  = 16384
 	defaultXDPTxBudget  = 256
 	defaultXDPSpin      = 50 * time.Microsecond
+	defaultSndBuf       = 4 << 20 // as AF_PACKET's transmit sockets
 	defaultNAPIBudget   = 256
 	xdpPacketHeadroom   = 256 // XDP_PACKET_HEADROOM
 )
@@ -118,7 +121,7 @@ const (
 // frames a port, docs/pktio.md) keeps memory per port bounded; the fill
 // rings get the usual three quarters of the frames. A set Frames or
 // RingSize is kept.
-func (cfg XDPWorkerConfig) WithUMEMBytes(bytes int) XDPWorkerConfig {
+func (cfg WorkerConfig) WithUMEMBytes(bytes int) WorkerConfig {
 	if cfg.Frames != 0 || cfg.RingSize != 0 {
 		return cfg
 	}
@@ -134,7 +137,7 @@ func (cfg XDPWorkerConfig) WithUMEMBytes(bytes int) XDPWorkerConfig {
 	return cfg
 }
 
-func (cfg XDPWorkerConfig) withDefaults() (XDPWorkerConfig, error) {
+func (cfg WorkerConfig) withDefaults() (WorkerConfig, error) {
 	if cfg.RingSize == 0 {
 		cfg.RingSize = defaultXDPRingSize
 	}

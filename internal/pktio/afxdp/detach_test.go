@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 import (
 	"bufio"
@@ -15,6 +15,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
 // xdpOn returns the id and name of the XDP program on iface in ns (0, ""
@@ -23,7 +26,7 @@ func xdpOn(t testing.TB, ns, iface string) (uint32, string) {
 	t.Helper()
 	var id uint32
 	name := ""
-	err := InNetns(ns, func() error {
+	err := pktio.InNetns(ns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
@@ -73,18 +76,18 @@ func waitNoXDP(t testing.TB, ns, iface string) {
 // open and gone after Close; DetachXDPPrograms removes it too.
 func TestXDPCloseDetaches(t *testing.T) {
 	p := newPair(t)
-	port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
-	if id, name := xdpOn(t, p.nsB, p.b); id == 0 || name != xdpProgName {
-		t.Fatalf("after OpenXDP: program %d %q", id, name)
+	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
+	if id, name := xdpOn(t, p.NsB, p.B); id == 0 || name != xdpProgName {
+		t.Fatalf("after Open: program %d %q", id, name)
 	}
 	if err := port.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitNoXDP(t, p.nsB, p.b)
+	waitNoXDP(t, p.NsB, p.B)
 
-	port = openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
+	port = openXDPIn(t, p.NsB, p.B, PortConfig{})
 	DetachXDPPrograms()
-	waitNoXDP(t, p.nsB, p.b)
+	waitNoXDP(t, p.NsB, p.B)
 	if err := port.Close(); err != nil {
 		t.Errorf("Close after DetachXDPPrograms: %v", err)
 	}
@@ -99,16 +102,16 @@ func TestXDPHelperProcess(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	ns, iface, _ := strings.Cut(arg, " ")
-	var port *XDPPort
-	if err := InNetns(ns, func() error {
+	var port *Port
+	if err := pktio.InNetns(ns, func() error {
 		var err error
-		port, err = OpenXDP(iface, XDPPortConfig{})
+		port, err = Open(iface, PortConfig{})
 		return err
 	}); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	w, err := NewXDPWorker(XDPWorkerConfig{})
+	w, err := NewWorker(WorkerConfig{})
 	if err == nil {
 		_, err = w.Bind(port, 0)
 	}
@@ -128,7 +131,7 @@ func TestXDPHelperProcess(t *testing.T) {
 func TestXDPKilledProcessLeavesNothing(t *testing.T) {
 	p := newPair(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestXDPHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "NETFWD_XDP_HELPER="+p.nsB+" "+p.b)
+	cmd.Env = append(os.Environ(), "NETFWD_XDP_HELPER="+p.NsB+" "+p.B)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -156,25 +159,25 @@ func TestXDPKilledProcessLeavesNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("helper did not get ready")
 	}
-	if id, name := xdpOn(t, p.nsB, p.b); id == 0 || name != xdpProgName {
+	if id, name := xdpOn(t, p.NsB, p.B); id == 0 || name != xdpProgName {
 		t.Fatalf("helper's program not attached: %d %q", id, name)
 	}
 	if err := cmd.Process.Signal(unix.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	waitNoXDP(t, p.nsB, p.b)
+	waitNoXDP(t, p.NsB, p.B)
 
 	// Restart: attach and bind queue 0 again right away; frames flow.
-	port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
-	w := newXDPWorker(t, XDPWorkerConfig{})
+	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
+	w := newXDPWorker(t, WorkerConfig{})
 	s, err := w.Bind(port, 0)
 	if err != nil {
 		t.Fatalf("bind after the killed process: %v", err)
 	}
-	c := rawSender(t, p.nsA, p.a)
-	f := testFrame(rand.New(rand.NewPCG(5, 6)), port.MAC, macIn(t, p.nsA, p.a), 100)
-	send(t, c, f)
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	f := pktiotest.Frame(rand.New(rand.NewPCG(5, 6)), port.MAC, macIn(t, p.NsA, p.A), 100)
+	pktiotest.Send(t, c, f)
 	if got, _ := xdpRecvN(t, s, 1, 2*time.Second); len(got) != 1 {
 		t.Fatal("no frame after restart")
 	}
@@ -187,8 +190,8 @@ func TestXDPReplacesStaleProgram(t *testing.T) {
 	p := newPair(t)
 	attachLegacy := func(name string) {
 		t.Helper()
-		err := InNetns(p.nsB, func() error {
-			ifi, err := net.InterfaceByName(p.b)
+		err := pktio.InNetns(p.NsB, func() error {
+			ifi, err := net.InterfaceByName(p.B)
 			if err != nil {
 				return err
 			}
@@ -205,25 +208,25 @@ func TestXDPReplacesStaleProgram(t *testing.T) {
 		}
 	}
 	attachLegacy(xdpProgName)
-	stale, _ := xdpOn(t, p.nsB, p.b)
-	port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
-	if id, name := xdpOn(t, p.nsB, p.b); id == stale || name != xdpProgName {
+	stale, _ := xdpOn(t, p.NsB, p.B)
+	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
+	if id, name := xdpOn(t, p.NsB, p.B); id == stale || name != xdpProgName {
 		t.Fatalf("stale program %d still there (now %d %q)", stale, id, name)
 	}
 	port.Close()
-	waitNoXDP(t, p.nsB, p.b)
+	waitNoXDP(t, p.NsB, p.B)
 
 	attachLegacy("other_prog")
-	other, _ := xdpOn(t, p.nsB, p.b)
-	err := InNetns(p.nsB, func() error {
-		_, err := OpenXDP(p.b, XDPPortConfig{})
+	other, _ := xdpOn(t, p.NsB, p.B)
+	err := pktio.InNetns(p.NsB, func() error {
+		_, err := Open(p.B, PortConfig{})
 		return err
 	})
 	if !errors.Is(err, errForeignXDP) {
-		t.Fatalf("OpenXDP over a foreign program: %v, want errForeignXDP", err)
+		t.Fatalf("Open over a foreign program: %v, want errForeignXDP", err)
 	}
 	t.Log(err)
-	if id, name := xdpOn(t, p.nsB, p.b); id != other || name != "other_prog" {
+	if id, name := xdpOn(t, p.NsB, p.B); id != other || name != "other_prog" {
 		t.Errorf("foreign program replaced: now %d %q", id, name)
 	}
 }

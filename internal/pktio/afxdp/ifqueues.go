@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // ifqueues: how many queues of an interface an XDP socket can serve. A
 // socket bound to queue q receives what the driver receives on RX queue q

@@ -1,7 +1,7 @@
-package pktio
+package afxdp
 
 // napidefer: an interface's NAPI deferral for preferred busy polling
-// (XDPPortConfig.NAPIDefer): the kernel's napi_defer_hard_irqs and
+// (PortConfig.NAPIDefer): the kernel's napi_defer_hard_irqs and
 // gro_flush_timeout of each of its NAPI instances, set through the netdev
 // generic netlink family (NETDEV_CMD_NAPI_GET dump by ifindex,
 // NETDEV_CMD_NAPI_SET per instance; Linux 6.13 and later) and put back
@@ -11,10 +11,10 @@ package pktio
 // leaves the device's interrupts off (veth: its "notify" from the sending
 // CPU) for that many further polls or until gro_flush_timeout, so while
 // the worker keeps polling, the device's receive work runs in the worker's
-// thread only (XDPWorkerConfig.NAPIBusyPoll). Without it, the sending CPU
+// thread only (WorkerConfig.NAPIBusyPoll). Without it, the sending CPU
 // (veth) or the interrupt's CPU (a NIC) runs most of it anyway.
 //
-// Flow: OpenXDP (after the program is attached: veth creates its NAPI
+// Flow: Open (after the program is attached: veth creates its NAPI
 // instances then) reads each instance's values, sets the new ones (an
 // interface without NAPI, such as a bridge in generic mode, is left as it
 // is);
@@ -22,7 +22,7 @@ package pktio
 // program, as veth's do, is skipped). Each exchange is one request on a
 // fresh NETLINK_GENERIC socket of the port's network namespace.
 //
-// Locking: none; OpenXDP and Close.
+// Locking: none; Open and Close.
 
 import (
 	"encoding/binary"
@@ -34,7 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NAPIDefer is the NAPI deferral OpenXDP sets on an interface.
+// NAPIDefer is the NAPI deferral Open sets on an interface.
 type NAPIDefer struct {
 	// HardIRQs is napi_defer_hard_irqs: empty polls after which the
 	// device's interrupts come back on. 0: leave the interface alone.

@@ -1,10 +1,11 @@
-package pktio
+package afxdp
 
 import (
 	"net"
 	"testing"
 	"time"
 
+	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -12,7 +13,7 @@ import (
 func napiOf(t *testing.T, ns, iface string) []napiSetting {
 	t.Helper()
 	var out []napiSetting
-	err := InNetns(ns, func() error {
+	err := pktio.InNetns(ns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
@@ -30,28 +31,28 @@ func napiOf(t *testing.T, ns, iface string) []napiSetting {
 	return out
 }
 
-// TestXDPNAPIDefer: OpenXDP with NAPIDefer sets every NAPI instance of the
+// TestXDPNAPIDefer: Open with NAPIDefer sets every NAPI instance of the
 // interface to the deferral asked for, a port without it leaves its
 // interface alone, and Close puts the old values back where the instance
 // outlives the program (veth with GRO on keeps its NAPI).
 func TestXDPNAPIDefer(t *testing.T) {
 	testenv.RequireRoot(t, "ethtool")
 	p := newPair(t)
-	testenv.Run(t, "ip", "netns", "exec", p.nsB, "ethtool", "-K", p.b, "gro", "on")
-	before := napiOf(t, p.nsB, p.b)
+	testenv.Run(t, "ip", "netns", "exec", p.NsB, "ethtool", "-K", p.B, "gro", "on")
+	before := napiOf(t, p.NsB, p.B)
 	if len(before) == 0 {
 		t.Fatal("veth with GRO on has no NAPI instance")
 	}
-	var port *XDPPort
-	err := InNetns(p.nsB, func() error {
+	var port *Port
+	err := pktio.InNetns(p.NsB, func() error {
 		var err error
-		port, err = OpenXDP(p.b, XDPPortConfig{NAPIDefer: NAPIDefer{HardIRQs: 3, FlushTimeout: 150 * time.Microsecond}})
+		port, err = Open(p.B, PortConfig{NAPIDefer: NAPIDefer{HardIRQs: 3, FlushTimeout: 150 * time.Microsecond}})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	during := napiOf(t, p.nsB, p.b)
+	during := napiOf(t, p.NsB, p.B)
 	if len(during) == 0 {
 		t.Fatal("no NAPI instance while the port is open")
 	}
@@ -61,8 +62,8 @@ func TestXDPNAPIDefer(t *testing.T) {
 		}
 	}
 	// The peer's port, opened without NAPIDefer, keeps its values.
-	openXDPIn(t, p.nsA, p.a, XDPPortConfig{})
-	for _, s := range napiOf(t, p.nsA, p.a) {
+	openXDPIn(t, p.NsA, p.A, PortConfig{})
+	for _, s := range napiOf(t, p.NsA, p.A) {
 		if s.hardIRQs != 0 || s.timeout != 0 {
 			t.Errorf("peer NAPI %d changed: %+v", s.id, s)
 		}
@@ -70,7 +71,7 @@ func TestXDPNAPIDefer(t *testing.T) {
 	if err := port.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := napiOf(t, p.nsB, p.b)
+	after := napiOf(t, p.NsB, p.B)
 	if len(after) == 0 {
 		t.Fatal("NAPI gone after Close although GRO is on")
 	}
@@ -90,7 +91,7 @@ func TestXDPNAPIDeferNoNAPI(t *testing.T) {
 	if got := napiOf(t, ns, "d0"); len(got) != 0 {
 		t.Fatalf("bridge has NAPI instances %+v", got)
 	}
-	port := openXDPIn(t, ns, "d0", XDPPortConfig{Attach: XDPAttachGeneric, NAPIDefer: NAPIDefer{HardIRQs: 2}})
+	port := openXDPIn(t, ns, "d0", PortConfig{Attach: AttachGeneric, NAPIDefer: NAPIDefer{HardIRQs: 2}})
 	if port.napiOld != nil {
 		t.Errorf("remembered %+v for an interface without NAPI", port.napiOld)
 	}
@@ -100,13 +101,13 @@ func TestXDPNAPIDeferNoNAPI(t *testing.T) {
 // on its port) receives every frame, and its Waits asked the kernel to
 // poll.
 func TestXDPNAPIBusyPoll(t *testing.T) {
-	c := newXDPChainPorts(t, XDPPortConfig{NAPIDefer: NAPIDefer{HardIRQs: 2}},
-		XDPWorkerConfig{NAPIBusyPoll: 20 * time.Microsecond, Spin: 5 * time.Millisecond})
+	c := newXDPChainPorts(t, PortConfig{NAPIDefer: NAPIDefer{HardIRQs: 2}},
+		WorkerConfig{NAPIBusyPoll: 20 * time.Microsecond, Spin: 5 * time.Millisecond})
 	if got := c.w.Config().NAPIBudget; got != defaultNAPIBudget {
 		t.Errorf("NAPIBudget default %d, want %d", got, defaultNAPIBudget)
 	}
 	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 4)
-	frames, meta := make([][]byte, 256), make([]Meta, 256)
+	frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 	const want = 2000
 	got := 0
 	deadline := time.Now().Add(5 * time.Second)
@@ -114,7 +115,7 @@ func TestXDPNAPIBusyPoll(t *testing.T) {
 	go func() {
 		defer close(done)
 		for range want / 100 {
-			gen.send(t, 100)
+			gen.Send(t, 100)
 			time.Sleep(time.Millisecond)
 		}
 	}()
@@ -142,7 +143,7 @@ func TestXDPNAPIBusyPoll(t *testing.T) {
 // TestXDPNAPIConfig: out-of-range busy-poll and deferral settings are
 // errors, not silently clamped.
 func TestXDPNAPIConfig(t *testing.T) {
-	for _, cfg := range []XDPWorkerConfig{
+	for _, cfg := range []WorkerConfig{
 		{NAPIBusyPoll: -time.Microsecond}, {NAPIBusyPoll: 500 * time.Nanosecond},
 		{NAPIBusyPoll: 2 * time.Second}, {NAPIBusyPoll: time.Millisecond, NAPIBudget: -1},
 	} {
@@ -150,7 +151,7 @@ func TestXDPNAPIConfig(t *testing.T) {
 			t.Errorf("%+v: no error", cfg)
 		}
 	}
-	if c, err := (XDPWorkerConfig{}).withDefaults(); err != nil || c.NAPIBudget != 0 {
+	if c, err := (WorkerConfig{}).withDefaults(); err != nil || c.NAPIBudget != 0 {
 		t.Errorf("no busy polling: budget %d, %v", c.NAPIBudget, err)
 	}
 	for _, d := range []NAPIDefer{{HardIRQs: -1}, {HardIRQs: 1, FlushTimeout: -1}} {

@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // xdpnetlink: the rtnetlink side of XDP, for what a bpf_link cannot do:
 // finding the program attached to an interface the legacy way (RTM_SETLINK

@@ -1,12 +1,12 @@
-package pktio
+package afxdp
 
-// xdpport: an XDPPort is one Linux interface opened for AF_XDP: its socket
+// xdpport: an Port is one Linux interface opened for AF_XDP: its socket
 // map (XSKMAP, one slot per queue), the steering program and the bpf_link
-// that attaches it. The sockets themselves belong to workers (XDPWorker.Bind
+// that attaches it. The sockets themselves belong to workers (Worker.Bind
 // registers a worker's socket in slot q); the port only keeps the list, for
 // its counters and for detaching.
 //
-// Flow: OpenXDP -> queue count (ethtool channels) -> map -> program ->
+// Flow: Open -> queue count (ethtool channels) -> map -> program ->
 // attach (native, else generic; a stale netfwd program is replaced) ->
 // NAPI deferral when asked (napidefer.go) -> registry
 // (DetachXDPPrograms). Close detaches, puts the NAPI deferral back and
@@ -27,21 +27,24 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 )
 
-// XDPPort is one interface opened for AF_XDP.
-type XDPPort struct {
-	// Name, Index, MAC and MTU describe the interface at OpenXDP.
+// Port is one interface opened for AF_XDP.
+type Port struct {
+	// Name, Index, MAC and MTU describe the interface at Open.
 	Name  string
 	Index int
 	MAC   net.HardwareAddr
 	MTU   int
 
-	cfg    XDPPortConfig
+	cfg    PortConfig
 	ifi    *net.Interface
 	netns  *os.File // sockets must be created in the interface's namespace
 	queues int
-	attach XDPAttach
+	attach Attach
 	// restoresVLAN: the program puts offloaded VLAN tags back into the bytes.
 	restoresVLAN bool
 	xsks         *ebpf.Map
@@ -51,17 +54,17 @@ type XDPPort struct {
 	napiOld []napiSetting
 
 	mu      sync.Mutex
-	lnk     link.Link               // guarded by mu; nil once detached
-	socks   map[*XDPSocket]struct{} // guarded by mu
-	retired XDPStats                // counters of closed sockets; guarded by mu
-	tx      *Port                   // AF_PACKET transmit port, opened lazily; guarded by mu
-	closed  bool                    // guarded by mu
+	lnk     link.Link            // guarded by mu; nil once detached
+	socks   map[*Socket]struct{} // guarded by mu
+	retired XDPStats             // counters of closed sockets; guarded by mu
+	tx      *afpacket.Port       // AF_PACKET transmit port, opened lazily; guarded by mu
+	closed  bool                 // guarded by mu
 }
 
-// OpenXDP attaches netfwd's steering program to the interface named name
+// Open attaches netfwd's steering program to the interface named name
 // in the calling goroutine's network namespace (see InNetns). Frames of
 // queues without a bound socket go on to the kernel (XDP_PASS).
-func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
+func Open(name string, cfg PortConfig) (*Port, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("pktio: interface %q: %w", name, err)
@@ -71,21 +74,21 @@ func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
 		return nil, fmt.Errorf("pktio: %s: %w", name, err)
 	}
 	switch {
-	case cfg.Queues < 0 || cfg.Queues > maxQueues:
-		return nil, fmt.Errorf("pktio: %s: XDP Queues %d out of range 0..%d", name, cfg.Queues, maxQueues)
+	case cfg.Queues < 0 || cfg.Queues > pktio.MaxQueues:
+		return nil, fmt.Errorf("pktio: %s: XDP Queues %d out of range 0..%d", name, cfg.Queues, pktio.MaxQueues)
 	case cfg.Queues > n:
 		return nil, fmt.Errorf("pktio: %s has %d queues, %d asked for", name, n, cfg.Queues)
 	case cfg.Queues > 0:
 		n = cfg.Queues
 	}
-	n = min(n, maxQueues)
-	ns, err := currentNetns()
+	n = min(n, pktio.MaxQueues)
+	ns, err := pktio.CurrentNetns()
 	if err != nil {
 		return nil, fmt.Errorf("pktio: %s: %w", name, err)
 	}
-	p := &XDPPort{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU,
-		cfg: cfg, ifi: ifi, netns: ns, queues: n, socks: map[*XDPSocket]struct{}{}}
-	fail := func(err error) (*XDPPort, error) {
+	p := &Port{Name: ifi.Name, Index: ifi.Index, MAC: ifi.HardwareAddr, MTU: ifi.MTU,
+		cfg: cfg, ifi: ifi, netns: ns, queues: n, socks: map[*Socket]struct{}{}}
+	fail := func(err error) (*Port, error) {
 		p.closeObjects()
 		return nil, fmt.Errorf("pktio: %s: %w", name, err)
 	}
@@ -112,41 +115,39 @@ func OpenXDP(name string, cfg XDPPortConfig) (*XDPPort, error) {
 }
 
 // Queues is the number of queues sockets may be bound to (0..Queues-1).
-func (p *XDPPort) Queues() int { return p.queues }
+func (p *Port) Queues() int { return p.queues }
 
-// Attach is the mode the program got: XDPAttachNative or XDPAttachGeneric.
-func (p *XDPPort) Attach() XDPAttach { return p.attach }
+// Attach is the mode the program got: AttachNative or AttachGeneric.
+func (p *Port) Attach() Attach { return p.attach }
 
 // RestoresVLAN reports whether the program puts a VLAN tag that the driver
 // moved into metadata back into the frame (native mode with the kfunc);
 // without it such a tag is lost (see docs/pktio.md).
-func (p *XDPPort) RestoresVLAN() bool { return p.restoresVLAN }
+func (p *Port) RestoresVLAN() bool { return p.restoresVLAN }
 
 // NewTx opens an AF_PACKET transmit handle on the interface for a goroutine
 // that owns no XDP socket on it (housekeeping, a worker whose queue index
 // the port does not have). Frames sent through it are copied by the kernel;
 // they leave beside the XDP sockets' frames.
-func (p *XDPPort) NewTx() (*Tx, error) {
+func (p *Port) NewTx() (*afpacket.Tx, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, ErrClosed
+		return nil, pktio.ErrClosed
 	}
 	if p.tx == nil {
-		cfg, err := p.cfg.Tx.withDefaults()
-		if err != nil {
-			p.mu.Unlock()
-			return nil, err
-		}
 		// The transmit port closes its own namespace handle.
 		nsfd, err := unix.FcntlInt(p.netns.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			p.mu.Unlock()
 			return nil, fmt.Errorf("pktio: %s: %w", p.Name, err)
 		}
-		p.tx = &Port{Name: p.Name, Index: p.Index, MAC: p.MAC, MTU: p.MTU, cfg: cfg, ifi: p.ifi,
-			netns: os.NewFile(uintptr(nsfd), "netns"), fanoutID: -1}
-		p.tx.mtu.Store(int32(p.MTU))
+		ns := os.NewFile(uintptr(nsfd), "netns")
+		if p.tx, err = afpacket.NewTxPort(p.ifi, ns, p.cfg.Tx); err != nil {
+			ns.Close()
+			p.mu.Unlock()
+			return nil, err
+		}
 	}
 	tx := p.tx
 	p.mu.Unlock()
@@ -154,11 +155,11 @@ func (p *XDPPort) NewTx() (*Tx, error) {
 }
 
 // addSocket registers s (bound to queue q) in the map and the list.
-func (p *XDPPort) addSocket(s *XDPSocket) error {
+func (p *Port) addSocket(s *Socket) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return ErrClosed
+		return pktio.ErrClosed
 	}
 	if err := p.xsks.Put(uint32(s.queue), uint32(s.fd)); err != nil {
 		return fmt.Errorf("XSKMAP slot %d: %w", s.queue, err)
@@ -169,7 +170,7 @@ func (p *XDPPort) addSocket(s *XDPSocket) error {
 
 // removeSocket takes s out of the map and the list before its fd closes,
 // keeping its counters.
-func (p *XDPPort) removeSocket(s *XDPSocket) {
+func (p *Port) removeSocket(s *Socket) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.socks[s]; !ok {
@@ -184,10 +185,10 @@ func (p *XDPPort) removeSocket(s *XDPSocket) {
 
 // Stats sums the counters of the port's sockets, closed ones included, in
 // the same form as an AF_PACKET Port's.
-func (p *XDPPort) Stats() Stats { return p.XDPStats().Stats }
+func (p *Port) Stats() pktio.Stats { return p.XDPStats().Stats }
 
 // XDPStats is Stats with the AF_XDP-only counters.
-func (p *XDPPort) XDPStats() XDPStats {
+func (p *Port) XDPStats() XDPStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.retired
@@ -195,13 +196,13 @@ func (p *XDPPort) XDPStats() XDPStats {
 		s.add(x.statsLocked())
 	}
 	if p.tx != nil {
-		s.Tx.add(p.tx.Stats().Tx)
+		s.Tx.Add(p.tx.Stats().Tx)
 	}
 	return s
 }
 
 // detach removes the program from the interface (idempotent).
-func (p *XDPPort) detach() error {
+func (p *Port) detach() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.lnk == nil {
@@ -215,7 +216,7 @@ func (p *XDPPort) detach() error {
 // Close detaches the program and releases map and program. The sockets
 // bound to the port get no frames afterwards; their workers close them.
 // Safe to call more than once.
-func (p *XDPPort) Close() error {
+func (p *Port) Close() error {
 	unregisterXDP(p)
 	err := p.detach()
 	p.mu.Lock()
@@ -230,18 +231,18 @@ func (p *XDPPort) Close() error {
 	return errors.Join(err, p.closeObjectsLocked())
 }
 
-func (p *XDPPort) closeObjects() {
+func (p *Port) closeObjects() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closeObjectsLocked()
 }
 
-func (p *XDPPort) closeObjectsLocked() error {
+func (p *Port) closeObjectsLocked() error {
 	var errs []error
 	if p.napiOld != nil && p.netns != nil {
 		old := p.napiOld
 		p.napiOld = nil
-		errs = append(errs, inNetnsFile(p.netns, p.Name, func() error { return restoreNAPIDefer(old) }))
+		errs = append(errs, pktio.InNetnsFile(p.netns, p.Name, func() error { return restoreNAPIDefer(old) }))
 	}
 	if p.prog != nil {
 		errs = append(errs, p.prog.Close())

@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // xdpprog: the XDP program that steers an interface's frames into netfwd's
 // XDP sockets, built at run time with cilium/ebpf's asm package (no clang,
@@ -39,6 +39,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/wire"
 )
 
 // xdpProgName names netfwd's program in the kernel (bpftool prog, ip link);
@@ -47,30 +49,30 @@ const xdpProgName = "netfwd_xsk"
 
 const xdpPass = 2 // XDP_PASS
 
-// XDPAttach is how the steering program is attached to an interface.
-type XDPAttach int
+// Attach is how the steering program is attached to an interface.
+type Attach int
 
 const (
-	// XDPAttachAuto tries native mode and falls back to generic mode.
-	XDPAttachAuto XDPAttach = iota
-	// XDPAttachNative runs the program in the driver's receive path, on
+	// AttachAuto tries native mode and falls back to generic mode.
+	AttachAuto Attach = iota
+	// AttachNative runs the program in the driver's receive path, on
 	// the driver's own buffers (veth, most 10G+ NICs).
-	XDPAttachNative
-	// XDPAttachGeneric runs it on skbs after the driver (any interface;
+	AttachNative
+	// AttachGeneric runs it on skbs after the driver (any interface;
 	// slower, and zero-copy sockets are impossible).
-	XDPAttachGeneric
+	AttachGeneric
 )
 
-func (a XDPAttach) String() string {
+func (a Attach) String() string {
 	switch a {
-	case XDPAttachAuto:
+	case AttachAuto:
 		return "auto"
-	case XDPAttachNative:
+	case AttachNative:
 		return "native"
-	case XDPAttachGeneric:
+	case AttachGeneric:
 		return "generic"
 	}
-	return fmt.Sprintf("XDPAttach(%d)", int(a))
+	return fmt.Sprintf("Attach(%d)", int(a))
 }
 
 // newXSKMap creates the socket map for an interface with queues queues.
@@ -129,13 +131,13 @@ func newXSKProgram(m *ebpf.Map, ifindex int, restoreVLAN bool) (*ebpf.Program, e
 			{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: int64(id)},
 			asm.JNE.Imm(asm.R0, 0, "redirect"), // no tag in metadata
 			asm.Mov.Reg(asm.R1, asm.R6),
-			asm.Mov.Imm(asm.R2, -vlanTagLen),
+			asm.Mov.Imm(asm.R2, -wire.VLANTagLen),
 			asm.FnXdpAdjustHead.Call(),
 			asm.JNE.Imm(asm.R0, 0, "redirect"),       // no headroom: as it is
 			asm.LoadMem(asm.R2, asm.R6, 0, asm.Word), // data
 			asm.LoadMem(asm.R3, asm.R6, 4, asm.Word), // data_end
 			asm.Mov.Reg(asm.R4, asm.R2),
-			asm.Add.Imm(asm.R4, ethHdrLen+2),
+			asm.Add.Imm(asm.R4, wire.EthernetHeaderLen+2),
 			asm.JGT.Reg(asm.R4, asm.R3, "redirect"),
 			// The MACs move 4 bytes to the front, the tag goes behind them.
 			asm.LoadMem(asm.R5, asm.R2, 4, asm.DWord),
@@ -174,19 +176,19 @@ func kfuncID(name string) (btf.TypeID, error) {
 
 // xskAttachment is one way to attach: a mode and a program variant.
 type xskAttachment struct {
-	mode        XDPAttach
+	mode        Attach
 	restoreVLAN bool
 }
 
 // attachXSK builds the program and links it to ifindex, trying the
 // attachments want allows in order (native with VLAN restore, native,
 // generic); it returns the link, the program and what it got.
-func attachXSK(m *ebpf.Map, ifindex int, want XDPAttach) (link.Link, *ebpf.Program, xskAttachment, error) {
-	tries := []xskAttachment{{XDPAttachNative, true}, {XDPAttachNative, false}, {XDPAttachGeneric, false}}
+func attachXSK(m *ebpf.Map, ifindex int, want Attach) (link.Link, *ebpf.Program, xskAttachment, error) {
+	tries := []xskAttachment{{AttachNative, true}, {AttachNative, false}, {AttachGeneric, false}}
 	switch want {
-	case XDPAttachNative:
+	case AttachNative:
 		tries = tries[:2]
-	case XDPAttachGeneric:
+	case AttachGeneric:
 		tries = tries[2:]
 	}
 	var errs []error
@@ -212,9 +214,9 @@ func attachXSK(m *ebpf.Map, ifindex int, want XDPAttach) (link.Link, *ebpf.Progr
 // errForeignXDP: the interface runs an XDP program that is not netfwd's.
 var errForeignXDP = errors.New("another XDP program is attached")
 
-func attachXDPMode(prog *ebpf.Program, ifindex int, mode XDPAttach) (link.Link, error) {
+func attachXDPMode(prog *ebpf.Program, ifindex int, mode Attach) (link.Link, error) {
 	flags := link.XDPDriverMode
-	if mode == XDPAttachGeneric {
+	if mode == AttachGeneric {
 		flags = link.XDPGenericMode
 	}
 	opts := link.XDPOptions{Program: prog, Interface: ifindex, Flags: flags}
@@ -265,29 +267,29 @@ func removeStaleXDP(ifindex int) error {
 // The registry of attached links, for DetachXDPPrograms.
 var (
 	registryMu sync.Mutex
-	registry   = map[*XDPPort]struct{}{}
+	registry   = map[*Port]struct{}{}
 )
 
-func registerXDP(p *XDPPort) {
+func registerXDP(p *Port) {
 	registryMu.Lock()
 	registry[p] = struct{}{}
 	registryMu.Unlock()
 }
 
-func unregisterXDP(p *XDPPort) {
+func unregisterXDP(p *Port) {
 	registryMu.Lock()
 	delete(registry, p)
 	registryMu.Unlock()
 }
 
-// DetachXDPPrograms detaches the XDP program of every XDPPort of the
+// DetachXDPPrograms detaches the XDP program of every Port of the
 // process (sockets and rings stay until their owners close them). For a
 // signal handler or a recovered panic, before exiting: the kernel would
 // detach them at exit anyway (bpf_link), this makes it happen first.
 // Safe from any goroutine, any number of times.
 func DetachXDPPrograms() {
 	registryMu.Lock()
-	ports := make([]*XDPPort, 0, len(registry))
+	ports := make([]*Port, 0, len(registry))
 	for p := range registry {
 		ports = append(ports, p)
 	}

@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // xdpring: the four single-producer single-consumer rings of an XDP socket,
 // mapped from the kernel. User space produces into FILL (buffers the kernel

@@ -1,6 +1,6 @@
-package pktio
+package afxdp
 
-// xdprx: an XDPSocket is one XDP socket of a worker, bound to (port,
+// xdprx: an Socket is one XDP socket of a worker, bound to (port,
 // queue): it receives what the port receives on that queue and transmits
 // on the port (xdptx.go). This file is its receive side.
 //
@@ -24,12 +24,14 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
-// XDPSocket is one (port, queue) socket of an XDPWorker.
-type XDPSocket struct {
-	w        *XDPWorker
-	port     *XDPPort
+// Socket is one (port, queue) socket of an Worker.
+type Socket struct {
+	w        *Worker
+	port     *Port
 	queue    int
 	slot     int
 	fd       int  // immutable; closed by the owner after the port forgot the socket
@@ -48,19 +50,19 @@ type XDPSocket struct {
 }
 
 // Port is the port the socket is bound to; Queue its queue there.
-func (s *XDPSocket) Port() *XDPPort { return s.port }
-func (s *XDPSocket) Queue() int     { return s.queue }
+func (s *Socket) Port() *Port { return s.port }
+func (s *Socket) Queue() int  { return s.queue }
 
 // Fd is the socket's file descriptor, for an epoll set shared with other
 // sockets: it polls readable when the RX ring has frames. Do not close it.
-func (s *XDPSocket) Fd() int { return s.fd }
+func (s *Socket) Fd() int { return s.fd }
 
 // ZeroCopy reports whether the socket runs in zero-copy mode.
-func (s *XDPSocket) ZeroCopy() bool { return s.zeroCopy }
+func (s *Socket) ZeroCopy() bool { return s.zeroCopy }
 
 // Mode describes the socket's data path for logs and `link show`:
 // "native copy", "native zero-copy", "generic copy".
-func (s *XDPSocket) Mode() string {
+func (s *Socket) Mode() string {
 	if s.zeroCopy {
 		return s.port.attach.String() + " zero-copy"
 	}
@@ -68,11 +70,11 @@ func (s *XDPSocket) Mode() string {
 }
 
 // Headroom is the number of writable bytes at the start of every slice
-// Recv returns, in front of the frame (XDPWorkerConfig.Headroom).
-func (s *XDPSocket) Headroom() int { return s.headroom }
+// Recv returns, in front of the frame (WorkerConfig.Headroom).
+func (s *Socket) Headroom() int { return s.headroom }
 
 // Ready reports whether TryRecv would return frames now.
-func (s *XDPSocket) Ready() bool { return s.rx.peekReady() }
+func (s *Socket) Ready() bool { return s.rx.peekReady() }
 
 // TryRecv returns up to min(len(frames), len(meta)) received frames
 // without waiting: frames[i][s.Headroom():] is frame i, in place in the
@@ -80,10 +82,10 @@ func (s *XDPSocket) Ready() bool { return s.rx.peekReady() }
 // this socket become invalid. Frames may be modified in place and passed
 // to Send on any socket of the same worker, which sends them by
 // descriptor. It returns ErrClosed after Shutdown. It does not allocate.
-func (s *XDPSocket) TryRecv(frames [][]byte, meta []Meta) (int, error) {
+func (s *Socket) TryRecv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	w := s.w
 	if w.closed.Load() {
-		return 0, ErrClosed
+		return 0, pktio.ErrClosed
 	}
 	s.Release()
 	s.reapCompletions()
@@ -106,7 +108,7 @@ func (s *XDPSocket) TryRecv(frames [][]byte, meta []Meta) (int, error) {
 		}
 		start, end := int(d.Addr)-s.headroom, int(d.Addr)+int(d.Len)
 		frames[k] = w.umem[start:end:end]
-		meta[k] = Meta{Len: d.Len}
+		meta[k] = pktio.Meta{Len: d.Len}
 		w.state[f] = frameHeld
 		s.batch = append(s.batch, f)
 		bytes += uint64(d.Len)
@@ -126,9 +128,9 @@ func (s *XDPSocket) TryRecv(frames [][]byte, meta []Meta) (int, error) {
 
 // Recv is TryRecv that waits for at least one frame on this socket
 // (spinning, then blocking in poll(2); a worker serving several sockets
-// uses XDPWorker.Wait and TryRecv instead). It returns ErrClosed after
+// uses Worker.Wait and TryRecv instead). It returns ErrClosed after
 // Shutdown.
-func (s *XDPSocket) Recv(frames [][]byte, meta []Meta) (int, error) {
+func (s *Socket) Recv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	for {
 		n, err := s.TryRecv(frames, meta)
 		if n > 0 || err != nil || len(frames) == 0 || len(meta) == 0 {
@@ -151,7 +153,7 @@ func (s *XDPSocket) Recv(frames [][]byte, meta []Meta) (int, error) {
 // Release returns the frames of the last Recv (Recv and TryRecv do it on
 // entry). Frames sent by descriptor stay with the kernel until their
 // completion; the others go back to the worker's free list.
-func (s *XDPSocket) Release() {
+func (s *Socket) Release() {
 	w := s.w
 	for _, f := range s.batch {
 		switch w.state[f] {
@@ -167,7 +169,7 @@ func (s *XDPSocket) Release() {
 // refill tops the fill ring up to the worker's per-socket target, in
 // chunks of at least 16 frames while the ring is more than half full (one
 // index publish per refill).
-func (s *XDPSocket) refill() {
+func (s *Socket) refill() {
 	w := s.w
 	want := w.fillTarget - s.fillOut
 	avail := w.nfree - w.reserve // frames kept for copies: generated frames must always find one

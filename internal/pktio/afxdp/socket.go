@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // xdpsocket: opening one XDP socket on (port, queue) for a worker: the
 // UMEM registration (first socket of the worker) or XDP_SHARED_UMEM (the
@@ -38,7 +38,7 @@ const (
 
 // openSocket creates, maps and binds one socket; the caller's thread is in
 // the port's namespace.
-func (w *XDPWorker) openSocket(p *XDPPort, q, slot int) (*XDPSocket, error) {
+func (w *Worker) openSocket(p *Port, q, slot int) (*Socket, error) {
 	share := w.anySocket()
 	modes := []uint16{unix.XDP_COPY}
 	if share != nil {
@@ -70,12 +70,12 @@ func (w *XDPWorker) openSocket(p *XDPPort, q, slot int) (*XDPSocket, error) {
 
 // tryOpenSocket makes one attempt with one bind mode; on failure nothing
 // is left open.
-func (w *XDPWorker) tryOpenSocket(p *XDPPort, q, slot int, mode uint16, share *XDPSocket) (_ *XDPSocket, err error) {
+func (w *Worker) tryOpenSocket(p *Port, q, slot int, mode uint16, share *Socket) (_ *Socket, err error) {
 	fd, err := unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket(AF_XDP): %w", err)
 	}
-	s := &XDPSocket{w: w, port: p, queue: q, slot: slot, fd: fd, headroom: w.cfg.Headroom,
+	s := &Socket{w: w, port: p, queue: q, slot: slot, fd: fd, headroom: w.cfg.Headroom,
 		batch: make([]uint32, 0, w.cfg.RingSize)}
 	defer func() {
 		if err != nil {
@@ -147,7 +147,7 @@ func (w *XDPWorker) tryOpenSocket(p *XDPPort, q, slot int, mode uint16, share *X
 // setNAPIBusyPoll turns on preferred busy polling for the socket (needs
 // CAP_NET_ADMIN): a recvfrom on it runs the NAPI instance its frames came
 // from, in the caller's thread, for up to NAPIBudget frames.
-func setNAPIBusyPoll(fd int, cfg XDPWorkerConfig) error {
+func setNAPIBusyPoll(fd int, cfg WorkerConfig) error {
 	for _, o := range []struct {
 		opt  int
 		val  int
@@ -178,7 +178,7 @@ func bindModeName(mode uint16) string {
 
 // close unmaps the rings and closes the fd (the kernel removes the socket
 // from the map then).
-func (s *XDPSocket) close() error {
+func (s *Socket) close() error {
 	var errs []error
 	for _, r := range []*xdpRing{&s.rx.xdpRing, &s.tx.xdpRing, &s.fill.xdpRing, &s.comp.xdpRing} {
 		errs = append(errs, r.unmap())

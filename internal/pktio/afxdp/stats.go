@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 // xdpstats: the counters of an XDP socket in the form the AF_PACKET ports
 // give them (Stats), plus those only AF_XDP has. The socket's own counters
@@ -14,9 +14,11 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
-// XDPStats are an XDPPort's counters.
+// XDPStats are an Port's counters.
 type XDPStats struct {
 	// Stats in the AF_PACKET form. Rx.RingDrops are frames the kernel
 	// could not deliver (RX ring full, no fill buffer, frame larger than
@@ -24,7 +26,7 @@ type XDPStats struct {
 	// descriptors the kernel counted; Tx.BadOffload are GSO super-frames
 	// (AF_XDP cannot send them) and frames whose partial checksum could not
 	// be completed.
-	Stats
+	pktio.Stats
 	// FillRingEmpty counts the times the kernel found a fill ring empty
 	// (the worker was behind refilling).
 	FillRingEmpty uint64
@@ -48,7 +50,7 @@ func (s *XDPStats) add(o XDPStats) {
 	s.Rx.Bytes += o.Rx.Bytes
 	s.Rx.RingDrops += o.Rx.RingDrops
 	s.Rx.Errors += o.Rx.Errors
-	s.Tx.add(o.Tx)
+	s.Tx.Add(o.Tx)
 	s.FillRingEmpty += o.FillRingEmpty
 	s.TxByDescriptor += o.TxByDescriptor
 	s.TxCopied += o.TxCopied
@@ -59,11 +61,11 @@ func (s *XDPStats) add(o XDPStats) {
 }
 
 // statsLocked reads the socket's counters and the kernel's.
-func (s *XDPSocket) statsLocked() XDPStats {
+func (s *Socket) statsLocked() XDPStats {
 	c := &s.stats
 	var st XDPStats
 	st.Rx.Packets, st.Rx.Bytes, st.Rx.Errors = c.rxPackets.Load(), c.rxBytes.Load(), c.rxErrors.Load()
-	st.Tx = TxStats{Packets: c.txPackets.Load(), Bytes: c.txBytes.Load(), Refused: c.txRefused.Load(),
+	st.Tx = pktio.TxStats{Packets: c.txPackets.Load(), Bytes: c.txBytes.Load(), Refused: c.txRefused.Load(),
 		BadOffload: c.txBadOffload.Load(), Errors: c.txErrors.Load() + c.txNoBuffer.Load()}
 	st.TxByDescriptor, st.TxCopied, st.TxNoBuffer = c.txByDescriptor.Load(), c.txCopied.Load(), c.txNoBuffer.Load()
 	st.TxKicks, st.TxKickAgain, st.TxKickGaveUp = c.txKicks.Load(), c.txKickAgain.Load(), c.txKickGaveUp.Load()
@@ -80,7 +82,7 @@ func (s *XDPSocket) statsLocked() XDPStats {
 }
 
 // Stats returns the socket's counters (any goroutine).
-func (s *XDPSocket) Stats() XDPStats {
+func (s *Socket) Stats() XDPStats {
 	s.port.mu.Lock()
 	defer s.port.mu.Unlock()
 	return s.statsLocked()

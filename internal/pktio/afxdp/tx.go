@@ -1,6 +1,6 @@
-package pktio
+package afxdp
 
-// xdptx: the transmit side of an XDPSocket.
+// xdptx: the transmit side of an Socket.
 //
 // Flow of Send, per frame:
 //
@@ -25,6 +25,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Send transmits frames on the socket's port, frame i with offload state
@@ -34,15 +37,15 @@ import (
 // gone. Frames may be reused when Send returns (a frame sent by descriptor
 // belongs to the kernel until its batch is released and its completion
 // arrives; the caller must not write to it again). It does not allocate.
-func (s *XDPSocket) Send(frames [][]byte, offl []Offload) (int, error) {
+func (s *Socket) Send(frames [][]byte, offl []pktio.Offload) (int, error) {
 	w := s.w
 	if w.closed.Load() {
-		return 0, ErrClosed
+		return 0, pktio.ErrClosed
 	}
 	var c txBatch
 	maxLen := w.cfg.FrameSize - xdpPacketHeadroom
 	for i, f := range frames {
-		if len(f) < ethHdrLen {
+		if len(f) < wire.EthernetHeaderLen {
 			c.badOffload++
 			continue
 		}
@@ -85,17 +88,17 @@ func (s *XDPSocket) Send(frames [][]byte, offl []Offload) (int, error) {
 
 // prepareXDP makes a frame with offload state sendable without offload:
 // a partial checksum is completed in place; a super-frame cannot be.
-func prepareXDP(f []byte, o Offload) bool {
-	if o.GSOType != GSONone || !o.NeedsCsum {
+func prepareXDP(f []byte, o pktio.Offload) bool {
+	if o.GSOType != pktio.GSONone || !o.NeedsCsum {
 		return false
 	}
-	l3, ok := l3Offset(f)
-	return ok && completePartial(f, l3+int(o.L4Off), int(o.CsumOffset))
+	l3, ok := pktio.L3Offset(f)
+	return ok && pktio.CompletePartial(f, l3+int(o.L4Off), int(o.CsumOffset))
 }
 
 // descriptor returns the UMEM address of f if f lies in a frame of this
 // worker that a Recv batch holds, and hands that frame to the kernel.
-func (s *XDPSocket) descriptor(f []byte) (uint64, bool) {
+func (s *Socket) descriptor(f []byte) (uint64, bool) {
 	w := s.w
 	off, ok := w.frameOf(f)
 	if !ok {
@@ -112,7 +115,7 @@ func (s *XDPSocket) descriptor(f []byte) (uint64, bool) {
 
 // copyIn copies f into a free UMEM frame (behind the usual headroom) and
 // returns its address.
-func (s *XDPSocket) copyIn(f []byte) (uint64, bool) {
+func (s *Socket) copyIn(f []byte) (uint64, bool) {
 	w := s.w
 	if w.nfree == 0 && w.reapAll() == 0 {
 		s.kick() // copy mode: frees skbs the receiver already consumed
@@ -136,7 +139,7 @@ func (s *XDPSocket) copyIn(f []byte) (uint64, bool) {
 // sends a frame only with room for its completion, and returns 0 without
 // sending when the completion ring is full: completions are taken before
 // every kick.
-func (s *XDPSocket) kick() error {
+func (s *Socket) kick() error {
 	if s.zeroCopy && !s.tx.needWakeup() {
 		return nil
 	}
@@ -179,7 +182,7 @@ func (s *XDPSocket) kick() error {
 // waitRoom waits until the TX ring has a free slot: kicks, and in between
 // waits in poll(2) for the socket to become writable (1 ms slices, so
 // Shutdown is seen).
-func (s *XDPSocket) waitRoom() error {
+func (s *Socket) waitRoom() error {
 	deadline := time.Now().Add(time.Second)
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLOUT}}
 	for {
@@ -192,7 +195,7 @@ func (s *XDPSocket) waitRoom() error {
 			return nil
 		}
 		if s.w.closed.Load() {
-			return ErrClosed
+			return pktio.ErrClosed
 		}
 		if time.Now().After(deadline) {
 			return unix.ETIMEDOUT
@@ -202,7 +205,7 @@ func (s *XDPSocket) waitRoom() error {
 }
 
 // reapCompletions takes the socket's completions: frames that left.
-func (s *XDPSocket) reapCompletions() int {
+func (s *Socket) reapCompletions() int {
 	n := s.comp.ready(s.comp.size)
 	if n == 0 {
 		return 0
@@ -240,7 +243,7 @@ type txBatch struct {
 	byDesc, copied, refused, badOffload, noBuffer uint64
 }
 
-func (s *XDPSocket) account(c *txBatch) {
+func (s *Socket) account(c *txBatch) {
 	st := &s.stats
 	if c.queued != 0 {
 		st.txPackets.Add(uint64(c.queued))

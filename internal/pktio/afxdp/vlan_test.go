@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
 // TestXDPVLANTags: XDP sees frames as the driver holds them. Tags in the
@@ -21,23 +24,23 @@ import (
 // the rx_vlan_tag kfunc; in generic mode it is lost (documented; the test
 // notices if a kernel changes that).
 func TestXDPVLANTags(t *testing.T) {
-	for _, mode := range []XDPAttach{XDPAttachNative, XDPAttachGeneric} {
+	for _, mode := range []Attach{AttachNative, AttachGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
 			p := newPair(t)
-			port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{Attach: mode})
+			port := openXDPIn(t, p.NsB, p.B, PortConfig{Attach: mode})
 			if port.Attach() != mode {
 				t.Fatalf("attached %v, want %v", port.Attach(), mode)
 			}
-			w := newXDPWorker(t, XDPWorkerConfig{})
+			w := newXDPWorker(t, WorkerConfig{})
 			s, err := w.Bind(port, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := rawSender(t, p.nsA, p.a)
-			dst, src := port.MAC, macIn(t, p.nsA, p.a)
+			c := pktiotest.RawSender(t, p.NsA, p.A)
+			dst, src := port.MAC, macIn(t, p.NsA, p.A)
 			rng := rand.New(rand.NewPCG(3, 4))
 			tagged := func(n int, tags ...uint32) []byte {
-				inner := testFrame(rng, dst, src, n)
+				inner := pktiotest.Frame(rng, dst, src, n)
 				f := append([]byte{}, inner[:12]...)
 				for _, tg := range tags {
 					f = binary.BigEndian.AppendUint32(f, tg)
@@ -50,9 +53,9 @@ func TestXDPVLANTags(t *testing.T) {
 				tagged(1510, 0x8100_0fff),
 				tagged(1000, 0x88a8_00c8),
 				tagged(100, 0x88a8_012c, 0x8100_0010),
-				testFrame(rng, dst, src, 60),
+				pktiotest.Frame(rng, dst, src, 60),
 			}
-			send(t, c, sent...)
+			pktiotest.Send(t, c, sent...)
 			got, _ := xdpRecvN(t, s, len(sent), 2*time.Second)
 			if len(got) != len(sent) {
 				t.Fatalf("received %d frames, want %d", len(got), len(sent))
@@ -64,22 +67,22 @@ func TestXDPVLANTags(t *testing.T) {
 			}
 
 			// Offloaded tag: VID 100, PCP 3.
-			l := vlanPushOnEgress(t, p.nsA, p.a, 0x8100, 0x6064)
+			l := vlanPushOnEgress(t, p.NsA, p.A, 0x8100, 0x6064)
 			defer l.Close()
-			plain := testFrame(rng, dst, src, 70)
-			send(t, c, plain)
+			plain := pktiotest.Frame(rng, dst, src, 70)
+			pktiotest.Send(t, c, plain)
 			got, _ = xdpRecvN(t, s, 1, 2*time.Second)
 			if len(got) != 1 {
 				t.Fatal("offloaded-tag frame not received")
 			}
 			want := append(append(append([]byte{}, plain[:12]...), 0x81, 0x00, 0x60, 0x64), plain[12:]...)
-			if mode == XDPAttachGeneric || !port.RestoresVLAN() {
+			if mode == AttachGeneric || !port.RestoresVLAN() {
 				want = plain // the tag is lost
 			}
 			if !bytes.Equal(got[0], want) {
 				t.Errorf("offloaded tag (restore %v):\n got %x\nwant %x", port.RestoresVLAN(), got[0], want)
 			}
-			if mode == XDPAttachNative && !port.RestoresVLAN() {
+			if mode == AttachNative && !port.RestoresVLAN() {
 				t.Error("native mode on veth without VLAN restore: the kfunc should be there on this kernel")
 			}
 		})
@@ -103,7 +106,7 @@ func vlanPushOnEgress(t testing.TB, ns, iface string, proto, tci uint16) link.Li
 	}
 	t.Cleanup(func() { prog.Close() })
 	var l link.Link
-	err = InNetns(ns, func() error {
+	err = pktio.InNetns(ns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err

@@ -1,6 +1,6 @@
-package pktio
+package afxdp
 
-// xdpworker: an XDPWorker is what one worker goroutine owns for AF_XDP: one
+// xdpworker: an Worker is what one worker goroutine owns for AF_XDP: one
 // UMEM (an mmapped array of FrameSize frames) shared by all of its XDP
 // sockets, one per (port, queue) it serves (XDP_SHARED_UMEM across
 // devices: each socket has its own fill and completion rings), the free
@@ -44,6 +44,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // Frame states.
@@ -56,9 +59,9 @@ const (
 	frameDoneHeld
 )
 
-// XDPWorker owns one UMEM and the XDP sockets bound on it.
-type XDPWorker struct {
-	cfg   XDPWorkerConfig
+// Worker owns one UMEM and the XDP sockets bound on it.
+type Worker struct {
+	cfg   WorkerConfig
 	umem  []byte
 	base  uintptr
 	shift uint // log2(FrameSize)
@@ -73,13 +76,13 @@ type XDPWorker struct {
 	// every frame.
 	reserve int
 
-	socks      []*XDPSocket // by slot; nil: slot unused
-	live       int          // non-nil socks
-	list       []*XDPSocket // the non-nil socks in slot order (Sockets)
-	fillTarget int          // frames each socket keeps in its fill ring
-	zeroCopy   bool         // the UMEM's mode, fixed by its first socket
+	socks      []*Socket // by slot; nil: slot unused
+	live       int       // non-nil socks
+	list       []*Socket // the non-nil socks in slot order (Sockets)
+	fillTarget int       // frames each socket keeps in its fill ring
+	zeroCopy   bool      // the UMEM's mode, fixed by its first socket
 	pfds       []unix.PollFd
-	watched    []Waitable // queues of other backends Wait also waits for (Watch)
+	watched    []pktio.Waitable // queues of other backends Wait also waits for (Add)
 
 	evmu      sync.Mutex // orders Shutdown's eventfd write before Close closes it
 	evfd      int
@@ -92,9 +95,9 @@ type XDPWorker struct {
 	napiPolls atomic.Uint64
 }
 
-// NewXDPWorker maps a UMEM of cfg.Frames frames. Bind sockets on it, then
+// NewWorker maps a UMEM of cfg.Frames frames. Bind sockets on it, then
 // run the worker loop in one goroutine.
-func NewXDPWorker(cfg XDPWorkerConfig) (*XDPWorker, error) {
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -110,7 +113,7 @@ func NewXDPWorker(cfg XDPWorkerConfig) (*XDPWorker, error) {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("pktio: eventfd: %w", err)
 	}
-	w := &XDPWorker{cfg: cfg, umem: mem, base: uintptr(unsafe.Pointer(&mem[0])),
+	w := &Worker{cfg: cfg, umem: mem, base: uintptr(unsafe.Pointer(&mem[0])),
 		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
 		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
 		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
@@ -123,17 +126,17 @@ func NewXDPWorker(cfg XDPWorkerConfig) (*XDPWorker, error) {
 }
 
 // Config returns the effective configuration (defaults filled).
-func (w *XDPWorker) Config() XDPWorkerConfig { return w.cfg }
+func (w *Worker) Config() WorkerConfig { return w.cfg }
 
 // ZeroCopy reports whether the worker's sockets run in zero-copy mode (the
 // driver DMAs into the UMEM) rather than copy mode (the kernel copies each
 // frame). Decided by the first Bind; false before.
-func (w *XDPWorker) ZeroCopy() bool { return w.zeroCopy }
+func (w *Worker) ZeroCopy() bool { return w.zeroCopy }
 
 // Sockets returns the worker's sockets in slot order, without allocating:
 // the slice is the worker's own, valid until the next Bind or CloseSocket
 // (owner goroutine; do not modify it).
-func (w *XDPWorker) Sockets() []*XDPSocket { return w.list }
+func (w *Worker) Sockets() []*Socket { return w.list }
 
 // Bind opens an XDP socket on queue q of port p, sharing the worker's UMEM,
 // and registers it in the port's map: from then on the frames p receives
@@ -144,14 +147,14 @@ func (w *XDPWorker) Sockets() []*XDPSocket { return w.list }
 // takes XDP_ZEROCOPY (and cfg.NoZeroCopy is unset), else copy; later
 // sockets share the UMEM in the same mode (a zero-copy UMEM cannot take a
 // device without zero-copy: Bind then fails).
-func (w *XDPWorker) Bind(p *XDPPort, q int) (*XDPSocket, error) {
+func (w *Worker) Bind(p *Port, q int) (*Socket, error) {
 	if w.closed.Load() {
-		return nil, ErrClosed
+		return nil, pktio.ErrClosed
 	}
 	if q < 0 || q >= p.queues {
 		return nil, fmt.Errorf("pktio: %s: queue %d out of range 0..%d", p.Name, q, p.queues-1)
 	}
-	if max := w.cfg.FrameSize - xdpPacketHeadroom; p.MTU+ethHdrLen+2*vlanTagLen > max {
+	if max := w.cfg.FrameSize - xdpPacketHeadroom; p.MTU+wire.EthernetHeaderLen+2*wire.VLANTagLen > max {
 		return nil, fmt.Errorf("pktio: %s: MTU %d does not fit AF_XDP frames of %d bytes (largest frame %d): raise FrameSize",
 			p.Name, p.MTU, w.cfg.FrameSize, max)
 	}
@@ -167,8 +170,8 @@ func (w *XDPWorker) Bind(p *XDPPort, q int) (*XDPSocket, error) {
 	if slot >= 1<<16 {
 		return nil, errors.New("pktio: too many XDP sockets on one worker")
 	}
-	var s *XDPSocket
-	err := inNetnsFile(p.netns, p.Name, func() error {
+	var s *Socket
+	err := pktio.InNetnsFile(p.netns, p.Name, func() error {
 		var err error
 		s, err = w.openSocket(p, q, slot)
 		return err
@@ -193,7 +196,7 @@ func (w *XDPWorker) Bind(p *XDPPort, q int) (*XDPSocket, error) {
 
 // anySocket returns a bound socket whose UMEM registration a new socket
 // can share, or nil.
-func (w *XDPWorker) anySocket() *XDPSocket {
+func (w *Worker) anySocket() *Socket {
 	for _, s := range w.socks {
 		if s != nil {
 			return s
@@ -210,7 +213,7 @@ func (w *XDPWorker) anySocket() *XDPSocket {
 // at least cfg.Sockets sockets: sockets bound one after the other would
 // otherwise each fill their ring for the count so far and leave the last
 // ones nothing.
-func (w *XDPWorker) setFillTarget() {
+func (w *Worker) setFillTarget() {
 	w.fillTarget = w.cfg.FillPerSocket
 	if n := max(w.live, w.cfg.Sockets); n > 0 {
 		w.fillTarget = min(w.fillTarget, w.cfg.Frames*3/4/n)
@@ -218,9 +221,9 @@ func (w *XDPWorker) setFillTarget() {
 }
 
 // rebuildPoll renews the poll set and the socket list after a change.
-func (w *XDPWorker) rebuildPoll() {
+func (w *Worker) rebuildPoll() {
 	w.pfds = w.pfds[:0]
-	w.list = make([]*XDPSocket, 0, w.live) // a new array: a caller may still range over the old one
+	w.list = make([]*Socket, 0, w.live) // a new array: a caller may still range over the old one
 	for _, s := range w.socks {
 		if s != nil {
 			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
@@ -228,7 +231,7 @@ func (w *XDPWorker) rebuildPoll() {
 		}
 	}
 	for _, q := range w.watched {
-		if fd := q.pollFd(); fd >= 0 {
+		if fd := q.PollFd(); fd >= 0 {
 			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 		}
 	}
@@ -236,7 +239,7 @@ func (w *XDPWorker) rebuildPoll() {
 }
 
 // pushFree returns frame f to the free list.
-func (w *XDPWorker) pushFree(f uint32) {
+func (w *Worker) pushFree(f uint32) {
 	w.state[f] = frameFree
 	w.free[w.nfree] = f
 	w.nfree++
@@ -244,7 +247,7 @@ func (w *XDPWorker) pushFree(f uint32) {
 
 // frameOf returns the index of the UMEM frame that b starts in, and
 // whether b lies in this worker's UMEM at all.
-func (w *XDPWorker) frameOf(b []byte) (off uint64, ok bool) {
+func (w *Worker) frameOf(b []byte) (off uint64, ok bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -254,7 +257,7 @@ func (w *XDPWorker) frameOf(b []byte) (off uint64, ok bool) {
 
 // reapAll takes the completions of every socket (frames back to the free
 // list) and returns how many came back.
-func (w *XDPWorker) reapAll() int {
+func (w *Worker) reapAll() int {
 	n := 0
 	for _, s := range w.socks {
 		if s != nil {
@@ -266,7 +269,7 @@ func (w *XDPWorker) reapAll() int {
 
 // Ready reports whether any socket of the worker has received frames that
 // TryRecv would return now. It does not block and does not allocate.
-func (w *XDPWorker) Ready() bool {
+func (w *Worker) Ready() bool {
 	for _, s := range w.socks {
 		if s != nil && s.rx.peekReady() {
 			return true
@@ -285,9 +288,9 @@ func (w *XDPWorker) Ready() bool {
 // ErrClosed after Shutdown. It spins for cfg.Spin before blocking in
 // poll(2); frames left on a transmit ring by a busy device are kicked
 // again on the way.
-func (w *XDPWorker) Wait() error {
+func (w *Worker) Wait() error {
 	if w.closed.Load() {
-		return ErrClosed
+		return pktio.ErrClosed
 	}
 	if w.Ready() {
 		w.lastBusy = time.Now()
@@ -309,7 +312,7 @@ func (w *XDPWorker) Wait() error {
 				}
 			}
 			if w.closed.Load() {
-				return ErrClosed
+				return pktio.ErrClosed
 			}
 			if time.Now().After(deadline) {
 				break
@@ -334,7 +337,7 @@ func (w *XDPWorker) Wait() error {
 // pollNAPI asks the kernel to busy-poll the NAPI instance of each socket
 // that has received before (cfg.NAPIBusyPoll; nothing otherwise): the
 // device's receive work for up to NAPIBudget frames runs here, now.
-func (w *XDPWorker) pollNAPI() {
+func (w *Worker) pollNAPI() {
 	if w.cfg.NAPIBusyPoll <= 0 {
 		return
 	}
@@ -350,17 +353,17 @@ func (w *XDPWorker) pollNAPI() {
 // came within the last BusyPoll (traffic flows: the next burst is
 // probably a few microseconds away, and a wake-up from poll(2) costs a
 // context switch, more on a loaded machine), Spin otherwise.
-func (w *XDPWorker) spinFor() time.Duration {
+func (w *Worker) spinFor() time.Duration {
 	if w.cfg.BusyPoll > w.cfg.Spin && time.Since(w.lastBusy) < w.cfg.BusyPoll {
 		return w.cfg.BusyPoll
 	}
 	return max(w.cfg.Spin, 0)
 }
 
-// XDPWaitStats count the worker's Waits that found nothing ready at once
+// WaitStats count the worker's Waits that found nothing ready at once
 // (Waits) and those of them that blocked in poll(2) after spinning
 // (Blocked): a wake-up each. Any goroutine.
-type XDPWaitStats struct {
+type WaitStats struct {
 	Waits, Blocked uint64
 	// NAPIPolls are the busy polls Wait asked the kernel for
 	// (NAPIBusyPoll), one per socket and spin round.
@@ -368,16 +371,16 @@ type XDPWaitStats struct {
 }
 
 // WaitStats returns the worker's wait counters. Any goroutine.
-func (w *XDPWorker) WaitStats() XDPWaitStats {
-	return XDPWaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load(), NAPIPolls: w.napiPolls.Load()}
+func (w *Worker) WaitStats() WaitStats {
+	return WaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load(), NAPIPolls: w.napiPolls.Load()}
 }
 
 // block polls pfds (the last one is the eventfd) for up to timeout ms.
-func (w *XDPWorker) block(pfds []unix.PollFd, timeout int) error {
+func (w *Worker) block(pfds []unix.PollFd, timeout int) error {
 	for {
 		_, err := unix.Poll(pfds, timeout)
 		if w.closed.Load() {
-			return ErrClosed
+			return pktio.ErrClosed
 		}
 		if err == unix.EINTR {
 			continue
@@ -392,7 +395,7 @@ func (w *XDPWorker) block(pfds []unix.PollFd, timeout int) error {
 
 // Wake makes a current or the next Wait return (nil) without shutting the
 // worker down: its owner has something else to look at. Any goroutine.
-func (w *XDPWorker) Wake() {
+func (w *Worker) Wake() {
 	w.evmu.Lock()
 	defer w.evmu.Unlock()
 	if w.evfd >= 0 {
@@ -402,16 +405,17 @@ func (w *XDPWorker) Wake() {
 	}
 }
 
-// Watch makes Wait also return when q, a receive queue of another backend
-// (an AF_PACKET Queue of a port that could not take AF_XDP), has frames.
-// Owner goroutine.
-func (w *XDPWorker) Watch(q Waitable) {
+// Add makes Wait also return when q, a receive queue of another backend
+// (an AF_PACKET Queue of a port that could not take AF_XDP), has frames
+// (pktio.Waiter). Owner goroutine.
+func (w *Worker) Add(q pktio.Waitable) error {
 	w.watched = append(w.watched, q)
 	w.rebuildPoll()
+	return nil
 }
 
-// Unwatch forgets a queue given to Watch. Owner goroutine.
-func (w *XDPWorker) Unwatch(q Waitable) {
+// Remove forgets a queue given to Add. Owner goroutine.
+func (w *Worker) Remove(q pktio.Waitable) {
 	for i, x := range w.watched {
 		if x == q {
 			w.watched = append(w.watched[:i], w.watched[i+1:]...)
@@ -424,7 +428,7 @@ func (w *XDPWorker) Unwatch(q Waitable) {
 // Shutdown makes Wait, Recv, TryRecv and Send return ErrClosed (a blocked
 // owner wakes at once). Any goroutine, any number of times; UMEM and rings
 // stay mapped until Close.
-func (w *XDPWorker) Shutdown() {
+func (w *Worker) Shutdown() {
 	if w.closed.Swap(true) {
 		return
 	}
@@ -441,14 +445,14 @@ func (w *XDPWorker) Shutdown() {
 // their ports' maps) and unmaps the UMEM. Call it from the owner goroutine
 // after its loop ended, or after the owner returned: frames handed out by
 // Recv become invalid memory.
-func (w *XDPWorker) Close() error {
+func (w *Worker) Close() error {
 	w.Shutdown()
 	if w.unmapped {
 		return nil
 	}
 	// Releasing an XDP socket waits for an RCU grace period in the kernel
 	// (xsk_release): unregister them all, then close them concurrently.
-	var socks []*XDPSocket
+	var socks []*Socket
 	for i, s := range w.socks {
 		if s != nil {
 			s.Release()
@@ -481,7 +485,7 @@ func (w *XDPWorker) Close() error {
 // closeSocket unregisters and closes s and takes back the frames the
 // kernel held for it (fill ring, frames in flight): after close the kernel
 // touches none of them.
-func (w *XDPWorker) closeSocket(s *XDPSocket) error {
+func (w *Worker) closeSocket(s *Socket) error {
 	s.Release()
 	s.port.removeSocket(s)
 	err := s.close()
@@ -505,9 +509,15 @@ func (w *XDPWorker) closeSocket(s *XDPSocket) error {
 
 // CloseSocket closes one socket of the worker (its port was removed) and
 // keeps the others running. Owner goroutine.
-func (w *XDPWorker) CloseSocket(s *XDPSocket) error {
+func (w *Worker) CloseSocket(s *Socket) error {
 	if s.w != w || w.socks[s.slot] != s {
 		return errors.New("pktio: not a socket of this worker")
 	}
 	return w.closeSocket(s)
 }
+
+var (
+	_ pktio.Receiver = (*Socket)(nil)
+	_ pktio.Sender   = (*Socket)(nil)
+	_ pktio.Waiter   = (*Worker)(nil)
+)

@@ -1,4 +1,4 @@
-package pktio
+package afxdp
 
 import (
 	"bytes"
@@ -10,16 +10,19 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 	"github.com/netfwd/netfwd/wire"
 )
 
-// openXDPIn opens an XDPPort inside namespace ns, closed when the test ends.
-func openXDPIn(t testing.TB, ns, iface string, cfg XDPPortConfig) *XDPPort {
+// openXDPIn opens an Port inside namespace ns, closed when the test ends.
+func openXDPIn(t testing.TB, ns, iface string, cfg PortConfig) *Port {
 	t.Helper()
-	var p *XDPPort
-	err := InNetns(ns, func() error {
+	var p *Port
+	err := pktio.InNetns(ns, func() error {
 		var err error
-		p, err = OpenXDP(iface, cfg)
+		p, err = Open(iface, cfg)
 		return err
 	})
 	if err != nil {
@@ -31,9 +34,9 @@ func openXDPIn(t testing.TB, ns, iface string, cfg XDPPortConfig) *XDPPort {
 
 // newXDPWorker returns a worker closed when the test ends (after the
 // test's goroutines, which must stop on Shutdown).
-func newXDPWorker(t testing.TB, cfg XDPWorkerConfig) *XDPWorker {
+func newXDPWorker(t testing.TB, cfg WorkerConfig) *Worker {
 	t.Helper()
-	w, err := NewXDPWorker(cfg)
+	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +45,11 @@ func newXDPWorker(t testing.TB, cfg XDPWorkerConfig) *XDPWorker {
 }
 
 // xdpRecvN receives until want frames arrived (copies) or the deadline.
-func xdpRecvN(t testing.TB, s *XDPSocket, want int, d time.Duration) ([][]byte, []Meta) {
+func xdpRecvN(t testing.TB, s *Socket, want int, d time.Duration) ([][]byte, []pktio.Meta) {
 	t.Helper()
 	var got [][]byte
-	var metas []Meta
-	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	var metas []pktio.Meta
+	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
 	deadline := time.Now().Add(d)
 	for len(got) < want && time.Now().Before(deadline) {
 		n, err := s.TryRecv(frames, meta)
@@ -67,22 +70,22 @@ func xdpRecvN(t testing.TB, s *XDPSocket, want int, d time.Duration) ([][]byte, 
 
 func TestXDPRecvIntact(t *testing.T) {
 	p := newPair(t)
-	port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
+	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 	t.Logf("attach %v, %d queues", port.Attach(), port.Queues())
-	w := newXDPWorker(t, XDPWorkerConfig{Headroom: 4})
+	w := newXDPWorker(t, WorkerConfig{Headroom: 4})
 	s, err := w.Bind(port, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("socket mode %s", s.Mode())
-	c := rawSender(t, p.nsA, p.a)
-	dst, src := port.MAC, macIn(t, p.nsA, p.a)
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := port.MAC, macIn(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sent [][]byte
 	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514} {
-		sent = append(sent, testFrame(rng, dst, src, n))
+		sent = append(sent, pktiotest.Frame(rng, dst, src, n))
 	}
-	send(t, c, sent...)
+	pktiotest.Send(t, c, sent...)
 	got, meta := xdpRecvN(t, s, len(sent), 2*time.Second)
 	if len(got) != len(sent) {
 		t.Fatalf("received %d frames, want %d", len(got), len(sent))
@@ -105,18 +108,18 @@ func TestXDPRecvIntact(t *testing.T) {
 // xdpChain is A (a) -- (fa) F (fb) -- (b) B: a worker in F forwards.
 type xdpChain struct {
 	nsA, nsF, nsB string
-	fa, fb        *XDPPort
-	w             *XDPWorker
-	sa, sb        *XDPSocket
+	fa, fb        *Port
+	w             *Worker
+	sa, sb        *Socket
 }
 
-func newXDPChain(t testing.TB, wcfg XDPWorkerConfig, extra ...string) *xdpChain {
+func newXDPChain(t testing.TB, wcfg WorkerConfig, extra ...string) *xdpChain {
 	t.Helper()
-	return newXDPChainPorts(t, XDPPortConfig{}, wcfg, extra...)
+	return newXDPChainPorts(t, PortConfig{}, wcfg, extra...)
 }
 
 // newXDPChainPorts is newXDPChain with the ports' configuration.
-func newXDPChainPorts(t testing.TB, pcfg XDPPortConfig, wcfg XDPWorkerConfig, extra ...string) *xdpChain {
+func newXDPChainPorts(t testing.TB, pcfg PortConfig, wcfg WorkerConfig, extra ...string) *xdpChain {
 	t.Helper()
 	c := &xdpChain{nsA: netns(t, "pxA"), nsF: netns(t, "pxF"), nsB: netns(t, "pxB")}
 	addVeth(t, c.nsA, "a", c.nsF, "fa", extra...)
@@ -138,18 +141,18 @@ func newXDPChainPorts(t testing.TB, pcfg XDPPortConfig, wcfg XDPWorkerConfig, ex
 // leave fb by descriptor, intact; a second output of the same frame, and a
 // frame from outside the UMEM, are copied; all arrive, in order.
 func TestXDPForwardByDescriptor(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{Headroom: 4})
-	peer := openIn(t, c.nsB, "b", Config{})
-	inj := rawSender(t, c.nsA, "a")
+	c := newXDPChain(t, WorkerConfig{Headroom: 4})
+	peer := openIn(t, c.nsB, "b", afpacket.Config{})
+	inj := pktiotest.RawSender(t, c.nsA, "a")
 	rng := rand.New(rand.NewPCG(21, 22))
 	var sent [][]byte
 	for i := range 100 {
-		f := testFrame(rng, c.fa.MAC, macIn(t, c.nsA, "a"), 60+rng.IntN(1400))
+		f := pktiotest.Frame(rng, c.fa.MAC, macIn(t, c.nsA, "a"), 60+rng.IntN(1400))
 		binary.BigEndian.PutUint32(f[14:], uint32(i))
 		sent = append(sent, f)
 	}
-	send(t, inj, sent...)
-	frames, meta := make([][]byte, 256), make([]Meta, 256)
+	pktiotest.Send(t, inj, sent...)
+	frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 	var want [][]byte // what b must see, in order
 	deadline := time.Now().Add(3 * time.Second)
 	got, sends := 0, 0
@@ -172,7 +175,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 		}
 		// The first frame of each batch goes out twice (a flood's second
 		// output: copied), and one generated frame follows.
-		gen := testFrame(rng, peer.MAC, c.fb.MAC, 80)
+		gen := pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 80)
 		out = append(out, out[0], gen)
 		want = append(want, bytes.Clone(out[0]), gen)
 		if k, err := c.sb.Send(out, nil); err != nil || k != len(out) {
@@ -184,7 +187,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 	if got != len(sent) {
 		t.Fatalf("forwarded %d of %d", got, len(sent))
 	}
-	rcv, _ := recvN(t, peer.Queue(0), len(want), 3*time.Second)
+	rcv, _ := pktiotest.RecvN(t, peer.Queue(0), len(want), 3*time.Second)
 	if len(rcv) != len(want) {
 		t.Fatalf("b received %d of %d", len(rcv), len(want))
 	}
@@ -214,7 +217,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 // checkFrames checks the worker's frame accounting against a recount: the
 // free list holds distinct frames, exactly those in state free, and every
 // frame is in one known state.
-func (w *XDPWorker) checkFrames(t testing.TB) {
+func (w *Worker) checkFrames(t testing.TB) {
 	t.Helper()
 	seen := make([]bool, len(w.state))
 	for _, f := range w.free[:w.nfree] {
@@ -253,8 +256,8 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 	for _, how := range []string{"wait", "recv"} {
 		t.Run(how, func(t *testing.T) {
 			p := newPair(t)
-			port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
-			w := newXDPWorker(t, XDPWorkerConfig{Spin: -1})
+			port := openXDPIn(t, p.NsB, p.B, PortConfig{})
+			w := newXDPWorker(t, WorkerConfig{Spin: -1})
 			s, err := w.Bind(port, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -269,7 +272,7 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 						}
 					}
 				}
-				frames, meta := make([][]byte, 8), make([]Meta, 8)
+				frames, meta := make([][]byte, 8), make([]pktio.Meta, 8)
 				_, err := s.Recv(frames, meta)
 				errc <- err
 			}()
@@ -278,7 +281,7 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 			w.Shutdown()
 			select {
 			case err := <-errc:
-				if !errors.Is(err, ErrClosed) {
+				if !errors.Is(err, pktio.ErrClosed) {
 					t.Fatalf("after Shutdown: %v, want ErrClosed", err)
 				}
 				if d := time.Since(start); d > 100*time.Millisecond {
@@ -287,7 +290,7 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 			case <-time.After(2 * time.Second):
 				t.Fatal("owner still blocked 2s after Shutdown")
 			}
-			if _, err := s.Send([][]byte{make([]byte, 60)}, nil); !errors.Is(err, ErrClosed) {
+			if _, err := s.Send([][]byte{make([]byte, 60)}, nil); !errors.Is(err, pktio.ErrClosed) {
 				t.Errorf("Send after Shutdown: %v", err)
 			}
 		})
@@ -298,21 +301,21 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 // rings arrive in order, none twice, and what does not arrive is counted
 // as a ring drop; frames move through the fill ring many times over.
 func TestXDPBatchSpanningRings(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{RingSize: 64, Frames: 256, FillPerSocket: 48})
-	inj := rawSender(t, c.nsA, "a")
+	c := newXDPChain(t, WorkerConfig{RingSize: 64, Frames: 256, FillPerSocket: 48})
+	inj := pktiotest.RawSender(t, c.nsA, "a")
 	src := macIn(t, c.nsA, "a")
 	rng := rand.New(rand.NewPCG(13, 14))
-	frames, meta := make([][]byte, 256), make([]Meta, 256)
+	frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 	const rounds, perRound = 30, 100
 	last, got := -1, 0
 	for round := range rounds {
 		var sent [][]byte
 		for range perRound {
-			f := testFrame(rng, c.fa.MAC, src, 60+rng.IntN(200))
+			f := pktiotest.Frame(rng, c.fa.MAC, src, 60+rng.IntN(200))
 			binary.BigEndian.PutUint32(f[14:], uint32(round*perRound+len(sent)))
 			sent = append(sent, f)
 		}
-		send(t, inj, sent...)
+		pktiotest.Send(t, inj, sent...)
 		time.Sleep(2 * time.Millisecond)
 		for {
 			n, err := c.sa.TryRecv(frames, meta)
@@ -347,13 +350,13 @@ func TestXDPBatchSpanningRings(t *testing.T) {
 // TestXDPDatapathAllocs: TryRecv and Send (by descriptor and by copy) do
 // not allocate.
 func TestXDPDatapathAllocs(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{})
+	c := newXDPChain(t, WorkerConfig{})
 	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 1)
-	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
 	extra := udpFrame(c.fb.MAC, c.fb.MAC, 7, 60) // generated: copied
 	forwarded := 0
 	allocs := testing.AllocsPerRun(50, func() {
-		gen.send(t, 32)
+		gen.Send(t, 32)
 		if err := c.w.Wait(); err != nil {
 			t.Fatal(err)
 		}
@@ -388,17 +391,17 @@ func TestXDPDatapathAllocs(t *testing.T) {
 // flow on one queue only.
 func TestXDPMultiQueue(t *testing.T) {
 	p := newPair(t, "numrxqueues", "2", "numtxqueues", "2")
-	port := openXDPIn(t, p.nsB, p.b, XDPPortConfig{})
+	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 	if port.Queues() != 2 {
 		t.Fatalf("port has %d queues, want 2", port.Queues())
 	}
-	gen := newUDPSender(t, p.nsA, p.a, port.MAC, 64)
+	gen := newUDPSender(t, p.NsA, p.A, port.MAC, 64)
 	const total = 64 * 40
 	flows := make([]map[uint16]int, 2)
 	done := make(chan int, 2)
-	workers := make([]*XDPWorker, 2)
+	workers := make([]*Worker, 2)
 	for q := range 2 {
-		workers[q] = newXDPWorker(t, XDPWorkerConfig{})
+		workers[q] = newXDPWorker(t, WorkerConfig{})
 		s, err := workers[q].Bind(port, q)
 		if err != nil {
 			t.Fatal(err)
@@ -407,7 +410,7 @@ func TestXDPMultiQueue(t *testing.T) {
 		go func() {
 			defer func() { done <- q }()
 			w := workers[q]
-			frames, meta := make([][]byte, 256), make([]Meta, 256)
+			frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 			for w.Wait() == nil {
 				n, err := s.TryRecv(frames, meta)
 				if err != nil {
@@ -420,7 +423,7 @@ func TestXDPMultiQueue(t *testing.T) {
 		}()
 	}
 	for range total / 256 { // bursts within the fill rings, even under -race
-		gen.send(t, 256)
+		gen.Send(t, 256)
 		time.Sleep(5 * time.Millisecond)
 	}
 	deadline := time.Now().Add(3 * time.Second)
@@ -463,14 +466,14 @@ func TestXDPMultiQueue(t *testing.T) {
 // list of byte copies of what was sent; b must receive exactly that, and
 // the accounting must stay consistent after every step.
 func TestXDPForwardRandomAgainstModel(t *testing.T) {
-	for _, mode := range []XDPAttach{XDPAttachNative, XDPAttachGeneric} {
+	for _, mode := range []Attach{AttachNative, AttachGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
 			c := &xdpChain{nsA: netns(t, "pxA"), nsF: netns(t, "pxF"), nsB: netns(t, "pxB")}
 			addVeth(t, c.nsA, "a", c.nsF, "fa")
 			addVeth(t, c.nsF, "fb", c.nsB, "b")
-			c.fa = openXDPIn(t, c.nsF, "fa", XDPPortConfig{Attach: mode})
-			c.fb = openXDPIn(t, c.nsF, "fb", XDPPortConfig{Attach: mode})
-			c.w = newXDPWorker(t, XDPWorkerConfig{RingSize: 64, Frames: 512, FillPerSocket: 64, Headroom: 8})
+			c.fa = openXDPIn(t, c.nsF, "fa", PortConfig{Attach: mode})
+			c.fb = openXDPIn(t, c.nsF, "fb", PortConfig{Attach: mode})
+			c.w = newXDPWorker(t, WorkerConfig{RingSize: 64, Frames: 512, FillPerSocket: 64, Headroom: 8})
 			var err error
 			if c.sa, err = c.w.Bind(c.fa, 0); err != nil {
 				t.Fatal(err)
@@ -478,23 +481,23 @@ func TestXDPForwardRandomAgainstModel(t *testing.T) {
 			if c.sb, err = c.w.Bind(c.fb, 0); err != nil {
 				t.Fatal(err)
 			}
-			peer := openIn(t, c.nsB, "b", Config{})
-			inj := rawSender(t, c.nsA, "a")
+			peer := openIn(t, c.nsB, "b", afpacket.Config{})
+			inj := pktiotest.RawSender(t, c.nsA, "a")
 			srcA := macIn(t, c.nsA, "a")
 			rng := rand.New(rand.NewPCG(31, 32))
 			var want [][]byte
 			checked := 0
-			frames, meta := make([][]byte, 64), make([]Meta, 64)
+			frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
 			seq := 0
 			for round := range 60 {
 				var in [][]byte
 				for range 1 + rng.IntN(30) { // within the 64-frame fill ring
-					f := testFrame(rng, c.fa.MAC, srcA, 60+rng.IntN(1000))
+					f := pktiotest.Frame(rng, c.fa.MAC, srcA, 60+rng.IntN(1000))
 					binary.BigEndian.PutUint32(f[14:], uint32(seq))
 					seq++
 					in = append(in, f)
 				}
-				send(t, inj, in...)
+				pktiotest.Send(t, inj, in...)
 				got := 0
 				for deadline := time.Now().Add(2 * time.Second); got < len(in) && time.Now().Before(deadline); {
 					n, err := c.sa.TryRecv(frames[:1+rng.IntN(len(frames))], meta)
@@ -523,7 +526,7 @@ func TestXDPForwardRandomAgainstModel(t *testing.T) {
 						}
 					}
 					if rng.IntN(3) == 0 {
-						out = append(out, testFrame(rng, peer.MAC, c.fb.MAC, 60+rng.IntN(200)))
+						out = append(out, pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 60+rng.IntN(200)))
 					}
 					for _, f := range out {
 						want = append(want, bytes.Clone(f))
@@ -545,7 +548,7 @@ func TestXDPForwardRandomAgainstModel(t *testing.T) {
 				}
 				// What b received so far must be the model's next frames
 				// (read each round: the checker's own ring stays small).
-				rcv, _ := recvN(t, peer.Queue(0), len(want)-checked, 3*time.Second)
+				rcv, _ := pktiotest.RecvN(t, peer.Queue(0), len(want)-checked, 3*time.Second)
 				if len(rcv) != len(want)-checked {
 					t.Fatalf("round %d: b received %d of %d (its ring drops %d)", round, len(rcv), len(want)-checked, peer.Stats().Rx.RingDrops)
 				}
@@ -569,10 +572,10 @@ func TestXDPForwardRandomAgainstModel(t *testing.T) {
 // headroom in front of it (f must have 4 writable bytes before it, inside
 // the slice TryRecv returned) and returns the tagged frame.
 func pushTag(f []byte, headroom int) []byte {
-	if headroom < vlanTagLen {
+	if headroom < wire.VLANTagLen {
 		panic("no headroom")
 	}
-	full := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f)), -vlanTagLen)), len(f)+vlanTagLen)
+	full := unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(f)), -wire.VLANTagLen)), len(f)+wire.VLANTagLen)
 	copy(full[0:12], f[0:12])
 	binary.BigEndian.PutUint32(full[12:], 0x8100_0007)
 	return full
@@ -584,13 +587,13 @@ func pushTag(f []byte, headroom int) []byte {
 // frame larger than a UMEM frame (Refused) or shorter than an Ethernet
 // header; the rest of the batch goes out.
 func TestXDPSendOffloadLimits(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{})
-	peer := openIn(t, c.nsB, "b", Config{})
+	c := newXDPChain(t, WorkerConfig{})
+	peer := openIn(t, c.nsB, "b", afpacket.Config{})
 	rng := rand.New(rand.NewPCG(41, 42))
-	partial := randomIPv4L4(rng)
+	partial := pktiotest.RandomIPv4L4(rng)
 	copy(partial[0:6], peer.MAC)
 	copy(partial[6:12], c.fb.MAC)
-	l3, _ := l3Offset(partial)
+	l3, _ := pktio.L3Offset(partial)
 	ip := partial[l3:]
 	csumOff := wire.TCPChecksumOffset
 	if ip[9] == wire.ProtoUDP {
@@ -598,21 +601,21 @@ func TestXDPSendOffloadLimits(t *testing.T) {
 	}
 	ps := wire.Sum(0, ip[12:20]) + uint64(ip[9]) + uint64(len(ip)-20)
 	binary.BigEndian.PutUint16(ip[20+csumOff:], wire.Fold(ps))
-	plain := testFrame(rng, peer.MAC, c.fb.MAC, 100)
-	gso := testFrame(rng, peer.MAC, c.fb.MAC, 1000)
-	huge := testFrame(rng, peer.MAC, c.fb.MAC, 1900)
+	plain := pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 100)
+	gso := pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 1000)
+	huge := pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 1900)
 	frames := [][]byte{partial, gso, huge, plain, {1, 2, 3}}
-	offl := []Offload{{NeedsCsum: true, L4Off: 20, CsumOffset: uint16(csumOff)},
-		{GSOType: GSOTCPv4, GSOSize: 500}, {}, {}, {}}
+	offl := []pktio.Offload{{NeedsCsum: true, L4Off: 20, CsumOffset: uint16(csumOff)},
+		{GSOType: pktio.GSOTCPv4, GSOSize: 500}, {}, {}, {}}
 	n, err := c.sb.Send(frames, offl)
 	if err != nil || n != 2 {
 		t.Fatalf("Send = %d, %v; want 2", n, err)
 	}
-	got, _ := recvN(t, peer.Queue(0), 2, 2*time.Second)
+	got, _ := pktiotest.RecvN(t, peer.Queue(0), 2, 2*time.Second)
 	if len(got) != 2 || !bytes.Equal(got[1], plain) {
 		t.Fatalf("peer got %d frames", len(got))
 	}
-	if !refL4Valid(t, got[0]) {
+	if !pktiotest.RefL4Valid(t, got[0]) {
 		t.Errorf("partial checksum not completed: %x", got[0])
 	}
 	st := c.fb.XDPStats()
@@ -625,8 +628,8 @@ func TestXDPSendOffloadLimits(t *testing.T) {
 // housekeeping one) sends through the port's AF_PACKET handle; the frames
 // arrive and count in the port's transmit counters.
 func TestXDPPortNewTx(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{})
-	peer := openIn(t, c.nsB, "b", Config{})
+	c := newXDPChain(t, WorkerConfig{})
+	peer := openIn(t, c.nsB, "b", afpacket.Config{})
 	tx, err := c.fb.NewTx()
 	if err != nil {
 		t.Fatal(err)
@@ -634,12 +637,12 @@ func TestXDPPortNewTx(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	var sent [][]byte
 	for range 20 {
-		sent = append(sent, testFrame(rng, peer.MAC, c.fb.MAC, 60+rng.IntN(1400)))
+		sent = append(sent, pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 60+rng.IntN(1400)))
 	}
 	if n, err := tx.Send(sent, nil); n != len(sent) || err != nil {
 		t.Fatalf("Send = %d, %v", n, err)
 	}
-	got, _ := recvN(t, peer.Queue(0), len(sent), 2*time.Second)
+	got, _ := pktiotest.RecvN(t, peer.Queue(0), len(sent), 2*time.Second)
 	if len(got) != len(sent) {
 		t.Fatalf("peer received %d of %d", len(got), len(sent))
 	}
@@ -654,7 +657,7 @@ func TestXDPPortNewTx(t *testing.T) {
 	if err := c.fb.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.fb.NewTx(); !errors.Is(err, ErrClosed) {
+	if _, err := c.fb.NewTx(); !errors.Is(err, pktio.ErrClosed) {
 		t.Errorf("NewTx after Close: %v", err)
 	}
 }
@@ -664,20 +667,20 @@ func TestXDPPortNewTx(t *testing.T) {
 // outside the UMEM (an ARP reply) must still find a free frame to be
 // copied into (it found none with three sockets on the default UMEM).
 func TestXDPGeneratedFramesAfterManyBinds(t *testing.T) {
-	c := newXDPChain(t, XDPWorkerConfig{})
+	c := newXDPChain(t, WorkerConfig{})
 	nsC := netns(t, "pxC")
 	addVeth(t, c.nsF, "fc", nsC, "c")
-	fc := openXDPIn(t, c.nsF, "fc", XDPPortConfig{})
+	fc := openXDPIn(t, c.nsF, "fc", PortConfig{})
 	if _, err := c.w.Bind(fc, 0); err != nil {
 		t.Fatal(err)
 	}
-	peer := openIn(t, c.nsB, "b", Config{})
+	peer := openIn(t, c.nsB, "b", afpacket.Config{})
 	rng := rand.New(rand.NewPCG(5, 6))
-	gen := testFrame(rng, peer.MAC, c.fb.MAC, 60)
+	gen := pktiotest.Frame(rng, peer.MAC, c.fb.MAC, 60)
 	if k, err := c.sb.Send([][]byte{gen}, nil); err != nil || k != 1 {
 		t.Fatalf("Send of a generated frame = %d, %v; want 1 (free frames %d)", k, err, c.w.nfree)
 	}
-	rcv, _ := recvN(t, peer.Queue(0), 1, 3*time.Second)
+	rcv, _ := pktiotest.RecvN(t, peer.Queue(0), 1, 3*time.Second)
 	if len(rcv) != 1 || !bytes.Equal(rcv[0], gen) {
 		t.Fatalf("b received %d frames", len(rcv))
 	}
@@ -691,12 +694,12 @@ func TestXDPGeneratedFramesAfterManyBinds(t *testing.T) {
 // each Bind filled its ring for the count so far).
 func TestXDPFillRingsShared(t *testing.T) {
 	nsF := netns(t, "pxS")
-	w := newXDPWorker(t, XDPWorkerConfig{Sockets: 4})
-	var socks []*XDPSocket
+	w := newXDPWorker(t, WorkerConfig{Sockets: 4})
+	var socks []*Socket
 	for i := range 4 {
 		name := fmt.Sprintf("f%d", i)
 		addVeth(t, nsF, name, nsF, fmt.Sprintf("g%d", i))
-		s, err := w.Bind(openXDPIn(t, nsF, name, XDPPortConfig{}), 0)
+		s, err := w.Bind(openXDPIn(t, nsF, name, PortConfig{}), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -715,12 +718,12 @@ func TestXDPFillRingsShared(t *testing.T) {
 // BusyPoll, Wait blocks after Spin again. The counters say which happened.
 func TestXDPWaitBusyPoll(t *testing.T) {
 	const busy = 300 * time.Millisecond
-	c := newXDPChain(t, XDPWorkerConfig{Spin: -1, BusyPoll: busy})
+	c := newXDPChain(t, WorkerConfig{Spin: -1, BusyPoll: busy})
 	if d := c.w.spinFor(); d != 0 {
 		t.Fatalf("idle worker spins %v, want 0 (Spin -1)", d)
 	}
 	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 1)
-	frames, meta := make([][]byte, 64), make([]Meta, 64)
+	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
 	take := func() { // waits for a frame, for at most 5 Waits
 		t.Helper()
 		for range 5 {
@@ -738,7 +741,7 @@ func TestXDPWaitBusyPoll(t *testing.T) {
 		t.Fatal("no frame")
 	}
 	// Idle: the first Wait blocks in poll (no spin at all) and wakes.
-	gen.send(t, 1)
+	gen.Send(t, 1)
 	take()
 	w0 := c.w.WaitStats()
 	if w0.Blocked == 0 && w0.Waits != 0 {
@@ -752,7 +755,7 @@ func TestXDPWaitBusyPoll(t *testing.T) {
 	go func() {
 		defer close(sent)
 		time.Sleep(20 * time.Millisecond)
-		gen.send(t, 1)
+		gen.Send(t, 1)
 	}()
 	take()
 	<-sent
