@@ -18,10 +18,10 @@ func TestRecvCompletesPartialChecksums(t *testing.T) {
 			name = "parse"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := newPair(t)
+			p := pktiotest.NewPair(t)
 			port := openIn(t, p.NsB, p.B, cfg)
-			ipIn(t, p.NsA, "addr", "add", "10.77.0.1/24", "dev", p.A)
-			ipIn(t, p.NsA, "neigh", "add", "10.77.0.2", "lladdr", port.MAC.String(), "dev", p.A, "nud", "permanent")
+			pktiotest.IP(t, p.NsA, "addr", "add", "10.77.0.1/24", "dev", p.A)
+			pktiotest.IP(t, p.NsA, "neigh", "add", "10.77.0.2", "lladdr", port.MAC.String(), "dev", p.A, "nud", "permanent")
 			err := pktio.InNetns(p.NsA, func() error {
 				c, err := net.Dial("udp", "10.77.0.2:9999")
 				if err != nil {

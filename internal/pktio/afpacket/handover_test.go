@@ -25,10 +25,10 @@ func TestHandoverKeepsRing(t *testing.T) {
 }
 
 func testHandoverKeepsRing(t *testing.T, ring Ring) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	old := openIn(t, p.NsB, p.B, Config{Ring: ring, BlockTimeout: time.Millisecond})
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var sent [][]byte
 	for range 300 {

@@ -14,16 +14,6 @@ import (
 	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
-// The test bench shared with the other backend (pktiotest).
-var (
-	netns    = pktiotest.Netns
-	addVeth  = pktiotest.AddVeth
-	ipIn     = pktiotest.IP
-	newPair  = pktiotest.NewPair
-	macIn    = pktiotest.MAC
-	udpFrame = pktiotest.UDPFrame
-)
-
 // openIn opens a Port inside namespace ns; it is closed when the test ends
 // (after the test's goroutines, which must stop on Shutdown).
 func openIn(t testing.TB, ns, iface string, cfg Config) *Port {

@@ -23,10 +23,10 @@ func TestRecvIntact(t *testing.T) {
 // frames above its 2 KiB slot (jumbo, MTU 9000) come through the socket's
 // queue (TP_STATUS_COPY) in their place in the order.
 func testRecvIntact(t *testing.T, ring Ring) {
-	p := newPair(t, "mtu", "9000")
+	p := pktiotest.NewPair(t, "mtu", "9000")
 	port := openIn(t, p.NsB, p.B, Config{Ring: ring})
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sent [][]byte
 	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514, 2100, 60, 9014, 3000, 1514} {
@@ -63,10 +63,10 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 		{"v2-nooffload-headroom40", Config{Ring: RingV2, NoOffload: true, Headroom: 40}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPair(t)
+			p := pktiotest.NewPair(t)
 			port := openIn(t, p.NsB, p.B, tc.cfg)
 			c := pktiotest.RawSender(t, p.NsA, p.A)
-			dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
+			dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
 			rng := rand.New(rand.NewPCG(3, 4))
 			tagged := func(n int, tags ...uint32) []byte {
 				inner := pktiotest.Frame(rng, dst, src, n)
@@ -109,14 +109,14 @@ func TestRecvHeadroomAndVLANRestore(t *testing.T) {
 }
 
 func TestRecvTruncatedDropped(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	// 4 KiB blocks cannot hold the 9000-byte frame the MTU lets through.
 	for _, dev := range []struct{ ns, name string }{{p.NsA, p.A}, {p.NsB, p.B}} {
-		ipIn(t, dev.ns, "link", "set", "dev", dev.name, "mtu", "9000")
+		pktiotest.IP(t, dev.ns, "link", "set", "dev", dev.name, "mtu", "9000")
 	}
 	port := openIn(t, p.NsB, p.B, Config{BlockSize: 4096, Blocks: 8})
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(5, 6))
 	small := pktiotest.Frame(rng, dst, src, 100)
 	pktiotest.Send(t, c, pktiotest.Frame(rng, dst, src, 9000), small)
@@ -130,7 +130,7 @@ func TestRecvTruncatedDropped(t *testing.T) {
 }
 
 func TestRecvShutdownWakesBlockedOwner(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openIn(t, p.NsB, p.B, Config{})
 	errc := make(chan error, 1)
 	go func() {
@@ -162,10 +162,10 @@ func TestRecvBatchSpanningRing(t *testing.T) {
 }
 
 func testRecvBatchSpanningRing(t *testing.T, ring Ring) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openIn(t, p.NsB, p.B, Config{BlockSize: 4096, Blocks: 4, Ring: ring})
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	dst, src := macIn(t, p.NsB, p.B), macIn(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(13, 14))
 	q := port.Queue(0)
 	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)

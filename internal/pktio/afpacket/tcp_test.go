@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
 // chain is h1 -- (f1) F (f2) -- h2: two host namespaces and a forwarding
@@ -23,12 +24,12 @@ type chain struct {
 
 func newChain(t testing.TB) *chain {
 	t.Helper()
-	c := &chain{h1: netns(t, "pkh1"), f: netns(t, "pkf"), h2: netns(t, "pkh2"),
+	c := &chain{h1: pktiotest.Netns(t, "pkh1"), f: pktiotest.Netns(t, "pkf"), h2: pktiotest.Netns(t, "pkh2"),
 		h1if: "h1", f1: "f1", f2: "f2", h2if: "h2", h1addr: "10.78.0.1", h2addr: "10.78.0.2"}
-	addVeth(t, c.h1, c.h1if, c.f, c.f1)
-	addVeth(t, c.f, c.f2, c.h2, c.h2if)
-	ipIn(t, c.h1, "addr", "add", c.h1addr+"/24", "dev", c.h1if)
-	ipIn(t, c.h2, "addr", "add", c.h2addr+"/24", "dev", c.h2if)
+	pktiotest.AddVeth(t, c.h1, c.h1if, c.f, c.f1)
+	pktiotest.AddVeth(t, c.f, c.f2, c.h2, c.h2if)
+	pktiotest.IP(t, c.h1, "addr", "add", c.h1addr+"/24", "dev", c.h1if)
+	pktiotest.IP(t, c.h2, "addr", "add", c.h2addr+"/24", "dev", c.h2if)
 	return c
 }
 

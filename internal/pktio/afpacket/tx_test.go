@@ -18,7 +18,7 @@ func TestSendBatchArrives(t *testing.T) {
 				name += "-nooffload"
 			}
 			t.Run(name, func(t *testing.T) {
-				p := newPair(t)
+				p := pktiotest.NewPair(t)
 				src := openIn(t, p.NsB, p.B, Config{Tx: mode, NoOffload: noOffload, TxFrames: 64})
 				dst := openIn(t, p.NsA, p.A, Config{})
 				tx, err := src.NewTx()
@@ -54,7 +54,7 @@ func TestSendBatchArrives(t *testing.T) {
 }
 
 func TestSendRefusesBadFramesAndGoesOn(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	src := openIn(t, p.NsB, p.B, Config{})
 	dst := openIn(t, p.NsA, p.A, Config{})
 	tx, err := src.NewTx()
@@ -92,7 +92,7 @@ func TestOwnFramesNotReceived(t *testing.T) {
 			name = "qdisc"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := newPair(t)
+			p := pktiotest.NewPair(t)
 			port := openIn(t, p.NsB, p.B, Config{NoQdiscBypass: !bypass})
 			peer := openIn(t, p.NsA, p.A, Config{})
 			tx, err := port.NewTx()
@@ -134,7 +134,7 @@ func TestOwnFramesNotReceived(t *testing.T) {
 // TestFanoutSpreadsFlows: a port with two queues gets every frame exactly
 // once, each flow (UDP source port) on one queue only, and both queues busy.
 func TestFanoutSpreadsFlows(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openIn(t, p.NsB, p.B, Config{Queues: 2})
 	if port.FanoutID() < 0 {
 		t.Fatal("no fanout group")
@@ -198,7 +198,7 @@ func TestFanoutSpreadsFlows(t *testing.T) {
 
 // TestDatapathAllocs: Recv and Send do not allocate per batch or frame.
 func TestDatapathAllocs(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openIn(t, p.NsB, p.B, Config{})
 	peer := openIn(t, p.NsA, p.A, Config{})
 	gen := newUDPSender(t, p.NsA, p.A, port.MAC, 1)

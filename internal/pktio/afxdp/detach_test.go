@@ -75,7 +75,7 @@ func waitNoXDP(t testing.TB, ns, iface string) {
 // TestXDPCloseDetaches: the program is on the interface while the port is
 // open and gone after Close; DetachXDPPrograms removes it too.
 func TestXDPCloseDetaches(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 	if id, name := xdpOn(t, p.NsB, p.B); id == 0 || name != xdpProgName {
 		t.Fatalf("after Open: program %d %q", id, name)
@@ -129,7 +129,7 @@ func TestXDPHelperProcess(t *testing.T) {
 // interface (bpf_link), and the next start attaches and binds the same
 // queue cleanly.
 func TestXDPKilledProcessLeavesNothing(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestXDPHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "NETFWD_XDP_HELPER="+p.NsB+" "+p.B)
 	out, err := cmd.StdoutPipe()
@@ -176,9 +176,9 @@ func TestXDPKilledProcessLeavesNothing(t *testing.T) {
 		t.Fatalf("bind after the killed process: %v", err)
 	}
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	f := pktiotest.Frame(rand.New(rand.NewPCG(5, 6)), port.MAC, macIn(t, p.NsA, p.A), 100)
+	f := pktiotest.Frame(rand.New(rand.NewPCG(5, 6)), port.MAC, pktiotest.MAC(t, p.NsA, p.A), 100)
 	pktiotest.Send(t, c, f)
-	if got, _ := xdpRecvN(t, s, 1, 2*time.Second); len(got) != 1 {
+	if got, _ := pktiotest.RecvN(t, s, 1, 2*time.Second); len(got) != 1 {
 		t.Fatal("no frame after restart")
 	}
 }
@@ -187,7 +187,7 @@ func TestXDPKilledProcessLeavesNothing(t *testing.T) {
 // netlink attach (it outlives its process) is replaced on start; another
 // program is reported and left alone.
 func TestXDPReplacesStaleProgram(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	attachLegacy := func(name string) {
 		t.Helper()
 		err := pktio.InNetns(p.NsB, func() error {

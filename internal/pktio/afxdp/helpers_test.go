@@ -11,15 +11,6 @@ import (
 	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 )
 
-var (
-	netns    = pktiotest.Netns
-	addVeth  = pktiotest.AddVeth
-	ipIn     = pktiotest.IP
-	newPair  = pktiotest.NewPair
-	macIn    = pktiotest.MAC
-	udpFrame = pktiotest.UDPFrame
-)
-
 // openIn opens an AF_PACKET port in ns, closed when the test ends.
 func openIn(t testing.TB, ns, iface string, cfg afpacket.Config) (p *afpacket.Port) {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -37,7 +38,7 @@ func napiOf(t *testing.T, ns, iface string) []napiSetting {
 // outlives the program (veth with GRO on keeps its NAPI).
 func TestXDPNAPIDefer(t *testing.T) {
 	testenv.RequireRoot(t, "ethtool")
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	testenv.Run(t, "ip", "netns", "exec", p.NsB, "ethtool", "-K", p.B, "gro", "on")
 	before := napiOf(t, p.NsB, p.B)
 	if len(before) == 0 {
@@ -85,9 +86,9 @@ func TestXDPNAPIDefer(t *testing.T) {
 // TestXDPNAPIDeferNoNAPI: an interface without NAPI instances (a bridge,
 // generic XDP) opens with NAPIDefer all the same: nothing to defer.
 func TestXDPNAPIDeferNoNAPI(t *testing.T) {
-	ns := netns(t, "pkN")
-	ipIn(t, ns, "link", "add", "d0", "type", "bridge")
-	ipIn(t, ns, "link", "set", "d0", "up")
+	ns := pktiotest.Netns(t, "pkN")
+	pktiotest.IP(t, ns, "link", "add", "d0", "type", "bridge")
+	pktiotest.IP(t, ns, "link", "set", "d0", "up")
 	if got := napiOf(t, ns, "d0"); len(got) != 0 {
 		t.Fatalf("bridge has NAPI instances %+v", got)
 	}

@@ -26,7 +26,7 @@ import (
 func TestXDPVLANTags(t *testing.T) {
 	for _, mode := range []Attach{AttachNative, AttachGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
-			p := newPair(t)
+			p := pktiotest.NewPair(t)
 			port := openXDPIn(t, p.NsB, p.B, PortConfig{Attach: mode})
 			if port.Attach() != mode {
 				t.Fatalf("attached %v, want %v", port.Attach(), mode)
@@ -37,7 +37,7 @@ func TestXDPVLANTags(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := pktiotest.RawSender(t, p.NsA, p.A)
-			dst, src := port.MAC, macIn(t, p.NsA, p.A)
+			dst, src := port.MAC, pktiotest.MAC(t, p.NsA, p.A)
 			rng := rand.New(rand.NewPCG(3, 4))
 			tagged := func(n int, tags ...uint32) []byte {
 				inner := pktiotest.Frame(rng, dst, src, n)
@@ -56,7 +56,7 @@ func TestXDPVLANTags(t *testing.T) {
 				pktiotest.Frame(rng, dst, src, 60),
 			}
 			pktiotest.Send(t, c, sent...)
-			got, _ := xdpRecvN(t, s, len(sent), 2*time.Second)
+			got, _ := pktiotest.RecvN(t, s, len(sent), 2*time.Second)
 			if len(got) != len(sent) {
 				t.Fatalf("received %d frames, want %d", len(got), len(sent))
 			}
@@ -71,7 +71,7 @@ func TestXDPVLANTags(t *testing.T) {
 			defer l.Close()
 			plain := pktiotest.Frame(rng, dst, src, 70)
 			pktiotest.Send(t, c, plain)
-			got, _ = xdpRecvN(t, s, 1, 2*time.Second)
+			got, _ = pktiotest.RecvN(t, s, 1, 2*time.Second)
 			if len(got) != 1 {
 				t.Fatal("offloaded-tag frame not received")
 			}

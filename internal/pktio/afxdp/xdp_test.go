@@ -44,32 +44,8 @@ func newXDPWorker(t testing.TB, cfg WorkerConfig) *Worker {
 	return w
 }
 
-// xdpRecvN receives until want frames arrived (copies) or the deadline.
-func xdpRecvN(t testing.TB, s *Socket, want int, d time.Duration) ([][]byte, []pktio.Meta) {
-	t.Helper()
-	var got [][]byte
-	var metas []pktio.Meta
-	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
-	deadline := time.Now().Add(d)
-	for len(got) < want && time.Now().Before(deadline) {
-		n, err := s.TryRecv(frames, meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			time.Sleep(time.Millisecond)
-			continue
-		}
-		for i := range n {
-			got = append(got, bytes.Clone(frames[i][s.Headroom():]))
-			metas = append(metas, meta[i])
-		}
-	}
-	return got, metas
-}
-
 func TestXDPRecvIntact(t *testing.T) {
-	p := newPair(t)
+	p := pktiotest.NewPair(t)
 	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 	t.Logf("attach %v, %d queues", port.Attach(), port.Queues())
 	w := newXDPWorker(t, WorkerConfig{Headroom: 4})
@@ -79,14 +55,14 @@ func TestXDPRecvIntact(t *testing.T) {
 	}
 	t.Logf("socket mode %s", s.Mode())
 	c := pktiotest.RawSender(t, p.NsA, p.A)
-	dst, src := port.MAC, macIn(t, p.NsA, p.A)
+	dst, src := port.MAC, pktiotest.MAC(t, p.NsA, p.A)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sent [][]byte
 	for _, n := range []int{60, 61, 64, 100, 128, 500, 1000, 1514} {
 		sent = append(sent, pktiotest.Frame(rng, dst, src, n))
 	}
 	pktiotest.Send(t, c, sent...)
-	got, meta := xdpRecvN(t, s, len(sent), 2*time.Second)
+	got, meta := pktiotest.RecvN(t, s, len(sent), 2*time.Second)
 	if len(got) != len(sent) {
 		t.Fatalf("received %d frames, want %d", len(got), len(sent))
 	}
@@ -121,9 +97,9 @@ func newXDPChain(t testing.TB, wcfg WorkerConfig, extra ...string) *xdpChain {
 // newXDPChainPorts is newXDPChain with the ports' configuration.
 func newXDPChainPorts(t testing.TB, pcfg PortConfig, wcfg WorkerConfig, extra ...string) *xdpChain {
 	t.Helper()
-	c := &xdpChain{nsA: netns(t, "pxA"), nsF: netns(t, "pxF"), nsB: netns(t, "pxB")}
-	addVeth(t, c.nsA, "a", c.nsF, "fa", extra...)
-	addVeth(t, c.nsF, "fb", c.nsB, "b", extra...)
+	c := &xdpChain{nsA: pktiotest.Netns(t, "pxA"), nsF: pktiotest.Netns(t, "pxF"), nsB: pktiotest.Netns(t, "pxB")}
+	pktiotest.AddVeth(t, c.nsA, "a", c.nsF, "fa", extra...)
+	pktiotest.AddVeth(t, c.nsF, "fb", c.nsB, "b", extra...)
 	c.fa = openXDPIn(t, c.nsF, "fa", pcfg)
 	c.fb = openXDPIn(t, c.nsF, "fb", pcfg)
 	c.w = newXDPWorker(t, wcfg)
@@ -147,7 +123,7 @@ func TestXDPForwardByDescriptor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	var sent [][]byte
 	for i := range 100 {
-		f := pktiotest.Frame(rng, c.fa.MAC, macIn(t, c.nsA, "a"), 60+rng.IntN(1400))
+		f := pktiotest.Frame(rng, c.fa.MAC, pktiotest.MAC(t, c.nsA, "a"), 60+rng.IntN(1400))
 		binary.BigEndian.PutUint32(f[14:], uint32(i))
 		sent = append(sent, f)
 	}
@@ -255,7 +231,7 @@ func (w *Worker) checkFrames(t testing.TB) {
 func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 	for _, how := range []string{"wait", "recv"} {
 		t.Run(how, func(t *testing.T) {
-			p := newPair(t)
+			p := pktiotest.NewPair(t)
 			port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 			w := newXDPWorker(t, WorkerConfig{Spin: -1})
 			s, err := w.Bind(port, 0)
@@ -303,7 +279,7 @@ func TestXDPShutdownWakesWaitingOwner(t *testing.T) {
 func TestXDPBatchSpanningRings(t *testing.T) {
 	c := newXDPChain(t, WorkerConfig{RingSize: 64, Frames: 256, FillPerSocket: 48})
 	inj := pktiotest.RawSender(t, c.nsA, "a")
-	src := macIn(t, c.nsA, "a")
+	src := pktiotest.MAC(t, c.nsA, "a")
 	rng := rand.New(rand.NewPCG(13, 14))
 	frames, meta := make([][]byte, 256), make([]pktio.Meta, 256)
 	const rounds, perRound = 30, 100
@@ -353,7 +329,7 @@ func TestXDPDatapathAllocs(t *testing.T) {
 	c := newXDPChain(t, WorkerConfig{})
 	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 1)
 	frames, meta := make([][]byte, 64), make([]pktio.Meta, 64)
-	extra := udpFrame(c.fb.MAC, c.fb.MAC, 7, 60) // generated: copied
+	extra := pktiotest.UDPFrame(c.fb.MAC, c.fb.MAC, 7, 60) // generated: copied
 	forwarded := 0
 	allocs := testing.AllocsPerRun(50, func() {
 		gen.Send(t, 32)
@@ -390,7 +366,7 @@ func TestXDPDatapathAllocs(t *testing.T) {
 // their queue; 64 flows spread over both, every frame arrives once, each
 // flow on one queue only.
 func TestXDPMultiQueue(t *testing.T) {
-	p := newPair(t, "numrxqueues", "2", "numtxqueues", "2")
+	p := pktiotest.NewPair(t, "numrxqueues", "2", "numtxqueues", "2")
 	port := openXDPIn(t, p.NsB, p.B, PortConfig{})
 	if port.Queues() != 2 {
 		t.Fatalf("port has %d queues, want 2", port.Queues())
@@ -468,9 +444,9 @@ func TestXDPMultiQueue(t *testing.T) {
 func TestXDPForwardRandomAgainstModel(t *testing.T) {
 	for _, mode := range []Attach{AttachNative, AttachGeneric} {
 		t.Run(mode.String(), func(t *testing.T) {
-			c := &xdpChain{nsA: netns(t, "pxA"), nsF: netns(t, "pxF"), nsB: netns(t, "pxB")}
-			addVeth(t, c.nsA, "a", c.nsF, "fa")
-			addVeth(t, c.nsF, "fb", c.nsB, "b")
+			c := &xdpChain{nsA: pktiotest.Netns(t, "pxA"), nsF: pktiotest.Netns(t, "pxF"), nsB: pktiotest.Netns(t, "pxB")}
+			pktiotest.AddVeth(t, c.nsA, "a", c.nsF, "fa")
+			pktiotest.AddVeth(t, c.nsF, "fb", c.nsB, "b")
 			c.fa = openXDPIn(t, c.nsF, "fa", PortConfig{Attach: mode})
 			c.fb = openXDPIn(t, c.nsF, "fb", PortConfig{Attach: mode})
 			c.w = newXDPWorker(t, WorkerConfig{RingSize: 64, Frames: 512, FillPerSocket: 64, Headroom: 8})
@@ -483,7 +459,7 @@ func TestXDPForwardRandomAgainstModel(t *testing.T) {
 			}
 			peer := openIn(t, c.nsB, "b", afpacket.Config{})
 			inj := pktiotest.RawSender(t, c.nsA, "a")
-			srcA := macIn(t, c.nsA, "a")
+			srcA := pktiotest.MAC(t, c.nsA, "a")
 			rng := rand.New(rand.NewPCG(31, 32))
 			var want [][]byte
 			checked := 0
@@ -668,8 +644,8 @@ func TestXDPPortNewTx(t *testing.T) {
 // copied into (it found none with three sockets on the default UMEM).
 func TestXDPGeneratedFramesAfterManyBinds(t *testing.T) {
 	c := newXDPChain(t, WorkerConfig{})
-	nsC := netns(t, "pxC")
-	addVeth(t, c.nsF, "fc", nsC, "c")
+	nsC := pktiotest.Netns(t, "pxC")
+	pktiotest.AddVeth(t, c.nsF, "fc", nsC, "c")
 	fc := openXDPIn(t, c.nsF, "fc", PortConfig{})
 	if _, err := c.w.Bind(fc, 0); err != nil {
 		t.Fatal(err)
@@ -693,12 +669,12 @@ func TestXDPGeneratedFramesAfterManyBinds(t *testing.T) {
 // other all get frames in their fill rings (the last ones got none when
 // each Bind filled its ring for the count so far).
 func TestXDPFillRingsShared(t *testing.T) {
-	nsF := netns(t, "pxS")
+	nsF := pktiotest.Netns(t, "pxS")
 	w := newXDPWorker(t, WorkerConfig{Sockets: 4})
 	var socks []*Socket
 	for i := range 4 {
 		name := fmt.Sprintf("f%d", i)
-		addVeth(t, nsF, name, nsF, fmt.Sprintf("g%d", i))
+		pktiotest.AddVeth(t, nsF, name, nsF, fmt.Sprintf("g%d", i))
 		s, err := w.Bind(openXDPIn(t, nsF, name, PortConfig{}), 0)
 		if err != nil {
 			t.Fatal(err)
