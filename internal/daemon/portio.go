@@ -1,9 +1,13 @@
 package daemon
 
-// Port I/O backends: a port is opened with AF_XDP or AF_PACKET (--io):
-//   - afpacket: a afpacket.Port: a PACKET_FANOUT group of Workers receive
+// Port I/O backends: a port is opened with AF_XDP or AF_PACKET (--io). This
+// file is the one place in the daemon that names a backend: it opens ports,
+// a worker's queues (openQueue), its AF_XDP worker (ensureXDP) and transmit
+// handles (newTx), and hands them to worker.go as pktio.Receiver, Sender,
+// Waitable and Waiter.
+//   - afpacket: an afpacket.Port: a PACKET_FANOUT group of Workers receive
 //     queues (worker i reads queue i) and transmit handles per owner;
-//   - afxdp: a afxdp.Port: the steering program on the interface; each
+//   - afxdp: an afxdp.Port: the steering program on the interface; each
 //     worker binds an XDP socket on its queue of the port (sharing the
 //     worker's UMEM, so forwarded frames leave by descriptor) and sends on
 //     it; a worker whose queue number the interface lacks, and the
@@ -23,7 +27,8 @@ package daemon
 // for it.
 //
 // Locking: a port's backend is fixed when it opens; the methods are safe
-// where their pktio counterparts are.
+// where their backends' counterparts are; an ioWorker's xdpWorker belongs
+// to its goroutine, except wake and waitStats (any goroutine).
 
 import (
 	"errors"

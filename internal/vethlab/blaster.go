@@ -2,7 +2,7 @@ package vethlab
 
 // Blaster and Sink: a built-in AF_PACKET traffic generator and counting
 // receiver for the tests and `netfwd-lab`: 64-byte UDP/IPv4 frames at the
-// highest rate one goroutine can push through a afpacket.Tx (TX ring), and a
+// highest rate one goroutine can push through an afpacket.Tx (TX ring), and a
 // ring-based counter that recognises them. (`netfwd-bench veth` uses
 // trafgen instead: one goroutine cannot outrun a forwarder.)
 //
