@@ -7,7 +7,7 @@ package bench
 // the egress port by descriptor from the same UMEM. What netfwd with AF_XDP
 // adds to it is the engine; what it costs is the backend's floor.
 //
-// Flow: one worker (XDPWorker) with a socket on each port's queue 0, in a
+// Flow: one worker (afxdp.Worker) with a socket on each port's queue 0, in a
 // goroutine locked to its OS thread (pinned to a CPU when asked): Wait,
 // TryRecv on the ingress socket, rewrite, Send on the egress socket.
 //
@@ -24,13 +24,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 )
 
 type reflector struct {
-	in, out *pktio.XDPPort
-	w       *pktio.XDPWorker
-	sin     *pktio.XDPSocket
-	sout    *pktio.XDPSocket
+	in, out *afxdp.Port
+	w       *afxdp.Worker
+	sin     *afxdp.Socket
+	sout    *afxdp.Socket
 	nextHop net.HardwareAddr
 	batch   int
 	tid     int // the loop's thread
@@ -40,8 +41,8 @@ type reflector struct {
 // reflectorConfig tunes the reflector (the suite uses the zero value:
 // pktio's defaults, batches of 256).
 type reflectorConfig struct {
-	port   pktio.XDPPortConfig
-	worker pktio.XDPWorkerConfig
+	port   afxdp.PortConfig
+	worker afxdp.WorkerConfig
 	batch  int
 }
 
@@ -54,17 +55,17 @@ func startReflector(ns, in, out string, nextHop net.HardwareAddr, cpu int, cfg r
 	r := &reflector{nextHop: nextHop, batch: cfg.batch, done: make(chan error, 1)}
 	err := pktio.InNetns(ns, func() error {
 		var err error
-		if r.in, err = pktio.OpenXDP(in, cfg.port); err != nil {
+		if r.in, err = afxdp.Open(in, cfg.port); err != nil {
 			return err
 		}
-		r.out, err = pktio.OpenXDP(out, cfg.port)
+		r.out, err = afxdp.Open(out, cfg.port)
 		return err
 	})
 	if err != nil {
 		r.close()
 		return nil, err
 	}
-	if r.w, err = pktio.NewXDPWorker(cfg.worker); err != nil {
+	if r.w, err = afxdp.NewWorker(cfg.worker); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (r *reflector) close() error {
 	if r.w != nil {
 		errs = append(errs, r.w.Close())
 	}
-	for _, p := range []*pktio.XDPPort{r.in, r.out} {
+	for _, p := range []*afxdp.Port{r.in, r.out} {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -28,12 +28,12 @@ func BenchmarkReflector(b *testing.B) {
 		name string
 		cfg  reflectorConfig
 	}{
-		{"spin0", reflectorConfig{worker: pktio.XDPWorkerConfig{Spin: -1}}},
+		{"spin0", reflectorConfig{worker: afxdp.WorkerConfig{Spin: -1}}},
 		{"spin50us", reflectorConfig{}}, // the defaults
-		{"spin1ms", reflectorConfig{worker: pktio.XDPWorkerConfig{Spin: time.Millisecond}}},
+		{"spin1ms", reflectorConfig{worker: afxdp.WorkerConfig{Spin: time.Millisecond}}},
 		{"batch64", reflectorConfig{batch: 64}},
-		{"budget32", reflectorConfig{worker: pktio.XDPWorkerConfig{TxBudget: 32}}},
-		{"generic", reflectorConfig{port: pktio.XDPPortConfig{Attach: pktio.XDPAttachGeneric}}},
+		{"budget32", reflectorConfig{worker: afxdp.WorkerConfig{TxBudget: 32}}},
+		{"generic", reflectorConfig{port: afxdp.PortConfig{Attach: afxdp.AttachGeneric}}},
 	}
 	for _, setup := range vethSetups() {
 		for _, v := range variants {

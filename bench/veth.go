@@ -59,7 +59,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 )
 
 func init() {
@@ -183,7 +183,7 @@ func newVethFwds() (fwds []*vethFwd, err error) {
 	}
 	reflGeneric.start = func(cpu int) (func() error, func() time.Duration, error) {
 		r, err := startReflector(reflGeneric.net.r, reflGeneric.net.ra, reflGeneric.net.rb, reflGeneric.net.h2MAC, cpu,
-			reflectorConfig{port: pktio.XDPPortConfig{Attach: pktio.XDPAttachGeneric}})
+			reflectorConfig{port: afxdp.PortConfig{Attach: afxdp.AttachGeneric}})
 		if err != nil {
 			return nil, nil, err
 		}

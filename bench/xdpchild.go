@@ -37,7 +37,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 )
 
 // xdpChildStats is the --stats file.
@@ -70,10 +70,10 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 	poll := fs.Bool("poll", false, "minimal: block in poll(2) after a turn that found nothing")
 	napiBusy := fs.Int("napi-busy-poll", 0, "SO_BUSY_POLL µs with SO_PREFER_BUSY_POLL, the kernel's NAPI polled from the forwarder's thread (0: off)")
 	napiDefer := fs.String("napi-defer", "", "DEFER,TIMEOUT_NS written to the ingress's napi_defer_hard_irqs and gro_flush_timeout")
-	spin := fs.Duration("spin", 0, "reflector: XDPWorkerConfig.Spin (0: default, negative: none)")
-	busyPoll := fs.Duration("busy-poll", 0, "reflector: XDPWorkerConfig.BusyPoll")
-	fill := fs.Int("fill", 0, "reflector: XDPWorkerConfig.FillPerSocket")
-	frames := fs.Int("frames", 0, "reflector: XDPWorkerConfig.Frames")
+	spin := fs.Duration("spin", 0, "reflector: afxdp.WorkerConfig.Spin (0: default, negative: none)")
+	busyPoll := fs.Duration("busy-poll", 0, "reflector: afxdp.WorkerConfig.BusyPoll")
+	fill := fs.Int("fill", 0, "reflector: afxdp.WorkerConfig.FillPerSocket")
+	frames := fs.Int("frames", 0, "reflector: afxdp.WorkerConfig.Frames")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,7 +88,7 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 		stop  func() error
 		ended = make(chan error, 1)
 	)
-	var nd pktio.NAPIDefer
+	var nd afxdp.NAPIDefer
 	if *napiDefer != "" {
 		d, t, ok := strings.Cut(*napiDefer, ",")
 		n, err1 := strconv.Atoi(d)
@@ -97,7 +97,7 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "bench-xdpfwd: --napi-defer %q: want DEFER,TIMEOUT_NS\n", *napiDefer)
 			return 2
 		}
-		nd = pktio.NAPIDefer{HardIRQs: n, FlushTimeout: time.Duration(tns)}
+		nd = afxdp.NAPIDefer{HardIRQs: n, FlushTimeout: time.Duration(tns)}
 	}
 	switch *impl {
 	case "minimal":
@@ -123,11 +123,11 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 			return errors.Join(<-ended, f.close())
 		}
 	case "reflector":
-		cfg := reflectorConfig{batch: *batch, worker: pktio.XDPWorkerConfig{RingSize: *ring, TxBudget: *budget,
+		cfg := reflectorConfig{batch: *batch, worker: afxdp.WorkerConfig{RingSize: *ring, TxBudget: *budget,
 			Spin: *spin, BusyPoll: *busyPoll, FillPerSocket: *fill, Frames: *frames,
 			NAPIBusyPoll: time.Duration(*napiBusy) * time.Microsecond}}
 		if *generic {
-			cfg.port.Attach = pktio.XDPAttachGeneric
+			cfg.port.Attach = afxdp.AttachGeneric
 		}
 		cfg.port.NAPIDefer = nd                                    // pktio's own way (netdev netlink)
 		r, err := startReflector(*ns, *in, *out, nextHop, -1, cfg) // the process is pinned as a whole
@@ -164,7 +164,7 @@ func XDPForwarderMain(args []string, stderr io.Writer) int {
 // gro_flush_timeout in namespace ns (through ip netns exec, which mounts
 // the namespace's sysfs), as xdpsock's documentation has it done. The
 // topology is the suite's own and goes away with it.
-func setNAPIDefer(ns, iface string, d pktio.NAPIDefer) error {
+func setNAPIDefer(ns, iface string, d afxdp.NAPIDefer) error {
 	script := fmt.Sprintf("echo %d > /sys/class/net/%s/napi_defer_hard_irqs && echo %d > /sys/class/net/%s/gro_flush_timeout",
 		d.HardIRQs, iface, d.FlushTimeout.Nanoseconds(), iface)
 	if out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c", script).CombinedOutput(); err != nil {

@@ -31,7 +31,8 @@ import (
 
 	"github.com/netfwd/netfwd/internal/daemon"
 	"github.com/netfwd/netfwd/internal/hostpath"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 )
 
 // Defaults of the command-line contract (design notes).
@@ -120,30 +121,30 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: netfwd run "+runUsage)
 		return 2
 	}
-	attach, ok := map[string]pktio.XDPAttach{"auto": pktio.XDPAttachAuto, "native": pktio.XDPAttachNative,
-		"generic": pktio.XDPAttachGeneric}[*xdpMode]
+	attach, ok := map[string]afxdp.Attach{"auto": afxdp.AttachAuto, "native": afxdp.AttachNative,
+		"generic": afxdp.AttachGeneric}[*xdpMode]
 	if !ok || *xdpBusy < 0 {
 		fmt.Fprintf(stderr, "netfwd run: --xdp-mode %q --xdp-busy-poll %v: want auto, native or generic and a duration >= 0\n", *xdpMode, *xdpBusy)
 		return 2
 	}
-	ring, ok := map[string]pktio.Ring{"v3": pktio.RingV3, "v2": pktio.RingV2}[*afpRing]
+	ring, ok := map[string]afpacket.Ring{"v3": afpacket.RingV3, "v2": afpacket.RingV2}[*afpRing]
 	if !ok {
 		fmt.Fprintf(stderr, "netfwd run: --afpacket-ring %q: want v3 or v2\n", *afpRing)
 		return 2
 	}
-	xdpPort := pktio.XDPPortConfig{Attach: attach}
-	// No NAPI busy polling (XDPWorkerConfig.NAPIBusyPoll, NAPIDefer): the
+	xdpPort := afxdp.PortConfig{Attach: attach}
+	// No NAPI busy polling (afxdp.WorkerConfig.NAPIBusyPoll, NAPIDefer): the
 	// daemon offered it as --xdp-napi-busy-poll until it measured 0.09-0.14
 	// Mpps against 0.6 without it on veth (docs/bench-veth.md, "NAPI busy
 	// polling removed").
-	xdpWorker := pktio.XDPWorkerConfig{BusyPoll: *xdpBusy}
+	xdpWorker := afxdp.WorkerConfig{BusyPoll: *xdpBusy}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	status := takeoverStatus(*takeover) // netfwd restart's status pipe (cmd_restart.go)
 	d, err := daemon.New(daemon.Options{Running: status.running, ConfigFile: *cfg, Metrics: off(*metricsAddr), Pprof: off(*pprofAddr),
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
-		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: pktio.Config{Ring: ring}, Takeover: *takeover})
+		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: afpacket.Config{Ring: ring}, Takeover: *takeover})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		status.failed(err)

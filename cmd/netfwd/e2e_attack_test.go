@@ -28,10 +28,12 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/bpf"
+
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/wire"
-	"golang.org/x/net/bpf"
 )
 
 var (
@@ -64,10 +66,10 @@ var dropAllFilter = []bpf.RawInstruction{{Op: 0x06 /* BPF_RET|BPF_K */, K: 0}}
 func (e *e2e) startFlood(host string, frameLen int, rate float64, fill func(f []byte, i uint64)) *flood {
 	e.t.Helper()
 	h := e.host(host)
-	var port *pktio.Port
+	var port *afpacket.Port
 	err := pktio.InNetns(h.NS, func() error {
 		var err error
-		port, err = pktio.Open(h.Iface, pktio.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAllFilter,
+		port, err = afpacket.Open(h.Iface, afpacket.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAllFilter,
 			NotPromiscuous: true, NoOffload: true, TxBatch: 256})
 		return err
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/netfwd/netfwd/internal/handover"
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 )
 
 // udpCounter receives the stream's datagrams in a namespace and keeps
@@ -106,11 +107,11 @@ func (c *udpCounter) close() {
 // all are sent.
 func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, template []byte, sent *atomic.Uint64, stop *atomic.Bool) <-chan error {
 	t.Helper()
-	var port *pktio.Port
+	var port *afpacket.Port
 	err := pktio.InNetns(h.NS, func() error {
 		var err error
-		port, err = pktio.Open(h.Iface, pktio.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAllFilter,
-			NotPromiscuous: true, NoOffload: true, Tx: pktio.TxSendmmsg})
+		port, err = afpacket.Open(h.Iface, afpacket.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAllFilter,
+			NotPromiscuous: true, NoOffload: true, Tx: afpacket.TxSendmmsg})
 		return err
 	})
 	if err != nil {

@@ -2,8 +2,8 @@ package daemon
 
 // The control worker: with a host path, every AF_PACKET port has a second,
 // small receive ring that takes only control-plane frames (ARP, BGP, OSPF,
-// BFD, VRRP, ...: pktio.ControlFilter) while the data rings take the rest
-// (pktio.DataFilter). One more ioWorker, marked control, reads those rings
+// BFD, VRRP, ...: afpacket.ControlFilter) while the data rings take the rest
+// (afpacket.DataFilter). One more ioWorker, marked control, reads those rings
 // and runs their frames through the same engine, with sendmmsg transmit
 // handles of its own. A flood that fills the data rings then never drops a
 // BGP keepalive or an ARP reply at the ring, and the control frames do not
@@ -36,8 +36,8 @@ func (iw *ioWorker) bindControl(p *port) {
 	if p.ctl == nil || iw.hasQueue(p, 0) {
 		return
 	}
-	b := rxBinding{p: p, qi: 0, pq: p.ctl.Queue(0)}
-	b.q = b.pq
+	q := p.ctl.Queue(0)
+	b := rxBinding{p: p, qi: 0, q: q, w: q}
 	if err := iw.watch(&b); err != nil {
 		iw.d.log.Error("control ring", "dev", p.name, "err", err)
 		return

@@ -39,15 +39,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/netfwd/netfwd/internal/hostpath"
-
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/ctlsock"
 	"github.com/netfwd/netfwd/internal/handover"
+	"github.com/netfwd/netfwd/internal/hostpath"
 	"github.com/netfwd/netfwd/internal/metrics"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -86,11 +86,11 @@ type Options struct {
 	Clock l2.Clock
 	// PktIO is the template of every AF_PACKET port's pktio configuration
 	// (Queues is set from Workers).
-	PktIO pktio.Config
+	PktIO afpacket.Config
 	// XDPPort and XDPWorker are the templates of AF_XDP ports and of each
 	// worker's UMEM.
-	XDPPort   pktio.XDPPortConfig
-	XDPWorker pktio.XDPWorkerConfig
+	XDPPort   afxdp.PortConfig
+	XDPWorker afxdp.WorkerConfig
 	// NoLinkMonitor disables carrier following (tests).
 	NoLinkMonitor bool
 	// TickInterval is the housekeeping period (0: 100 ms).
@@ -756,14 +756,12 @@ func (d *Daemon) metricsSource() metrics.Source {
 			out = append(out, pio)
 		}
 		return out
-	}, XDPWaits: func() pktio.XDPWaitStats {
-		var sum pktio.XDPWaitStats
+	}, XDPWaits: func() afxdp.WaitStats {
+		var sum afxdp.WaitStats
 		for _, w := range d.workers {
-			if xw := w.xwPub.Load(); xw != nil {
-				ws := xw.WaitStats()
-				sum.Waits += ws.Waits
-				sum.Blocked += ws.Blocked
-			}
+			ws := w.xdp.waitStats()
+			sum.Waits += ws.Waits
+			sum.Blocked += ws.Blocked
 		}
 		return sum
 	}}

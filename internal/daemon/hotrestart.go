@@ -11,7 +11,7 @@ package daemon
 // its own copies of the descriptors.
 //
 // The new daemon (Options.Takeover) prepares in New: the same sockets are
-// adopted (pktio.Adopt) instead of opened, the listeners taken instead of
+// adopted (afpacket.Adopt) instead of opened, the listeners taken instead of
 // bound, the twins taken from the keeper or the old process
 // (hostpath.Options.Predecessor), the control socket renamed over the old
 // one. Run pauses the old daemon, continues each ring where it stopped,
@@ -32,11 +32,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/handover"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/neigh"
-	"golang.org/x/sys/unix"
 )
 
 // pauseState is the workers' pause switch: paused is read once per sweep;
@@ -134,7 +135,7 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	out := handover.Paused{Positions: map[string][]pktio.QueuePosition{}, ControlPositions: map[string][]pktio.QueuePosition{}}
+	out := handover.Paused{Positions: map[string][]afpacket.QueuePosition{}, ControlPositions: map[string][]afpacket.QueuePosition{}}
 	for _, pt := range d.ports.Load().list {
 		if pt.pk == nil {
 			continue
@@ -240,7 +241,7 @@ func (d *Daemon) dialPredecessor() error {
 
 // adoptPort takes a port's receive sockets (and control ring) over from
 // the running daemon; ok is false when it does not hold the port.
-func (d *Daemon) adoptPort(name string) (pk, ctl *pktio.Port, ok bool, err error) {
+func (d *Daemon) adoptPort(name string) (pk, ctl *afpacket.Port, ok bool, err error) {
 	hp, found := d.succ.ports[name]
 	if !found {
 		return nil, nil, false, nil
@@ -249,7 +250,7 @@ func (d *Daemon) adoptPort(name string) (pk, ctl *pktio.Port, ok bool, err error
 		return nil, nil, true, fmt.Errorf("%s: the running netfwd reads it with %d queues, this one has %d workers: a hot restart keeps the rings (start with --workers %d)",
 			name, hp.Config.Queues, d.opts.Workers, hp.Config.Queues)
 	}
-	adopt := func(st pktio.PortState) (*pktio.Port, error) {
+	adopt := func(st afpacket.PortState) (*afpacket.Port, error) {
 		fds := make([]int, 0, len(st.FDs))
 		for _, fd := range st.FDs {
 			n, err := d.succ.cl.TakeFD(fd)
@@ -261,7 +262,7 @@ func (d *Daemon) adoptPort(name string) (pk, ctl *pktio.Port, ok bool, err error
 			}
 			fds = append(fds, n)
 		}
-		return pktio.Adopt(st, fds)
+		return afpacket.Adopt(st, fds)
 	}
 	if pk, err = adopt(hp.PortState); err != nil {
 		return nil, nil, true, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/internal/vethlab"
 )
@@ -112,8 +113,8 @@ func TestAFXDPMultiQueue(t *testing.T) {
 	for _, w := range d.workers {
 		var rx uint64
 		for _, b := range w.rx {
-			if b.p.name == "r1" && b.xs != nil {
-				rx = b.xs.Stats().Rx.Packets
+			if xs, ok := b.tx.(*afxdp.Socket); ok && b.p.name == "r1" {
+				rx = xs.Stats().Rx.Packets
 			}
 		}
 		t.Logf("worker %d: %d frames from r1", w.idx, rx)

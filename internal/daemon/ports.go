@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/l2"
 )
 
@@ -38,9 +40,9 @@ import (
 type port struct {
 	name    string
 	capture atomic.Pointer[captureSession] // a running `capture` (capture.go), or nil
-	pk      *pktio.Port                    // AF_PACKET, or nil (portio.go)
-	ctl     *pktio.Port                    // AF_PACKET with a host path: the control ring (controlworker.go), or nil
-	xp      *pktio.XDPPort                 // AF_XDP, or nil
+	pk      *afpacket.Port                 // AF_PACKET, or nil (portio.go)
+	ctl     *afpacket.Port                 // AF_PACKET with a host path: the control ring (controlworker.go), or nil
+	xp      *afxdp.Port                    // AF_XDP, or nil
 	ioWhy   string                         // why --io auto took AF_PACKET ("" when it did not)
 	l2      *l2.Port
 	ifindex int // the kernel's index at open; a re-created interface gets a new one
@@ -112,8 +114,8 @@ func (d *Daemon) openPort(name string) (*port, error) {
 			return fmt.Errorf("Cannot find device %q", name) // iproute2's words
 		}
 		var lock *portLock
-		var pk, ctl *pktio.Port
-		var xp *pktio.XDPPort
+		var pk, ctl *afpacket.Port
+		var xp *afxdp.Port
 		var why string
 		adopted := false
 		if d.succ != nil { // hot restart: the running daemon's port, if it has it
@@ -143,7 +145,7 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if pk != nil && d.opts.HostPath {
 			// The box's stack has the router's addresses (on the twins): it
 			// must not also answer on the port itself.
-			if p.guard, err = pktio.DropKernelInput(ifi.Index); err != nil {
+			if p.guard, err = afpacket.DropKernelInput(ifi.Index); err != nil {
 				p.close()
 				return fmt.Errorf("%s: %w", name, err)
 			}

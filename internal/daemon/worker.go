@@ -11,18 +11,20 @@ package daemon
 // batch from each of its queues without waiting (TryRecv): GSO segment
 // sizes from the metadata -> l3.Worker.ReceiveGSO -> FlushOrigins, whose
 // callback sends each egress port's frames through the worker's own
-// pktio.Tx for that port, with the offload state of the input frame each
-// output was made of. The frames stay in the receive ring until the next
-// TryRecv on that queue, after the flush. A sweep that found nothing parks
-// the worker on all its queues at once (pktio.Waiter: one epoll set in the
-// Go netpoller).
+// transmit handle (pktio.Sender) for that port, with the offload state of
+// the input frame each output was made of. The frames stay in the receive
+// ring until the next TryRecv on that queue, after the flush. A sweep that
+// found nothing parks the worker on all its queues at once (a pktio.Waiter:
+// the pktio.Poller, one epoll set in the Go netpoller).
 //
-// With AF_XDP ports (portio.go) the worker also owns a pktio.XDPWorker: one
-// UMEM shared by its XDP sockets, one per (port, its queue), each both its
+// The worker names no backend: portio.go opens its queues and handles and
+// hands them over as pktio.Receiver, Sender and Waitable. With AF_XDP ports
+// the worker also owns an AF_XDP worker (portio.go, xdpWorker): one UMEM
+// shared by its XDP sockets, one per (port, its queue), each both its
 // receive queue and its transmit handle on that port, so a frame received
 // on one port and rewritten in place leaves on another by descriptor. Such
-// a worker waits with the XDPWorker (spin, then poll over its sockets and
-// its AF_PACKET queues) instead of the netpoller.
+// a worker waits with the AF_XDP worker (spin, then poll over its sockets
+// and its AF_PACKET queues; also a pktio.Waiter) instead of the Poller.
 //
 // Locking: none on the datapath. Each worker owns its queues' receive side,
 // its l3.Worker and its transmit handles; the port table is an atomic
@@ -46,9 +48,9 @@ type rxBinding struct {
 	p    *port
 	qi   int // the queue's number on the port
 	q    pktio.Receiver
-	pq   *pktio.Queue     // AF_PACKET: q, for waiting
-	xs   *pktio.XDPSocket // AF_XDP: q, also the port's transmit handle
-	dead bool             // the queue returned ErrClosed: skipped until the table drops the port
+	w    pktio.Waitable // q, for waiting; nil: the worker's AF_XDP worker waits for it already
+	tx   pktio.Sender   // AF_XDP: q, also the port's transmit handle; else nil
+	dead bool           // the queue returned ErrClosed: skipped until the table drops the port
 }
 
 // ioWorker is one datapath goroutine.
@@ -56,9 +58,9 @@ type ioWorker struct {
 	d      *Daemon
 	idx    int
 	w      *l3.Worker
-	waiter *pktio.Waiter
-	xw     *pktio.XDPWorker                // the UMEM of the worker's XDP sockets; nil until the first AF_XDP port
-	xwPub  atomic.Pointer[pktio.XDPWorker] // xw, for wake from other goroutines
+	poller *pktio.Poller // the waiter until the worker has an AF_XDP port
+	waiter pktio.Waiter  // poller, or the AF_XDP worker (xdp.w)
+	xdp    xdpWorker     // the worker's AF_XDP backend, if any (portio.go)
 
 	gen    uint64 // port table generation bound
 	seen   atomic.Uint64
@@ -81,11 +83,11 @@ type ioWorker struct {
 }
 
 func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
-	wt, err := pktio.NewWaiter()
+	wt, err := pktio.NewPoller()
 	if err != nil {
 		return nil, err
 	}
-	iw := &ioWorker{d: d, idx: idx, w: d.e.NewWorker(), waiter: wt, done: make(chan struct{}),
+	iw := &ioWorker{d: d, idx: idx, w: d.e.NewWorker(), poller: wt, waiter: wt, done: make(chan struct{}),
 		txs:    txSet{mode: txData},
 		frames: make([][]byte, batchSize), meta: make([]pktio.Meta, batchSize), gso: make([]uint16, batchSize)}
 	iw.sendFn = iw.send
@@ -94,10 +96,8 @@ func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
 
 // wake makes a parked worker look at the port table and the stop flag.
 func (iw *ioWorker) wake() {
-	iw.waiter.Wake()
-	if xw := iw.xwPub.Load(); xw != nil {
-		xw.Wake()
-	}
+	iw.poller.Wake()
+	iw.xdp.wake()
 }
 
 // caughtUp reports whether the worker runs with generation gen or later,
@@ -165,48 +165,36 @@ func (iw *ioWorker) run() {
 }
 
 // wait parks the worker until one of its queues has frames or it is woken.
-func (iw *ioWorker) wait() error {
-	if iw.xw != nil {
-		return iw.xw.Wait()
-	}
-	return iw.waiter.Wait()
-}
+func (iw *ioWorker) wait() error { return iw.waiter.Wait() }
 
 func (iw *ioWorker) watch(b *rxBinding) error {
-	switch {
-	case b.pq == nil:
-		return nil // an XDP socket: the XDPWorker waits for it already
-	case iw.xw != nil:
-		iw.xw.Watch(b.pq)
-		return nil
-	default:
-		return iw.waiter.Add(b.pq)
+	if b.w == nil {
+		return nil // an XDP socket: the AF_XDP worker waits for it already
 	}
+	return iw.waiter.Add(b.w)
 }
 
 func (iw *ioWorker) unwatch(b *rxBinding) {
-	if b.pq == nil {
+	if b.w == nil {
 		return
 	}
-	if iw.xw != nil {
-		iw.xw.Unwatch(b.pq)
-	}
-	iw.waiter.Remove(b.pq)
+	iw.waiter.Remove(b.w)
+	iw.poller.Remove(b.w) // a no-op unless the AF_XDP worker took over from it
 }
 
 // bind follows the port table: queues and handles of new ports, none of
 // ports that left (or were re-opened).
 func (iw *ioWorker) bind(t *portTable) {
 	keep := iw.rx[:0]
-	var gone []*pktio.XDPSocket
+	var gone []pktio.Sender
 	for _, b := range iw.rx {
 		if t.get(b.p.l2.ID) == b.p {
 			keep = append(keep, b)
 			continue
 		}
 		iw.unwatch(&b)
-		if b.xs != nil {
-			gone = append(gone, b.xs)
+		if b.tx != nil {
+			gone = append(gone, b.tx)
 		}
 	}
 	iw.rx = keep
@@ -222,21 +210,12 @@ func (iw *ioWorker) bind(t *portTable) {
 			if iw.hasQueue(p, q) {
 				continue
 			}
-			b := rxBinding{p: p, qi: q}
-			if p.xp != nil {
-				if err := iw.ensureXDP(); err != nil {
-					iw.d.log.Error("AF_XDP worker", "worker", iw.idx, "err", err)
-					break
-				}
-				xs, err := iw.xw.Bind(p.xp, q)
-				if err != nil {
-					iw.d.log.Error("XDP socket", "dev", p.name, "queue", q, "err", err)
-					continue
-				}
-				b.q, b.xs = xs, xs
-			} else {
-				b.pq = p.pk.Queue(q)
-				b.q = b.pq
+			b, err := iw.openQueue(p, q)
+			if errors.Is(err, errNoXDPWorker) {
+				break
+			}
+			if err != nil {
+				continue
 			}
 			if err := iw.watch(&b); err != nil {
 				iw.d.log.Error("receive queue", "dev", p.name, "queue", q, "err", err)
@@ -247,54 +226,18 @@ func (iw *ioWorker) bind(t *portTable) {
 	}
 	iw.txs.follow(iw.d, t, iw.sockets)
 	for _, xs := range gone { // after the transmit handles let go of them
-		iw.xw.CloseSocket(xs)
+		iw.xdp.closeSocket(xs)
 	}
 	iw.gen = t.gen
 	iw.seen.Store(t.gen)
-}
-
-// ensureXDP creates the worker's UMEM at its first AF_XDP port; the
-// AF_PACKET queues it waited for in the netpoller move to the XDPWorker.
-func (iw *ioWorker) ensureXDP() error {
-	if iw.xw != nil {
-		return nil
-	}
-	cfg := iw.d.opts.XDPWorker
-	ports := iw.d.ports.Load().list
-	if cfg.Sockets == 0 {
-		cfg.Sockets = len(ports) // fill rings shared fairly from the first Bind
-	}
-	// The UMEM: xdpPortUMEM for each AF_XDP port, in the share of its
-	// queues this worker serves. Ports added later share it.
-	umem := 0
-	for _, p := range ports {
-		if p.xp != nil && p.queues() > 0 {
-			mine := (p.queues() - iw.idx + iw.d.opts.Workers - 1) / iw.d.opts.Workers
-			umem += xdpPortUMEM * max(mine, 0) / p.queues()
-		}
-	}
-	cfg = cfg.WithUMEMBytes(umem)
-	xw, err := pktio.NewXDPWorker(cfg)
-	if err != nil {
-		return err
-	}
-	iw.xw = xw
-	iw.xwPub.Store(xw)
-	for i := range iw.rx {
-		if b := &iw.rx[i]; b.pq != nil {
-			iw.waiter.Remove(b.pq)
-			xw.Watch(b.pq)
-		}
-	}
-	return nil
 }
 
 // sockets returns the worker's XDP socket on a port (nil: none): its
 // transmit handle there.
 func (iw *ioWorker) sockets(p *port) pktio.Sender {
 	for _, b := range iw.rx {
-		if b.p == p && b.xs != nil {
-			return b.xs
+		if b.p == p && b.tx != nil {
+			return b.tx
 		}
 	}
 	return nil
@@ -344,10 +287,8 @@ func (iw *ioWorker) send(p *l2.Port, frames [][]byte, origins []int32) {
 // and its waiter; the AF_PACKET queues belong to their ports.
 func (iw *ioWorker) release() {
 	iw.txs.closeAll()
-	if iw.xw != nil {
-		iw.xw.Close()
-	}
-	iw.waiter.Close()
+	iw.xdp.close()
+	iw.poller.Close()
 }
 
 // txMode says which kind of transmit handle a txSet opens.
@@ -363,12 +304,12 @@ const (
 )
 
 // txSet is one goroutine's transmit handles, one per port, by l2.PortID:
-// the goroutine's XDP socket on the port, or a pktio.Tx of its own.
+// the goroutine's XDP socket on the port, or a handle of its own.
 type txSet struct {
 	mode  txMode
 	txs   []pktio.Sender
-	own   []*pktio.Tx // the handles the set opened (closed by it); nil for XDP sockets
-	ports []*port     // the port each handle is for
+	own   []txHandle // the handles the set opened (closed by it); nil for XDP sockets
+	ports []*port    // the port each handle is for
 	offl  []pktio.Offload
 }
 
@@ -377,7 +318,7 @@ type txSet struct {
 // socket gives the goroutine's XDP socket on a port, if it has one (nil:
 // housekeeping).
 func (s *txSet) follow(d *Daemon, t *portTable, socket func(*port) pktio.Sender) {
-	var stale []*pktio.Tx
+	var stale []txHandle
 	for id, p := range s.ports {
 		if p != nil && t.get(l2.PortID(id)) != p {
 			stale = append(stale, s.own[id])
@@ -403,7 +344,7 @@ func (s *txSet) follow(d *Daemon, t *portTable, socket func(*port) pktio.Sender)
 		}
 		open = append(open, p)
 	}
-	opened := make([]*pktio.Tx, len(open))
+	opened := make([]txHandle, len(open))
 	errs := make([]error, len(open))
 	parallel(len(open), func(i int) { opened[i], errs[i] = open[i].newTx(s.mode == txLight) })
 	for i, p := range open {
@@ -457,7 +398,7 @@ func (s *txSet) closeAll() {
 	clear(s.ports)
 }
 
-func closeTxs(txs []*pktio.Tx) {
+func closeTxs(txs []txHandle) {
 	parallel(len(txs), func(i int) {
 		if txs[i] != nil {
 			txs[i].Close()

@@ -6,7 +6,7 @@
 // root-only unix socket beside the control socket, Path):
 //
 //	new -> old  prepare   old: what it holds: per port the receive sockets
-//	                      and ring layout (pktio.PortState), the port lock,
+//	                      and ring layout (afpacket.PortState), the port lock,
 //	                      the listeners (metrics, pprof, FPM), its pid
 //	new: takes each descriptor out of the old process (pidfd_getfd, the
 //	     same open socket, not a copy of its state), maps the rings, builds
@@ -30,7 +30,7 @@ package handover
 import (
 	"net/netip"
 
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 )
 
 // Path is the handover socket of the daemon whose control socket is ctl.
@@ -38,9 +38,9 @@ func Path(ctl string) string { return ctl + ".handover" }
 
 // Port is one port as the running process holds it.
 type Port struct {
-	pktio.PortState
+	afpacket.PortState
 	// Control is the host path's control ring of the port (nil: none).
-	Control *pktio.PortState `json:",omitempty"`
+	Control *afpacket.PortState `json:",omitempty"`
 	// LockFD is the port lock's listening socket (portlock.go).
 	LockFD int
 	// IO is the port's backend: only "afpacket" ports are handed over.
@@ -65,8 +65,8 @@ type Prepared struct {
 // Paused answers pause: where each ring's reader stopped, and the
 // neighbours the old process learned.
 type Paused struct {
-	Positions        map[string][]pktio.QueuePosition
-	ControlPositions map[string][]pktio.QueuePosition `json:",omitempty"`
+	Positions        map[string][]afpacket.QueuePosition
+	ControlPositions map[string][]afpacket.QueuePosition `json:",omitempty"`
 	Neighbours       []Neighbour
 	Error            string `json:",omitempty"`
 }

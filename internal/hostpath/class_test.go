@@ -8,9 +8,10 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
-	"github.com/netfwd/netfwd/internal/pktio"
-	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
+
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -165,7 +166,7 @@ func TestClassifyAgreesWithControlFilter(t *testing.T) {
 		}
 		return v
 	}
-	ctl, data := vm(pktio.ControlFilter()), vm(pktio.DataFilter())
+	ctl, data := vm(afpacket.ControlFilter()), vm(afpacket.DataFilter())
 	run := func(v *bpf.VM, f []byte) int {
 		n, err := v.Run(f)
 		if err != nil {

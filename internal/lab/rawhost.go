@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 )
 
 // RawAddr is one address of a RawHost, in one VLAN (0: untagged).
@@ -48,12 +49,12 @@ type RawHostConfig struct {
 // RawHost is an emulated host; see the file comment.
 type RawHost struct {
 	cfg  RawHostConfig
-	port *pktio.Port
+	port *afpacket.Port
 	done chan struct{}
 
 	mu     sync.Mutex
-	tx     *pktio.Tx // guarded by mu
-	frames []Frame   // guarded by mu
+	tx     *afpacket.Tx // guarded by mu
+	frames []Frame      // guarded by mu
 	cond   *sync.Cond
 
 	ARPReplies, EchoReplies, Received atomic.Uint64
@@ -67,7 +68,7 @@ func StartRawHost(ns, iface string, cfg RawHostConfig) (*RawHost, error) {
 	h.cond = sync.NewCond(&h.mu)
 	err := pktio.InNetns(ns, func() error {
 		var err error
-		h.port, err = pktio.Open(iface, pktio.Config{BlockSize: 1 << 16, Blocks: 8, NoOffload: true})
+		h.port, err = afpacket.Open(iface, afpacket.Config{BlockSize: 1 << 16, Blocks: 8, NoOffload: true})
 		if err != nil {
 			return err
 		}

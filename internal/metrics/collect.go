@@ -10,7 +10,7 @@ import (
 	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/hostpath"
 	"github.com/netfwd/netfwd/internal/kmirror"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -219,7 +219,7 @@ func (m emitter) routeSource(src string, connected bool, messages, batches, swee
 }
 
 // xdpWaits: the AF_XDP workers' waits, once any happened.
-func (m emitter) xdpWaits(w pktio.XDPWaitStats) {
+func (m emitter) xdpWaits(w afxdp.WaitStats) {
 	if w.Waits != 0 {
 		m.counter("xdp_waits", w.Waits-w.Blocked, "spin")
 		m.counter("xdp_waits", w.Blocked, "poll")

@@ -52,6 +52,7 @@ import (
 	"github.com/netfwd/netfwd/internal/hostpath"
 	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/l3"
 )
 
@@ -62,7 +63,7 @@ type PortIO struct {
 	// IO says how the port is opened ("afpacket", "afxdp native", ...);
 	// XDP holds the AF_XDP-only counters (nil for AF_PACKET).
 	IO  string
-	XDP *pktio.XDPStats
+	XDP *afxdp.XDPStats
 	// Control holds the control ring's counters (nil without one).
 	Control *pktio.Stats
 }
@@ -79,7 +80,7 @@ type Source struct {
 	FPM    *fpm.Stats
 	Mirror *kmirror.Stats
 	// XDPWaits returns the AF_XDP workers' wait counters, summed (may be nil).
-	XDPWaits func() pktio.XDPWaitStats
+	XDPWaits func() afxdp.WaitStats
 }
 
 // fdbBreakdownMax bounds the FDBs whose entries are counted by type at

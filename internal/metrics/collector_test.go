@@ -18,7 +18,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/kmirror"
-	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 	"github.com/netfwd/netfwd/wire"
@@ -112,12 +112,12 @@ link set eth2 master br0
 // documented (sent = kicks - again; spin = waits - blocked).
 func TestCollectorXDPCounters(t *testing.T) {
 	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
-	x := pktio.XDPStats{FillRingEmpty: 3, TxByDescriptor: 90, TxCopied: 10, TxKicks: 12, TxKickAgain: 2, TxKickGaveUp: 1}
+	x := afxdp.XDPStats{FillRingEmpty: 3, TxByDescriptor: 90, TxCopied: 10, TxKicks: 12, TxKickAgain: 2, TxKickGaveUp: 1}
 	src := Source{Engine: e,
 		Ports: func() []PortIO {
 			return []PortIO{{Name: "p1", IO: "afxdp native", Stats: x.Stats, XDP: &x}}
 		},
-		XDPWaits: func() pktio.XDPWaitStats { return pktio.XDPWaitStats{Waits: 50, Blocked: 7} },
+		XDPWaits: func() afxdp.WaitStats { return afxdp.WaitStats{Waits: 50, Blocked: 7} },
 	}
 	m := scrape(t, src)
 	for k, want := range map[string]float64{

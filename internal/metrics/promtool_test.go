@@ -18,6 +18,7 @@ import (
 	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/kmirror"
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
@@ -28,7 +29,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Skip("promtool (Debian package prometheus) not installed")
 	}
 	e := l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock()})
-	x := pktio.XDPStats{FillRingEmpty: 1, TxKicks: 2}
+	x := afxdp.XDPStats{FillRingEmpty: 1, TxKicks: 2}
 	ctl := pktio.Stats{}
 	var f fpm.Stats
 	var k kmirror.Stats
@@ -38,7 +39,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		Ports: func() []PortIO {
 			return []PortIO{{Name: "p1", IO: "afxdp native", Stats: x.Stats, XDP: &x}, {Name: "p2", IO: "afpacket", Control: &ctl}}
 		},
-		XDPWaits: func() pktio.XDPWaitStats { return pktio.XDPWaitStats{Waits: 5, Blocked: 1} },
+		XDPWaits: func() afxdp.WaitStats { return afxdp.WaitStats{Waits: 5, Blocked: 1} },
 	}
 	srv := httptest.NewServer(Handler(NewCollector(src)))
 	defer srv.Close()

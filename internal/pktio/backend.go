@@ -1,13 +1,28 @@
 package pktio
 
 // backend: what the two packet I/O backends have in common, so that a
-// worker loop can hold AF_PACKET queues and AF_XDP sockets side by side.
+// worker loop can hold AF_PACKET queues and AF_XDP sockets side by side
+// without naming either.
 //
-//	            receive              transmit
-//	AF_PACKET   *Queue (per port)    *Tx (per owner and port)
-//	AF_XDP      *XDPSocket (per worker, port and queue: both directions)
+//	                     receive                 transmit
+//	afpacket (AF_PACKET) *Queue (per port)       *Tx (per owner and port)
+//	afxdp (AF_XDP)       *Socket (per worker, port and queue: both directions)
+//
+// Waiting: an owner of AF_PACKET queues parks in a Poller (epoll in the Go
+// netpoller); an owner of AF_XDP sockets in its afxdp.Worker, which also
+// waits for AF_PACKET queues given to it (Add). Both are Waiters, and an
+// AF_PACKET queue is Waitable for either.
 //
 // Locking: none; interfaces only.
+
+import "net"
+
+// ErrClosed is returned by receives and sends after the port shut down,
+// and by Wait after the waiter closed.
+var ErrClosed = net.ErrClosed
+
+// MaxQueues bounds the receive queues of a port, in either backend.
+const MaxQueues = 64
 
 // Receiver is a receive queue with one owner goroutine: Recv waits, TryRecv
 // does not; frames stay valid until the next Recv, TryRecv or Release on
@@ -24,9 +39,23 @@ type Sender interface {
 	Send(frames [][]byte, offl []Offload) (int, error)
 }
 
-var (
-	_ Receiver = (*Queue)(nil)
-	_ Receiver = (*XDPSocket)(nil)
-	_ Sender   = (*Tx)(nil)
-	_ Sender   = (*XDPSocket)(nil)
-)
+// Waitable is a receive queue a Waiter can wait for.
+type Waitable interface {
+	// Ready reports, without a system call, whether a receive would return
+	// frames (or ErrClosed) now.
+	Ready() bool
+	// PollFd is the fd whose readability signals new frames (-1: none).
+	PollFd() int
+}
+
+// Waiter parks its owner goroutine until one of its queues has frames or
+// Wake is called. Add, Remove and Wait belong to the owner; Wake to any
+// goroutine.
+type Waiter interface {
+	Add(q Waitable) error
+	Remove(q Waitable)
+	Wait() error
+	Wake()
+}
+
+var _ Waiter = (*Poller)(nil)

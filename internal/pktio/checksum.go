@@ -12,19 +12,12 @@ import (
 	"github.com/netfwd/netfwd/wire"
 )
 
-// Short names for the wire constants the rings and the XDP code use.
-const (
-	ethHdrLen     = wire.EthernetHeaderLen
-	vlanTagLen    = wire.VLANTagLen
-	etherTypeVLAN = wire.EtherTypeVLAN
-)
-
-// maxVLANTags bounds the tags l3Offset walks.
+// maxVLANTags bounds the tags L3Offset walks.
 const maxVLANTags = 4
 
-// l3Offset returns the offset of the L3 header behind the Ethernet header
+// L3Offset returns the offset of the L3 header behind the Ethernet header
 // and up to maxVLANTags 802.1Q/802.1ad tags, and the L3 ethertype.
-func l3Offset(frame []byte) (int, bool) {
+func L3Offset(frame []byte) (int, bool) {
 	off, _, ok := l3OffsetType(frame)
 	return off, ok
 }
@@ -44,19 +37,19 @@ func l3OffsetType(frame []byte) (off int, etherType uint16, ok bool) {
 	return 0, 0, false
 }
 
-// completePartial finishes a CHECKSUM_PARTIAL checksum whose field is at
+// CompletePartial finishes a CHECKSUM_PARTIAL checksum whose field is at
 // start+offset (wire.CompletePartialChecksum), for a start past the
 // Ethernet header. It returns false when the offsets do not fit the frame.
-func completePartial(frame []byte, start, offset int) bool {
+func CompletePartial(frame []byte, start, offset int) bool {
 	return start >= wire.EthernetHeaderLen && wire.CompletePartialChecksum(frame, start, offset)
 }
 
-// completeIPv4L4 computes the TCP or UDP checksum of an IPv4 frame from
+// CompleteIPv4L4 computes the TCP or UDP checksum of an IPv4 frame from
 // scratch (pseudo-header plus segment, ignoring what the field holds). It is
 // the fallback for CSUMNOTREADY frames without a virtio-net header, which
 // say nothing about where the checksum is. It returns false for frames it
 // cannot handle (not IPv4 TCP/UDP, fragments, lengths that do not fit).
-func completeIPv4L4(frame []byte) bool {
+func CompleteIPv4L4(frame []byte) bool {
 	l3, et, ok := l3OffsetType(frame)
 	if !ok || et != wire.EtherTypeIPv4 || l3+wire.IPv4MinHeaderLen > len(frame) {
 		return false

@@ -1,47 +1,40 @@
-// Package pktio is the daemon's packet I/O on Linux interfaces, with two
-// backends behind one batch API (Receiver, Sender):
+// Package pktio is what the daemon's packet I/O backends have in common:
+// the batch API a worker loop uses without naming a backend (Receiver,
+// Sender, Waitable, Waiter), the per-frame metadata (Meta, Flags, Offload),
+// the counters (Stats), the Poller that parks an owner of AF_PACKET queues
+// in the Go netpoller, the partial-checksum completion both backends apply,
+// and running code in a network namespace (InNetns). The backends live in
+// packages of their own, as gVisor keeps pkg/xdp apart from link/fdbased:
 //
-//   - AF_PACKET: sockets with TPACKET_V3 mmap receive rings, batched
-//     transmit, PACKET_FANOUT across worker goroutines, and the fix-ups the
-//     kernel's offloads require before a frame can be forwarded (VLAN tags
-//     moved into metadata, partial checksums, GSO super-frames).
-//   - AF_XDP: an XDP program (built at run time, attached through a
+//   - afpacket (AF_PACKET): sockets with TPACKET_V3/V2 mmap receive rings,
+//     batched transmit, PACKET_FANOUT across worker goroutines, the fix-ups
+//     the kernel's offloads require before a frame can be forwarded (VLAN
+//     tags moved into metadata, partial checksums, GSO super-frames), the
+//     control-plane ring's filters and the hand-over of rings to a new
+//     process (hot restart).
+//   - afxdp (AF_XDP): an XDP program (built at run time, attached through a
 //     bpf_link) steers each queue into an XDP socket; the sockets of one
 //     worker share a UMEM, so a frame received on one port leaves another by
-//     descriptor, without a copy.
+//     descriptor, without a copy. Goroutines without a socket on an AF_XDP
+//     port send through afpacket transmit handles (afxdp imports afpacket;
+//     neither imports the other otherwise).
 //
-// AF_PACKET flow:
+// A worker loop (internal/daemon/worker.go):
 //
-//	Open(name, cfg) -> *Port: one fanout group, cfg.Queues sockets, each with
-//	  its own RX ring (Queue). Worker i owns Queue(i):
-//	    q.Recv(frames, meta)  frames point into the ring (zero copy), fixed up:
-//	                          VLAN tag restored into the bytes, partial
-//	                          checksums completed, own frames skipped
-//	    ... engine reads/modifies frames in place ...
-//	    tx.Send(frames, offl) on the egress port's Tx handle: TX ring copy +
-//	                          one send(2) (default) or one sendmmsg(2)
-//	    q.Recv(...)           returns the previous batch's ring blocks
+//	n, err := q.TryRecv(frames, meta)   // q: a Receiver (afpacket.Queue, afxdp.Socket)
+//	... engine reads/modifies frames[i][q.Headroom():] in place ...
+//	tx.Send(out, offl)                  // tx: a Sender (afpacket.Tx, afxdp.Socket)
+//	q.Release()                         // the frames go back to the ring
+//	w.Wait()                            // w: a Waiter (Poller, afxdp.Worker) over Waitables
 //
-// Ownership: frames returned by Recv are valid until the next Recv or
-// Release on the same Queue (or Close). Copy a frame to keep it longer.
-// Frames may be modified in place; cfg.Headroom bytes in front of each frame
-// are writable too (frames[i][:Headroom]), so a VLAN tag can be pushed
-// without a copy.
+// Ownership: frames returned by Recv/TryRecv are valid until the next Recv,
+// TryRecv or Release on the same Receiver (or Close). Copy a frame to keep
+// it longer. Frames may be modified in place; the headroom in front of each
+// frame is writable too, so a VLAN tag can be pushed without a copy.
 //
-// AF_XDP flow:
-//
-//	OpenXDP(name, cfg) -> *XDPPort: program + socket map on the interface
-//	NewXDPWorker(cfg)  -> *XDPWorker: one UMEM per worker goroutine
-//	w.Bind(port, q)    -> *XDPSocket: queue q of port, receive and transmit
-//	w.Wait(); s.TryRecv(frames, meta); ...; s2.Send(frames, nil)
-//
-// Concurrency: a Queue and a Tx each have exactly one owner goroutine and no
-// locks, as have an XDPWorker and its sockets. Counters are atomics readable from any goroutine (Stats).
-// Stopping is two-phase: Port.Shutdown (any goroutine, any time) closes the
-// sockets, so owners blocked in Recv or Send return ErrClosed and owners in
-// the middle of a batch get ErrClosed on their next call; Port.Close, called
-// after the owners have returned, also unmaps the rings (frames become
-// invalid memory then, which is why Shutdown alone never unmaps).
+// Concurrency: a Receiver and a Sender each have exactly one owner
+// goroutine and no locks; counters are atomics readable from any goroutine
+// (Stats). Each backend's package says how its ports stop.
 //
 // Design notes and measurements: docs/pktio.md.
 package pktio

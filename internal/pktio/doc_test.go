@@ -12,11 +12,15 @@ import (
 // TestOnlyDocGoWritesThePackageDoc: go doc joins every comment written
 // directly above a package clause into the package documentation, so the
 // overview comment of each file must come after its package clause; only
-// doc.go speaks for the package.
+// doc.go speaks for the package (here and in the backends' packages).
 func TestOnlyDocGoWritesThePackageDoc(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range []string{".", "afpacket", "afxdp"} {
+		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(m) == 0 {
+			t.Fatalf("%s: %v %v", dir, m, err)
+		}
+		files = append(files, m...)
 	}
 	fset := token.NewFileSet()
 	for _, name := range files {
@@ -31,8 +35,9 @@ func TestOnlyDocGoWritesThePackageDoc(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if hasDoc := f.Doc != nil; hasDoc != (name == "doc.go") {
-			t.Errorf("%s: package doc comment present = %v, want %v", name, hasDoc, name == "doc.go")
+		want := filepath.Base(name) == "doc.go"
+		if hasDoc := f.Doc != nil; hasDoc != want {
+			t.Errorf("%s: package doc comment present = %v, want %v", name, hasDoc, want)
 		}
 	}
 }

@@ -73,3 +73,19 @@ type Meta struct {
 	// Offload carries GSO and partial-checksum state to Tx.Send.
 	Offload Offload
 }
+
+// VirtioNetHdr is the virtio-net header announcing o for a frame whose
+// network header is at l3; the zero header for the zero Offload. With a
+// partial checksum, hdr_len covers the headers up to the checksum field (a
+// hint for the linear part; the kernel raises it to that anyway).
+func (o Offload) VirtioNetHdr(l3 int) wire.VirtioNetHdr {
+	h := wire.VirtioNetHdr{GSOType: o.GSOType, GSOSize: o.GSOSize}
+	if o.NeedsCsum {
+		start := uint16(l3) + o.L4Off
+		h.Flags = wire.VirtioNetFlagNeedsCsum
+		h.CsumStart = start
+		h.CsumOffset = o.CsumOffset
+		h.HdrLen = start + o.CsumOffset + 2
+	}
+	return h
+}

@@ -31,21 +31,21 @@ func InNetns(name string, fn func() error) error {
 		return fmt.Errorf("pktio: netns %q: %w", name, err)
 	}
 	defer target.Close()
-	return inNetnsFile(target, name, fn)
+	return InNetnsFile(target, name, fn)
 }
 
-// currentNetns opens the network namespace of the calling thread (the one
+// CurrentNetns opens the network namespace of the calling thread (the one
 // sockets created now would belong to).
-func currentNetns() (*os.File, error) {
+func CurrentNetns() (*os.File, error) {
 	return os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 }
 
-// inNetnsFile runs fn on a thread switched into the namespace target.
-func inNetnsFile(target *os.File, name string, fn func() error) error {
+// InNetnsFile runs fn on a thread switched into the namespace target.
+func InNetnsFile(target *os.File, name string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		orig, err := currentNetns()
+		orig, err := CurrentNetns()
 		if err != nil {
 			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("pktio: current netns: %w", err)

@@ -1,7 +1,8 @@
 package pktio
 
-// waiter: one owner goroutine waits for any of several receive queues (of
-// different ports) at once, parked in the Go netpoller.
+// waiter: the Poller, the Waiter of AF_PACKET queues: one owner goroutine
+// waits for any of several receive queues (of different ports) at once,
+// parked in the Go netpoller.
 //
 // Flow: the queues' socket fds and an eventfd (for Wake) are members of one
 // epoll instance; that epoll fd is itself registered in the Go netpoller
@@ -23,17 +24,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Waitable is a receive queue a Waiter can wait for.
-type Waitable interface {
-	// Ready reports, without a system call, whether a receive would return
-	// frames (or ErrClosed) now.
-	Ready() bool
-	// pollFd is the fd whose readability signals new frames (-1: none).
-	pollFd() int
-}
-
-// Waiter waits for any of its queues to have frames.
-type Waiter struct {
+// Poller waits for any of its queues to have frames.
+type Poller struct {
 	epfd   int
 	evfd   int
 	file   *os.File
@@ -45,8 +37,8 @@ type Waiter struct {
 	closeOnce sync.Once
 }
 
-// NewWaiter returns an empty Waiter.
-func NewWaiter() (*Waiter, error) {
+// NewPoller returns an empty Poller.
+func NewPoller() (*Poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -66,7 +58,7 @@ func NewWaiter() (*Waiter, error) {
 		unix.Close(evfd)
 		return nil, err
 	}
-	w := &Waiter{epfd: epfd, evfd: evfd}
+	w := &Poller{epfd: epfd, evfd: evfd}
 	w.file = os.NewFile(uintptr(epfd), "pktio-waiter")
 	rc, err := w.file.SyscallConn()
 	if err != nil {
@@ -80,8 +72,8 @@ func NewWaiter() (*Waiter, error) {
 }
 
 // Add makes Wait return when q has frames.
-func (w *Waiter) Add(q Waitable) error {
-	if fd := q.pollFd(); fd >= 0 {
+func (w *Poller) Add(q Waitable) error {
+	if fd := q.PollFd(); fd >= 0 {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			return os.NewSyscallError("epoll_ctl", err)
@@ -92,11 +84,11 @@ func (w *Waiter) Add(q Waitable) error {
 }
 
 // Remove forgets q (a closed socket has left the epoll set by itself).
-func (w *Waiter) Remove(q Waitable) {
+func (w *Poller) Remove(q Waitable) {
 	for i, it := range w.items {
 		if it == q {
 			w.items = append(w.items[:i], w.items[i+1:]...)
-			if fd := q.pollFd(); fd >= 0 {
+			if fd := q.PollFd(); fd >= 0 {
 				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 			}
 			return
@@ -106,7 +98,7 @@ func (w *Waiter) Remove(q Waitable) {
 
 // Wait returns when one of the queues is ready or Wake was called. It
 // returns ErrClosed after Close.
-func (w *Waiter) Wait() error {
+func (w *Poller) Wait() error {
 	if w.check(0) {
 		return nil
 	}
@@ -120,7 +112,7 @@ func (w *Waiter) Wait() error {
 // check is the netpoller callback: true when Wait may return. Before
 // reporting "not ready" it drains the epoll instance's ready list, so the
 // next kernel wake-up is a new edge for the netpoller.
-func (w *Waiter) check(uintptr) bool {
+func (w *Poller) check(uintptr) bool {
 	for _, q := range w.items {
 		if q.Ready() {
 			return true
@@ -148,27 +140,17 @@ func (w *Waiter) check(uintptr) bool {
 }
 
 // Wake makes a current or the next Wait return. Any goroutine.
-func (w *Waiter) Wake() {
+func (w *Poller) Wake() {
 	var b [8]byte
 	b[0] = 1
 	unix.Write(w.evfd, b[:])
 }
 
 // Close releases the waiter; a blocked Wait returns ErrClosed.
-func (w *Waiter) Close() error {
+func (w *Poller) Close() error {
 	var err error
 	w.closeOnce.Do(func() {
 		err = errors.Join(w.file.Close(), unix.Close(w.evfd))
 	})
 	return err
-}
-
-// Ready reports whether Recv would return without waiting: a ring block is
-// ready, or the queue is closed.
-func (q *Queue) Ready() bool { return q.closed.Load() || q.blockReady() }
-
-func (q *Queue) pollFd() int {
-	fd := -1
-	q.sock.rc.Control(func(f uintptr) { fd = int(f) })
-	return fd
 }

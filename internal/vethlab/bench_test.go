@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -24,7 +25,7 @@ type vethCase struct {
 	start func(tb testing.TB, v *Topology) (stop func() error) // nil: Linux forwards
 }
 
-func pktioCase(name string, cfg pktio.Config) vethCase {
+func pktioCase(name string, cfg afpacket.Config) vethCase {
 	return vethCase{name: name, mode: External, start: func(tb testing.TB, v *Topology) func() error {
 		return startPktioL2(tb, v, cfg)
 	}}
@@ -32,14 +33,14 @@ func pktioCase(name string, cfg pktio.Config) vethCase {
 
 // startPktioL2 runs the trivial L2 forwarder fa -> fb in F, one worker per
 // queue.
-func startPktioL2(tb testing.TB, v *Topology, cfg pktio.Config) func() error {
-	var in, out *pktio.Port
+func startPktioL2(tb testing.TB, v *Topology, cfg afpacket.Config) func() error {
+	var in, out *afpacket.Port
 	err := pktio.InNetns(v.F, func() error {
 		var err error
-		if in, err = pktio.Open(v.FA, cfg); err != nil {
+		if in, err = afpacket.Open(v.FA, cfg); err != nil {
 			return err
 		}
-		out, err = pktio.Open(v.FB, cfg)
+		out, err = afpacket.Open(v.FB, cfg)
 		return err
 	})
 	if err != nil {
@@ -117,10 +118,10 @@ func vethCases() []vethCase {
 		{name: "linux-ipforward", mode: LinuxForward},
 		{name: "linux-bridge", mode: LinuxBridge},
 		{name: "naive-readfrom", mode: External, start: startNaive},
-		pktioCase("pktio-1q-sendmmsg", pktio.Config{Tx: pktio.TxSendmmsg}),
-		pktioCase("pktio-1q-txring", pktio.Config{Tx: pktio.TxRing}),
-		pktioCase("pktio-2q-sendmmsg", pktio.Config{Queues: 2, Tx: pktio.TxSendmmsg}),
-		pktioCase("pktio-2q-txring", pktio.Config{Queues: 2, Tx: pktio.TxRing}),
+		pktioCase("pktio-1q-sendmmsg", afpacket.Config{Tx: afpacket.TxSendmmsg}),
+		pktioCase("pktio-1q-txring", afpacket.Config{Tx: afpacket.TxRing}),
+		pktioCase("pktio-2q-sendmmsg", afpacket.Config{Queues: 2, Tx: afpacket.TxSendmmsg}),
+		pktioCase("pktio-2q-txring", afpacket.Config{Queues: 2, Tx: afpacket.TxRing}),
 	}
 }
 
@@ -253,7 +254,7 @@ type forwarder struct {
 	frames uint64        // guarded by mu
 }
 
-func (f *forwarder) start(from *pktio.Queue, to *pktio.Tx, batch int) {
+func (f *forwarder) start(from *afpacket.Queue, to *afpacket.Tx, batch int) {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
@@ -297,7 +298,7 @@ func threadCPU() time.Duration {
 
 // forward is the per-worker loop: receive a batch, pass it on with its
 // offload state.
-func forward(from *pktio.Queue, to *pktio.Tx, batch int) error {
+func forward(from *afpacket.Queue, to *afpacket.Tx, batch int) error {
 	frames := make([][]byte, batch)
 	meta := make([]pktio.Meta, batch)
 	offl := make([]pktio.Offload, batch)

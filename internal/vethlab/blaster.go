@@ -2,7 +2,7 @@ package vethlab
 
 // Blaster and Sink: a built-in AF_PACKET traffic generator and counting
 // receiver for the tests and `netfwd-lab`: 64-byte UDP/IPv4 frames at the
-// highest rate one goroutine can push through a pktio.Tx (TX ring), and a
+// highest rate one goroutine can push through an afpacket.Tx (TX ring), and a
 // ring-based counter that recognises them. (`netfwd-bench veth` uses
 // trafgen instead: one goroutine cannot outrun a forwarder.)
 //
@@ -24,10 +24,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/netfwd/netfwd/wire"
 	"golang.org/x/net/bpf"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // BlastMagic starts the UDP payload of every blaster frame.
@@ -60,8 +61,8 @@ type BlasterConfig struct {
 // Blaster sends UDP frames as fast as it can, or at a given rate.
 type Blaster struct {
 	cfg    BlasterConfig
-	port   *pktio.Port
-	tx     *pktio.Tx
+	port   *afpacket.Port
+	tx     *afpacket.Tx
 	frames [][]byte
 	seqOff int
 	seq    uint64
@@ -98,7 +99,7 @@ func NewBlaster(cfg BlasterConfig) (*Blaster, error) {
 		return nil, fmt.Errorf("vethlab: blaster Batch %d out of range 1..1024", cfg.Batch)
 	}
 	// The blaster only sends: its receive socket filters everything out.
-	p, err := pktio.Open(cfg.Iface, pktio.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAll,
+	p, err := afpacket.Open(cfg.Iface, afpacket.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAll,
 		NotPromiscuous: true, NoOffload: true, TxBatch: cfg.Batch})
 	if err != nil {
 		return nil, err
@@ -155,7 +156,7 @@ func BuildUDPFrame(f []byte, src, dst net.HardwareAddr, vlan uint16, sip, dip ne
 }
 
 // Port is the blaster's port (for its counters).
-func (b *Blaster) Port() *pktio.Port { return b.port }
+func (b *Blaster) Port() *afpacket.Port { return b.port }
 
 // Send sends n frames (whole batches, the last one partial) and returns how
 // many the kernel accepted.
@@ -212,7 +213,7 @@ func (b *Blaster) Close() error {
 
 // Sink counts blaster frames arriving on an interface.
 type Sink struct {
-	port    *pktio.Port
+	port    *afpacket.Port
 	packets atomic.Uint64
 	bytes   atomic.Uint64
 	bad     atomic.Uint64
@@ -241,7 +242,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pktio.Open(cfg.Iface, pktio.Config{Filter: prog, NotPromiscuous: !cfg.Promiscuous, BlockSize: 1 << 17, Blocks: 64})
+	p, err := afpacket.Open(cfg.Iface, afpacket.Config{Filter: prog, NotPromiscuous: !cfg.Promiscuous, BlockSize: 1 << 17, Blocks: 64})
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +330,7 @@ func (s *Sink) Bytes() uint64   { return s.bytes.Load() }
 func (s *Sink) Other() uint64   { return s.bad.Load() }
 
 // Port is the sink's port (for its ring drop counters).
-func (s *Sink) Port() *pktio.Port { return s.port }
+func (s *Sink) Port() *afpacket.Port { return s.port }
 
 // Stop ends Run (from any goroutine).
 func (s *Sink) Stop() { s.port.Shutdown() }

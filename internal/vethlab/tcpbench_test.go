@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/internal/testenv"
 )
 
@@ -51,15 +52,15 @@ func newChain(tb testing.TB) *chain {
 }
 
 // startL2Forwarder runs the trivial forwarder both ways between f1 and f2.
-func (c *chain) startL2Forwarder(tb testing.TB, cfg pktio.Config) (stop func() error) {
+func (c *chain) startL2Forwarder(tb testing.TB, cfg afpacket.Config) (stop func() error) {
 	tb.Helper()
-	var a, b *pktio.Port
+	var a, b *afpacket.Port
 	err := pktio.InNetns(c.f, func() error {
 		var err error
-		if a, err = pktio.Open(c.f1, cfg); err != nil {
+		if a, err = afpacket.Open(c.f1, cfg); err != nil {
 			return err
 		}
-		b, err = pktio.Open(c.f2, cfg)
+		b, err = afpacket.Open(c.f2, cfg)
 		return err
 	})
 	if err != nil {
@@ -134,11 +135,11 @@ func BenchmarkTCPIperf3(b *testing.B) {
 	testenv.RequireRoot(b, "iperf3")
 	cases := []struct {
 		name string
-		cfg  *pktio.Config // nil: Linux bridge
+		cfg  *afpacket.Config // nil: Linux bridge
 	}{
 		{"linux-bridge", nil},
-		{"pktio-1q", &pktio.Config{}},
-		{"pktio-2q", &pktio.Config{Queues: 2}},
+		{"pktio-1q", &afpacket.Config{}},
+		{"pktio-2q", &afpacket.Config{Queues: 2}},
 	}
 	res := make([][]float64, len(cases))
 	for range b.N {

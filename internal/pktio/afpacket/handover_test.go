@@ -1,0 +1,115 @@
+package afpacket
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/internal/pktio/pktiotest"
+)
+
+// TestHandoverKeepsRing: a port's receive sockets handed to a new owner
+// (here: duplicated fds, as pidfd_getfd gives another process) keep the
+// frames already in the ring: the new reader continues exactly where the
+// old one stopped, partly read V3 block included, and nothing is lost or
+// read twice.
+func TestHandoverKeepsRing(t *testing.T) {
+	for _, ring := range []Ring{RingV2, RingV3} {
+		t.Run(fmt.Sprint("ring", ring), func(t *testing.T) { testHandoverKeepsRing(t, ring) })
+	}
+}
+
+func testHandoverKeepsRing(t *testing.T, ring Ring) {
+	p := pktiotest.NewPair(t)
+	old := openIn(t, p.NsB, p.B, Config{Ring: ring, BlockTimeout: time.Millisecond})
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sent [][]byte
+	for range 300 {
+		sent = append(sent, pktiotest.Frame(rng, dst, src, 60+rng.IntN(1400)))
+	}
+	pktiotest.Send(t, c, sent[:100]...)
+	time.Sleep(20 * time.Millisecond) // a V3 block retires
+	// The old owner reads 37 frames in small batches, releasing each.
+	var got [][]byte
+	frames, meta := make([][]byte, 5), make([]pktio.Meta, 5)
+	for deadline := time.Now().Add(2 * time.Second); len(got) < 37 && time.Now().Before(deadline); {
+		n, err := old.Queue(0).TryRecv(frames[:min(5, 37-len(got))], meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range frames[:n] {
+			got = append(got, bytes.Clone(f[old.Queue(0).Headroom():]))
+		}
+		old.Queue(0).Release()
+	}
+	st, err := old.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := old.QueuePositions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []int
+	for _, fd := range st.FDs {
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, d)
+	}
+	// The old owner goes away entirely: its fds closed, its ring unmapped.
+	old.Shutdown()
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var adopted *Port
+	if err := pktio.InNetns(p.NsB, func() error {
+		var err error
+		adopted, err = Adopt(st, fds)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
+	if err := adopted.SetQueuePositions(pos); err != nil {
+		t.Fatal(err)
+	}
+	pktiotest.Send(t, c, sent[100:]...) // while nobody reads: they wait in the ring
+	rest, _ := pktiotest.RecvN(t, adopted.Queue(0), len(sent)-len(got), 2*time.Second)
+	got = append(got, rest...)
+	if len(got) != len(sent) {
+		t.Fatalf("received %d frames across the handover, sent %d", len(got), len(sent))
+	}
+	for i := range sent {
+		if !bytes.Equal(got[i], sent[i]) {
+			t.Fatalf("frame %d differs after the handover (%d bytes, want %d)", i, len(got[i]), len(sent[i]))
+		}
+	}
+	if d := adopted.Stats().Rx.RingDrops; d != 0 {
+		t.Errorf("ring drops %d", d)
+	}
+}
+
+// TestAdoptRefusesOtherSockets: fds that are not the port's packet
+// sockets are refused (and closed), never mapped.
+func TestAdoptRefusesOtherSockets(t *testing.T) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Adopt(PortState{Name: "lo", Index: 1, Config: Config{Queues: 1}, FDs: []int{3}}, []int{fd})
+	if err == nil {
+		t.Fatal("a UDP socket was adopted as a packet socket")
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+		t.Error("the refused fd was left open")
+	}
+}
