@@ -201,7 +201,8 @@ func (e *e2e) start() {
 	}
 	// The log is a file, not a pipe: a hot restart's new process writes
 	// on where the old one did (and a pipe would keep Wait waiting for it).
-	logf, err := os.OpenFile(filepath.Join(e.dir, "netfwd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// Each start begins a new log, as a new stderr would.
+	logf, err := os.OpenFile(filepath.Join(e.dir, "netfwd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,7 +39,8 @@ type udpCounter struct {
 	seen    []bool
 	stopped chan struct{}
 	// silences are the gaps of more than 5 ms between two arrivals
-	// (start, length), for locating a loss in time.
+	// (start, length), for locating a loss in time; guarded by mu.
+	mu       sync.Mutex
 	silences []silence
 }
 
@@ -69,8 +72,12 @@ func startUDPCounter(t *testing.T, ns string, port int, max int) *udpCounter {
 			}
 			now := time.Now()
 			if !last.IsZero() {
-				if g := now.Sub(last); g > 5*time.Millisecond && len(c.silences) < 1000 {
-					c.silences = append(c.silences, silence{last, g})
+				if g := now.Sub(last); g > 5*time.Millisecond {
+					c.mu.Lock()
+					if len(c.silences) < 1000 {
+						c.silences = append(c.silences, silence{last, g})
+					}
+					c.mu.Unlock()
 				}
 				if g := now.Sub(last).Nanoseconds(); g > c.maxGap.Load() {
 					c.maxGap.Store(g)
@@ -219,6 +226,7 @@ func TestHotRestartNoLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
+	rx.close() // the receiver has stopped: its counts are final
 	missing := 0
 	for i := range total {
 		if !rx.seen[i] {
@@ -369,10 +377,14 @@ func TestHotRestartRate(t *testing.T) {
 	}
 	sA, gA, dA := window(false)
 	gapA := rx.maxGap.Swap(0)
+	rx.mu.Lock()
 	nSil := len(rx.silences)
+	rx.mu.Unlock()
 	sB, gB, dB := window(true)
-	time.Sleep(100 * time.Millisecond)
-	for _, sl := range rx.silences[nSil:] { // read after the counter's last write settled; a log aid only
+	rx.mu.Lock()
+	sils := slices.Clone(rx.silences[nSil:])
+	rx.mu.Unlock()
+	for _, sl := range sils {
 		t.Logf("silence at b from %s for %.1f ms", sl.at.UTC().Format("15:04:05.000"), float64(sl.gap)/1e6)
 	}
 	t.Logf("longest silence at b: %.1f ms without a restart, %.1f ms with one, ending %s", float64(gapA)/1e6, float64(rx.maxGap.Load())/1e6,
