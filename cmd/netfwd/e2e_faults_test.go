@@ -392,3 +392,43 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
 		return out.String(), fmt.Errorf("still running after %v", limit)
 	}
 }
+
+// TestE2EBridgePortRecreatedHostPath: a bridge port (an access port of
+// VLAN 10) deleted and re-created, with the host path's filtered data and
+// control rings: it is re-opened when it comes up and bridges again.
+func TestE2EBridgePortRecreatedHostPath(t *testing.T) {
+	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
+	h2IP := netip.MustParseAddr("10.0.10.12")
+	e.pingOK("h1", h2IP, 64)
+	h2 := e.host("h2")
+	if err := e.net.IP(e.net.Router, "link", "del", "eth2"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ping("h1", h2IP, lab.PingOptions{Count: 1, Wait: time.Second}); r.Received != 0 {
+		t.Fatalf("reply through a deleted interface: %+v", r)
+	}
+	if err := e.net.Veth(e.net.Router, "eth2", nil, h2.NS, h2.Iface, h2.MAC); err != nil {
+		t.Fatal(err)
+	}
+	if e.net.Spec.HostTxChecksumOff {
+		if err := vethlab.TxChecksumOff(h2.NS, h2.Iface); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"addr", "add", h2.Addr.String(), "dev", h2.Iface},
+		{"route", "add", "default", "via", h2.Gateway.String()},
+	} {
+		if err := e.net.IP(h2.NS, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, why := eventually(10*time.Second, func() (bool, string) {
+		r := e.ping("h1", h2IP, lab.PingOptions{Count: 1, Wait: time.Second})
+		return r.Received == 1, r.Output
+	})
+	if !ok {
+		t.Fatalf("no bridging 10 s after eth2 came back: %s\n%s", why, e.ctl("-s link show eth2"))
+	}
+	e.pingOK("h2", netip.MustParseAddr("10.0.10.1"), 64) // and to the router through it
+}
