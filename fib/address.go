@@ -112,6 +112,28 @@ func (tx *Txn) devAddrs(dev string) []Address {
 	return out
 }
 
+// ConfigDerives reports whether r is one of the routes the configuration's
+// addresses on its device derive when the device is up, whether or not
+// the device is up now: the kernel's own copy of such a route on a twin
+// (the host path gives the twin netfwd's addresses) is no news to netfwd,
+// also while the port is down and netfwd's route withdrawn.
+func (tx *Txn) ConfigDerives(r *LearnedRoute) bool {
+	if r.NH == nil || r.NH.Gateway.IsValid() || r.NH.Group != nil {
+		return false
+	}
+	tmpl := &Route{Owner: OwnerConfig, Table: r.Table, Prefix: r.Prefix, Type: r.Type, Proto: r.Proto, Scope: r.Scope,
+		Src: r.Src, Metric: r.Metric, NH: &nexthop.Nexthop{Kind: r.NH.Kind, Dev: r.NH.Dev}}
+	if tmpl.Table == 0 {
+		tmpl.Table = TableMain
+	}
+	for _, d := range derived(tx.devAddrs(r.NH.Dev), true) {
+		if sameDerived(d, tmpl) {
+			return true
+		}
+	}
+	return false
+}
+
 // derived lists the routes the kernel derives from a device's addresses.
 func derived(addrs []Address, up bool) []*Route {
 	primaryOf := func(a Address) netip.Addr {

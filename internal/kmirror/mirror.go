@@ -226,6 +226,13 @@ func skipDerivedDuplicate(tx *fib.Txn, r *fib.LearnedRoute) string {
 	if r.Proto != fib.ProtoKernel || r.NH == nil {
 		return ""
 	}
+	if tx.ConfigDerives(r) {
+		// The reflection of netfwd's own address on its twin: netfwd
+		// derives the route itself when the port is up, and withdraws it
+		// when the port is down (a copy taken then would stay beside
+		// netfwd's own when the port came back).
+		return "derived_duplicate"
+	}
 	for _, o := range tx.RoutesAt(r.Table, r.Prefix) {
 		if o.Owner == fib.OwnerConfig && o.Proto == fib.ProtoKernel && o.Type == r.Type && o.Metric == r.Metric &&
 			o.Src == r.Src && o.NH != nil && o.NH.Dev == r.NH.Dev && o.NH.Gateway == r.NH.Gateway {
