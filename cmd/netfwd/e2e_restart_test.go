@@ -42,6 +42,12 @@ var bgpPrefixes = []netip.Prefix{netip.MustParsePrefix("198.18.5.0/24"), netip.M
 // over the router namespace for the router's own daemons.
 func startBGPPeer(t *testing.T, e *e2e) *routingLab {
 	t.Helper()
+	return startBGPPeerConf(t, e, lab.BGPPeerBirdConf(bgpPrefixes))
+}
+
+// startBGPPeerConf is startBGPPeer with the isp's BIRD configuration.
+func startBGPPeerConf(t *testing.T, e *e2e, conf string) *routingLab {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "nfrestart")
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func startBGPPeer(t *testing.T, e *e2e) *routingLab {
 	l := &routingLab{t: t, Lab: &routinglab.Lab{Rtr: e.net.Router, Dir: dir}}
 	t.Cleanup(l.stopAll)
 	isp := e.host("isp")
-	l.startBird(isp.NS, "bird-isp", lab.BGPPeerBirdConf(bgpPrefixes))
+	l.startBird(isp.NS, "bird-isp", conf)
 	testenv.Run(t, "ip", "-n", isp.NS, "address", "add", bgpProbe.String()+"/32", "dev", "lo")
 	return l
 }
