@@ -48,21 +48,27 @@ type pauseState struct {
 
 // parkIfPaused holds a worker while the daemon is paused for a handover:
 // it has released its last batch (the loop's top), so the ring positions
-// are final until it returns.
-func (iw *ioWorker) parkIfPaused() {
+// are final until it returns. It returns false when the daemon stops
+// meanwhile (the successor took over): the worker must then exit without
+// reading its rings again, which are the successor's now (a last read
+// here released slots under the new reader, which then waited for the
+// kernel to come round the ring: found by the combined test).
+func (iw *ioWorker) parkIfPaused() bool {
 	if !iw.d.paused.Load() {
-		return
+		return true
 	}
 	d := iw.d
 	d.pauseMu.Lock()
 	resume := d.pause.resume
 	d.pauseMu.Unlock()
 	iw.parked.Store(true)
+	defer iw.parked.Store(false)
 	select {
 	case <-resume:
+		return true
 	case <-d.stop:
+		return false
 	}
-	iw.parked.Store(false)
 }
 
 // handoverSource is the running daemon's side of a hot restart.

@@ -126,7 +126,9 @@ func (iw *ioWorker) run() {
 	defer close(iw.done)
 	defer iw.release()
 	for !iw.d.stopping.Load() {
-		iw.parkIfPaused() // a hot restart's handover (hotrestart.go)
+		if !iw.parkIfPaused() { // a hot restart's handover (hotrestart.go)
+			return
+		}
 		if t := iw.d.ports.Load(); t.gen != iw.gen {
 			iw.bind(t)
 		}
