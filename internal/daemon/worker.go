@@ -91,6 +91,7 @@ func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
 		txs:    txSet{mode: txData},
 		frames: make([][]byte, batchSize), meta: make([]pktio.Meta, batchSize), gso: make([]uint16, batchSize)}
 	iw.sendFn = iw.send
+	iw.xdp.awaitTakeover = d.succ != nil // hot restart: AF_XDP sockets come with the takeover (hotrestart.go)
 	return iw, nil
 }
 
@@ -126,7 +127,9 @@ func (iw *ioWorker) run() {
 	defer close(iw.done)
 	defer iw.release()
 	for !iw.d.stopping.Load() {
-		iw.parkIfPaused() // a hot restart's handover (hotrestart.go)
+		if !iw.parkIfPaused() { // a hot restart's handover (hotrestart.go)
+			return
+		}
 		if t := iw.d.ports.Load(); t.gen != iw.gen {
 			iw.bind(t)
 		}

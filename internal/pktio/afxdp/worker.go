@@ -140,11 +140,13 @@ func newWorkerOn(cfg WorkerConfig, memfd int) (*Worker, error) {
 		unix.Munmap(mem)
 		return nil, fmt.Errorf("pktio: eventfd: %w", err)
 	}
-	return &Worker{cfg: cfg, umem: mem, memfd: memfd, base: uintptr(unsafe.Pointer(&mem[0])),
+	w := &Worker{cfg: cfg, umem: mem, memfd: memfd, base: uintptr(unsafe.Pointer(&mem[0])),
 		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
 		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
 		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
-		reserve: max(64, cfg.Frames/8)}, nil
+		reserve: max(64, cfg.Frames/8)}
+	w.rebuildPoll() // Wait polls the eventfd even before the first Bind (or if every Bind fails)
+	return w, nil
 }
 
 // Config returns the effective configuration (defaults filled).
