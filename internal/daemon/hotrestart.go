@@ -399,21 +399,27 @@ func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 // bindTakenOver binds the worker's AF_XDP queues after the takeover (the
 // adopted sockets, or new ones for queues the predecessor did not serve)
 // and makes its sockets its transmit handles on their ports instead of the
-// AF_PACKET ones New opened meanwhile. Before the worker runs.
+// AF_PACKET ones New opened meanwhile (closed in the background: a packet
+// socket's close waits for an RCU grace period). Before the worker runs.
 func (iw *ioWorker) bindTakenOver() {
 	if !iw.xdp.awaitTakeover {
 		return
 	}
 	iw.xdp.awaitTakeover = false
+	iw.bind(iw.d.ports.Load())
 	var stale []txHandle
 	for id, p := range iw.txs.ports {
-		if p != nil && p.xp != nil {
+		if p == nil || p.xp == nil || iw.txs.own[id] == nil {
+			continue
+		}
+		if xs := iw.sockets(p); xs != nil {
 			stale = append(stale, iw.txs.own[id])
-			iw.txs.txs[id], iw.txs.own[id], iw.txs.ports[id] = nil, nil, nil
+			iw.txs.txs[id], iw.txs.own[id] = xs, nil
 		}
 	}
-	closeTxs(stale)
-	iw.bind(iw.d.ports.Load())
+	if len(stale) > 0 {
+		go closeTxs(stale)
+	}
 }
 
 // adoptLock takes the port lock's socket over (the old daemon's copy goes
