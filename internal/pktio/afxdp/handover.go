@@ -32,6 +32,8 @@ package afxdp
 // the new owner runs.
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -194,8 +196,8 @@ func (w *Worker) Describe() (WorkerState, error) {
 		s.tx.publish()
 	}
 	st := WorkerState{MemFD: w.memfd, Config: w.cfg, ZeroCopy: w.zeroCopy,
-		State: append([]uint8(nil), w.state...), Owner: append([]uint16(nil), w.owner...),
-		Free: append([]uint32(nil), w.free[:w.nfree]...)}
+		State: append([]uint8(nil), w.state...), Owner: append(U16s(nil), w.owner...),
+		Free: append(U32s(nil), w.free[:w.nfree]...)}
 	for _, s := range w.list {
 		st.Sockets = append(st.Sockets, SocketState{Port: s.port.Name, Queue: s.queue, Slot: s.slot, FD: s.fd,
 			FillOut: s.fillOut, NAPISet: s.napiSet})
@@ -353,6 +355,60 @@ func (w *Worker) Socket(p *Port, q int) *Socket {
 		if s.port == p && s.queue == q {
 			return s
 		}
+	}
+	return nil
+}
+
+// U16s and U32s encode in JSON as base64 of their little-endian bytes:
+// the pause carries a worker's arrays (tens of thousands of entries), and
+// decoding them as JSON numbers took 2.6 ms a worker, base64 a tenth.
+type (
+	U16s []uint16
+	U32s []uint32
+)
+
+func (a U16s) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 2*len(a))
+	for i, v := range a {
+		binary.LittleEndian.PutUint16(b[2*i:], v)
+	}
+	return json.Marshal(b)
+}
+
+func (a *U16s) UnmarshalJSON(d []byte) error {
+	var b []byte
+	if err := json.Unmarshal(d, &b); err != nil {
+		return err
+	}
+	if len(b)%2 != 0 {
+		return fmt.Errorf("pktio: %d bytes of 16-bit entries", len(b))
+	}
+	*a = make(U16s, len(b)/2)
+	for i := range *a {
+		(*a)[i] = binary.LittleEndian.Uint16(b[2*i:])
+	}
+	return nil
+}
+
+func (a U32s) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 4*len(a))
+	for i, v := range a {
+		binary.LittleEndian.PutUint32(b[4*i:], v)
+	}
+	return json.Marshal(b)
+}
+
+func (a *U32s) UnmarshalJSON(d []byte) error {
+	var b []byte
+	if err := json.Unmarshal(d, &b); err != nil {
+		return err
+	}
+	if len(b)%4 != 0 {
+		return fmt.Errorf("pktio: %d bytes of 32-bit entries", len(b))
+	}
+	*a = make(U32s, len(b)/4)
+	for i := range *a {
+		(*a)[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package afxdp
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
@@ -165,5 +167,33 @@ func TestAdoptWorkerRefusesOtherSockets(t *testing.T) {
 	}
 	if _, err := unix.FcntlInt(uintptr(memfd), unix.F_GETFD, 0); err == nil {
 		t.Error("the memfd was left open")
+	}
+}
+
+// TestWorkerStateJSON: a worker's state survives the handover's JSON
+// (the arrays travel as base64).
+func TestWorkerStateJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	st := WorkerState{MemFD: 9, State: make([]uint8, 100), Owner: make(U16s, 100), Free: make(U32s, 37),
+		Sockets: []SocketState{{Port: "p", Queue: 1, Slot: 2, FD: 3, FillOut: 4, NAPISet: true}}}
+	for i := range st.State {
+		st.State[i], st.Owner[i] = uint8(rng.IntN(6)), uint16(rng.Uint32())
+	}
+	for i := range st.Free {
+		st.Free[i] = rng.Uint32()
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got WorkerState
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, st) {
+		t.Errorf("after JSON:\n%+v\nwant\n%+v", got, st)
+	}
+	if err := json.Unmarshal([]byte(`{"Owner":"AAA="}`), &got); err == nil {
+		t.Error("an odd number of bytes decoded as 16-bit entries")
 	}
 }
