@@ -121,6 +121,14 @@ func (s handoverSource) Prepare() (handover.Prepared, error) {
 		}
 		p.Ports = append(p.Ports, hp)
 	}
+	for _, w := range d.workers {
+		if xw := w.xdp.pub.Load(); xw != nil {
+			if p.XDPMemFDs == nil {
+				p.XDPMemFDs = map[int]int{}
+			}
+			p.XDPMemFDs[w.idx] = xw.MemFD() // fixed for the worker's life
+		}
+	}
 	add := func(name string, ln net.Listener) {
 		if ln != nil {
 			p.Listeners[name] = handover.Listener{Addr: ln.Addr().String(), FD: listenerFD(ln)}
@@ -252,6 +260,37 @@ type successor struct {
 	cl    *handover.Client
 	prep  handover.Prepared
 	ports map[string]handover.Port
+	// umems are the predecessor's AF_XDP UMEMs by worker index, mapped
+	// before the pause (mapUMEMs); adoptXDPWorkers hands them on.
+	umems map[int]*afxdp.UMEM
+}
+
+// mapUMEMs maps the predecessor's UMEMs while it still forwards: the
+// pause then does not wait for the page tables of tens of MiB.
+func (d *Daemon) mapUMEMs() error {
+	for idx, fd := range d.succ.prep.XDPMemFDs {
+		n, err := d.succ.cl.TakeFD(fd)
+		if err != nil {
+			return fmt.Errorf("worker %d: UMEM: %w", idx, err)
+		}
+		u, err := afxdp.MapUMEM(n)
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", idx, err)
+		}
+		if d.succ.umems == nil {
+			d.succ.umems = map[int]*afxdp.UMEM{}
+		}
+		d.succ.umems[idx] = u
+	}
+	return nil
+}
+
+// closeUMEMs releases the mapped UMEMs no worker took.
+func (s *successor) closeUMEMs() {
+	for idx, u := range s.umems {
+		u.Close()
+		delete(s.umems, idx)
+	}
 }
 
 // dialPredecessor connects to the running daemon and asks what it holds.
@@ -360,10 +399,19 @@ func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 		if !ok || w.control {
 			continue
 		}
-		memfd, err := d.succ.cl.TakeFD(st.MemFD)
-		if err != nil {
-			return fmt.Errorf("worker %d: UMEM: %w", w.idx, err)
+		u := d.succ.umems[w.idx]
+		delete(d.succ.umems, w.idx)
+		if u == nil || d.succ.prep.XDPMemFDs[w.idx] != st.MemFD { // created after prepare
+			u.Close()
+			memfd, err := d.succ.cl.TakeFD(st.MemFD)
+			if err != nil {
+				return fmt.Errorf("worker %d: UMEM: %w", w.idx, err)
+			}
+			if u, err = afxdp.MapUMEM(memfd); err != nil {
+				return fmt.Errorf("worker %d: %w", w.idx, err)
+			}
 		}
+		var err error
 		socks := make([]afxdp.AdoptedSocket, len(st.Sockets))
 		for i, ss := range st.Sockets {
 			socks[i] = afxdp.AdoptedSocket{Port: byName[ss.Port], FD: -1}
@@ -376,7 +424,7 @@ func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 			}
 		}
 		if err != nil {
-			unix.Close(memfd)
+			u.Close()
 			for _, a := range socks {
 				if a.FD >= 0 {
 					unix.Close(a.FD)
@@ -384,7 +432,7 @@ func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 			}
 			return fmt.Errorf("worker %d: XDP socket: %w", w.idx, err)
 		}
-		xw, err := afxdp.AdoptWorker(st, memfd, socks)
+		xw, err := afxdp.AdoptWorkerUMEM(st, u, socks)
 		if err != nil {
 			return fmt.Errorf("worker %d: %w", w.idx, err)
 		}
@@ -487,6 +535,10 @@ func (d *Daemon) takeOver() (time.Time, error) {
 	// forwards next.
 	if nice, err := processNice(d.succ.prep.PID); err == nil {
 		setProcessNice(nice)
+	}
+	defer d.succ.closeUMEMs() // those of workers that did not take theirs
+	if err := d.mapUMEMs(); err != nil {
+		return time.Now(), err
 	}
 	t0 := time.Now()
 	paused, err := d.succ.cl.Pause()

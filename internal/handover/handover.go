@@ -65,7 +65,10 @@ type Prepared struct {
 	PID int
 	// Workers is the running process's --workers: AF_XDP sockets and
 	// UMEMs are handed over worker by worker, by index.
-	Workers   int
+	Workers int
+	// XDPMemFDs are the datapath workers' UMEM memfds (by worker index):
+	// the successor maps them before the pause.
+	XDPMemFDs map[int]int `json:",omitempty"`
 	Ports     []Port
 	Listeners map[string]Listener // by purpose: "metrics", "pprof", "fpm"
 	Error     string              `json:",omitempty"`

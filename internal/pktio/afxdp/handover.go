@@ -34,6 +34,7 @@ package afxdp
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -212,14 +213,70 @@ type AdoptedSocket struct {
 	FD   int
 }
 
+// MemFD is the descriptor of the worker's UMEM (a memfd), for a
+// handover: fixed for the worker's life. Any goroutine.
+func (w *Worker) MemFD() int { return w.memfd }
+
+// UMEM is another process's UMEM mapped here ahead of AdoptWorker (a hot
+// restart maps it before the pause, which then costs less).
+type UMEM struct {
+	memfd int
+	mem   []byte
+}
+
+// MapUMEM maps the whole memfd (this process's copy of another's
+// Worker.MemFD); it becomes the UMEM's (closed by Close or by the
+// AdoptWorker it goes to, also when MapUMEM fails).
+func MapUMEM(memfd int) (*UMEM, error) {
+	size, err := fstatSize(memfd)
+	if err == nil && size <= 0 {
+		err = fmt.Errorf("%d bytes", size)
+	}
+	if err != nil {
+		unix.Close(memfd)
+		return nil, fmt.Errorf("pktio: UMEM handed over: %w", err)
+	}
+	mem, err := unix.Mmap(memfd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		unix.Close(memfd)
+		return nil, fmt.Errorf("pktio: UMEM handed over (%d bytes): %w", size, err)
+	}
+	return &UMEM{memfd: memfd, mem: mem}, nil
+}
+
+// Close releases a UMEM no AdoptWorker took.
+func (u *UMEM) Close() error {
+	if u == nil || u.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(u.mem)
+	u.mem = nil
+	return errors.Join(err, unix.Close(u.memfd))
+}
+
 // AdoptWorker builds a Worker around another process's UMEM and sockets
 // (Describe there): memfd and the fds of socks (by the index of
 // st.Sockets; a nil Port or negative FD: not taken over, its frames stay
 // out of use) become the Worker's, closed by Close, also when AdoptWorker
 // fails. The sockets are counted in their ports but not put in their maps:
 // they are in them already.
-func AdoptWorker(st WorkerState, memfd int, socks []AdoptedSocket) (_ *Worker, err error) {
+func AdoptWorker(st WorkerState, memfd int, socks []AdoptedSocket) (*Worker, error) {
+	return adoptWorker(st, memfd, nil, socks)
+}
+
+// AdoptWorkerUMEM is AdoptWorker with the UMEM mapped already (MapUMEM);
+// u becomes the Worker's.
+func AdoptWorkerUMEM(st WorkerState, u *UMEM, socks []AdoptedSocket) (*Worker, error) {
+	memfd, mem := u.memfd, u.mem
+	u.mem = nil // the worker's now
+	return adoptWorker(st, memfd, mem, socks)
+}
+
+func adoptWorker(st WorkerState, memfd int, mem []byte, socks []AdoptedSocket) (_ *Worker, err error) {
 	closeFDs := func() {
+		if mem != nil {
+			unix.Munmap(mem)
+		}
 		unix.Close(memfd)
 		for _, a := range socks {
 			if a.FD >= 0 {
@@ -238,11 +295,11 @@ func AdoptWorker(st WorkerState, memfd int, socks []AdoptedSocket) (_ *Worker, e
 		return nil, fmt.Errorf("pktio: AF_XDP worker handed over: %d frames, %d states, %d owners, %d free, %d of %d sockets",
 			n, len(st.State), len(st.Owner), len(st.Free), len(socks), len(st.Sockets))
 	}
-	if size, err := fstatSize(memfd); err != nil || size < int64(n*cfg.FrameSize) {
+	if size, err := fstatSize(memfd); err != nil || size != int64(n*cfg.FrameSize) {
 		closeFDs()
 		return nil, fmt.Errorf("pktio: UMEM handed over: %d bytes for %d frames (%v)", size, n, err)
 	}
-	w, err := newWorkerOn(cfg, memfd)
+	w, err := newWorkerOn(cfg, memfd, mem)
 	if err != nil {
 		closeFDs()
 		return nil, err

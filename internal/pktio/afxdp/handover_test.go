@@ -96,7 +96,11 @@ func TestHandoverKeepsRing(t *testing.T) {
 	var np *Port
 	pktiotest.Do(t, p.NsB, func() (err error) { np, err = AdoptPort(pst, mapFD, progFD, linkFD); return err })
 	t.Cleanup(func() { np.Own(); np.Close() })
-	nw, err := AdoptWorker(wst, memfd, []AdoptedSocket{{Port: np, FD: sockFD}})
+	u, err := MapUMEM(memfd) // as a successor does before the pause
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := AdoptWorkerUMEM(wst, u, []AdoptedSocket{{Port: np, FD: sockFD}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		unix.Close(memfd)
 		return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
 	}
-	w, err := newWorkerOn(cfg, memfd)
+	w, err := newWorkerOn(cfg, memfd, nil)
 	if err != nil {
 		unix.Close(memfd)
 		return nil, err
@@ -129,15 +129,26 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 // the worker's from then on) and sets up a worker with every frame free.
 // A memfd, MAP_SHARED, so that another process can map the very pages
 // (a hot restart, handover.go): the descriptors are offsets into them.
-func newWorkerOn(cfg WorkerConfig, memfd int) (*Worker, error) {
+//
+// mem, if not nil, is memfd's mapping already made (MapUMEM), of at least
+// that size; the worker's from then on.
+func newWorkerOn(cfg WorkerConfig, memfd int, mem []byte) (*Worker, error) {
 	size := cfg.Frames * cfg.FrameSize
-	mem, err := unix.Mmap(memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
-	if err != nil {
-		return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
+	mapped := mem == nil
+	if mapped {
+		var err error
+		if mem, err = unix.Mmap(memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+			return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
+		}
+	}
+	if len(mem) != size {
+		return nil, fmt.Errorf("pktio: UMEM of %d bytes for %d frames of %d", len(mem), cfg.Frames, cfg.FrameSize)
 	}
 	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		unix.Munmap(mem)
+		if mapped {
+			unix.Munmap(mem) // else the caller's
+		}
 		return nil, fmt.Errorf("pktio: eventfd: %w", err)
 	}
 	w := &Worker{cfg: cfg, umem: mem, memfd: memfd, base: uintptr(unsafe.Pointer(&mem[0])),
