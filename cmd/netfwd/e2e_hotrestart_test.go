@@ -172,7 +172,17 @@ func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, template []byte, 
 // loses no datagram; the old process exits cleanly, the new one serves
 // the control socket, holds the neighbours the old one learned, and takes
 // a second hot restart too.
-func TestHotRestartNoLoss(t *testing.T) {
+func TestHotRestartNoLoss(t *testing.T) { testHotRestartNoLoss(t) }
+
+// TestHotRestartAFXDP: the same with AF_XDP ports: the successor maps the
+// old process's UMEM (its memfd) and continues its XDP sockets' rings, the
+// program stays attached (its link taken over), and no datagram is lost.
+func TestHotRestartAFXDP(t *testing.T) {
+	t.Setenv("NETFWD_TEST_IO", "afxdp")
+	testHotRestartNoLoss(t)
+}
+
+func testHotRestartNoLoss(t *testing.T) {
 	exe := optimizedNetfwd(t)
 	e := newE2EExe(t, attackNet(), nil, exe, "--workers", "2")
 	e.pingOK("a", attackBIP, 63)
@@ -422,25 +432,4 @@ func testenvRun(t *testing.T, name string, args ...string) string {
 		t.Fatalf("%s %v: %v", name, args, err)
 	}
 	return string(out)
-}
-
-// TestHotRestartRefusesAFXDP: AF_XDP ports are not handed over (their UMEM
-// is the old process's memory): `netfwd restart` fails with the reason and
-// the running daemon forwards on, untouched.
-func TestHotRestartRefusesAFXDP(t *testing.T) {
-	t.Setenv("NETFWD_TEST_IO", "afxdp")
-	exe := optimizedNetfwd(t)
-	e := newE2EExe(t, attackNet(), nil, exe)
-	e.pingOK("a", attackBIP, 63)
-	out, err := exec.Command(exe, "restart", "--ctl", e.CtlPath).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "AF_XDP") {
-		t.Fatalf("netfwd restart of an AF_XDP daemon: %v\n%s", err, out)
-	}
-	if !e.alive() {
-		t.Fatal("the running daemon exited")
-	}
-	if pid, err := handoverPeerPid(e.CtlPath); err != nil || pid != e.daemonPid() {
-		t.Errorf("the handover socket answers from pid %d (%v), want the running daemon %d", pid, err, e.daemonPid())
-	}
-	e.pingOK("a", attackBIP, 63)
 }

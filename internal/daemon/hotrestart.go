@@ -4,22 +4,25 @@ package daemon
 // from a running netfwd while it forwards.
 //
 // The running daemon (handoverSource) serves its handover socket: it
-// describes its AF_PACKET ports (receive sockets, ring layout, port lock)
-// and listeners; on pause its workers park at a batch boundary (the frames
-// of their last batch released) and it reports the rings' positions and
-// its learned neighbours; on done it shuts down as on SIGTERM, closing only
-// its own copies of the descriptors.
+// describes its ports (AF_PACKET: receive sockets, ring layout; AF_XDP:
+// socket map, program, link; both: the port lock) and listeners; on pause
+// its workers park at a batch boundary (the frames of their last batch
+// released) and it reports the rings' positions, each worker's AF_XDP
+// state (UMEM memfd, frame states, free list, XDP sockets) and its learned
+// neighbours; on done it marks its AF_XDP ports handed over (their Close
+// leaves map entries, program and NAPI settings to the successor) and
+// shuts down as on SIGTERM, closing only its own copies of the descriptors.
 //
 // The new daemon (Options.Takeover) prepares in New: the same sockets are
 // adopted (afpacket.Adopt) instead of opened, the listeners taken instead of
 // bound, the twins taken from the keeper or the old process
 // (hostpath.Options.Predecessor), the control socket renamed over the old
 // one. Run pauses the old daemon, continues each ring where it stopped,
-// starts the workers and says done. Frames that arrive in between wait in
-// the rings: the gap is what Run measures and logs (takeover_gap).
-//
-// AF_XDP ports are not handed over (their UMEM is the old process's
-// memory): the old daemon refuses, and the new one reports it.
+// builds each worker's AF_XDP worker around the old one's UMEM (the same
+// memfd pages) and sockets (afxdp.AdoptWorker; worker i continues worker
+// i's, so --workers must match), starts the workers and says done. Frames
+// that arrive in between wait in the rings: the gap is what Run measures
+// and logs (takeover_gap).
 //
 // Locking: pause/resume are atomics and a channel the workers wait on;
 // handoverSource's methods run on the handover server's goroutine.
@@ -37,6 +40,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/handover"
 	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/neigh"
 )
 
@@ -93,9 +97,16 @@ func listenerFD(ln net.Listener) int {
 func (s handoverSource) Prepare() (handover.Prepared, error) {
 	d := s.d
 	p := handover.Prepared{PID: os.Getpid(), Listeners: map[string]handover.Listener{}}
+	p.Workers = d.opts.Workers
 	for _, pt := range d.ports.Load().list {
-		if pt.pk == nil {
-			return p, fmt.Errorf("%s uses AF_XDP: a hot restart hands over AF_PACKET rings only (restart it: SIGTERM and start)", pt.name)
+		if pt.xp != nil {
+			st, err := pt.xp.Describe()
+			if err != nil {
+				return p, err
+			}
+			p.Ports = append(p.Ports, handover.Port{PortState: afpacket.PortState{Name: pt.name}, IO: "afxdp",
+				XDP: &st, LockFD: listenerFD(pt.lock.ln)})
+			continue
 		}
 		st, err := pt.pk.Describe()
 		if err != nil {
@@ -110,6 +121,14 @@ func (s handoverSource) Prepare() (handover.Prepared, error) {
 			hp.Control = &cst
 		}
 		p.Ports = append(p.Ports, hp)
+	}
+	for _, w := range d.workers {
+		if xw := w.xdp.pub.Load(); xw != nil {
+			if p.XDPMemFDs == nil {
+				p.XDPMemFDs = map[int]int{}
+			}
+			p.XDPMemFDs[w.idx] = xw.MemFD() // fixed for the worker's life
+		}
 	}
 	add := func(name string, ln net.Listener) {
 		if ln != nil {
@@ -160,6 +179,23 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 			out.ControlPositions[pt.name] = pos
 		}
 	}
+	// The AF_XDP workers: their owners are parked (or gone), so their
+	// frame states hold still until Resume.
+	for _, w := range d.workers {
+		xw := w.xdp.pub.Load()
+		if xw == nil || w.exited() {
+			continue
+		}
+		st, err := xw.Describe()
+		if err != nil {
+			s.Resume()
+			return handover.Paused{}, fmt.Errorf("worker %d: %w", w.idx, err)
+		}
+		if out.XDP == nil {
+			out.XDP = map[int]afxdp.WorkerState{}
+		}
+		out.XDP[w.idx] = st
+	}
 	out.Neighbours = d.learnedNeighbours()
 	return out, nil
 }
@@ -178,6 +214,11 @@ func (s handoverSource) Resume() {
 
 func (s handoverSource) Finish() {
 	setProcessNice(niceIdle) // the shutdown must not take CPU from the successor's workers (nice.go)
+	for _, pt := range s.d.ports.Load().list {
+		if pt.xp != nil {
+			pt.xp.HandOver() // the successor holds map, program and link now
+		}
+	}
 	s.d.handedOver.Store(true)
 	s.d.finishOnce.Do(func() { close(s.d.finish) })
 }
@@ -220,6 +261,37 @@ type successor struct {
 	cl    *handover.Client
 	prep  handover.Prepared
 	ports map[string]handover.Port
+	// umems are the predecessor's AF_XDP UMEMs by worker index, mapped
+	// before the pause (mapUMEMs); adoptXDPWorkers hands them on.
+	umems map[int]*afxdp.UMEM
+}
+
+// mapUMEMs maps the predecessor's UMEMs while it still forwards: the
+// pause then does not wait for the page tables of tens of MiB.
+func (d *Daemon) mapUMEMs() error {
+	for idx, fd := range d.succ.prep.XDPMemFDs {
+		n, err := d.succ.cl.TakeFD(fd)
+		if err != nil {
+			return fmt.Errorf("worker %d: UMEM: %w", idx, err)
+		}
+		u, err := afxdp.MapUMEM(n)
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", idx, err)
+		}
+		if d.succ.umems == nil {
+			d.succ.umems = map[int]*afxdp.UMEM{}
+		}
+		d.succ.umems[idx] = u
+	}
+	return nil
+}
+
+// closeUMEMs releases the mapped UMEMs no worker took.
+func (s *successor) closeUMEMs() {
+	for idx, u := range s.umems {
+		u.Close()
+		delete(s.umems, idx)
+	}
 }
 
 // dialPredecessor connects to the running daemon and asks what it holds.
@@ -245,15 +317,21 @@ func (d *Daemon) dialPredecessor() error {
 	return nil
 }
 
-// adoptPort takes a port's receive sockets (and control ring) over from
-// the running daemon; ok is false when it does not hold the port.
-func (d *Daemon) adoptPort(name string) (pk, ctl *afpacket.Port, ok bool, err error) {
+// adoptPort takes a port over from the running daemon: its receive
+// sockets (and control ring), or its AF_XDP map, program and link (the
+// sockets come with the workers, takeOver); ok is false when it does not
+// hold the port.
+func (d *Daemon) adoptPort(name string) (pk, ctl *afpacket.Port, xp *afxdp.Port, ok bool, err error) {
 	hp, found := d.succ.ports[name]
 	if !found {
-		return nil, nil, false, nil
+		return nil, nil, nil, false, nil
+	}
+	if hp.IO == "afxdp" {
+		xp, err = d.adoptXDPPort(hp)
+		return nil, nil, xp, true, err
 	}
 	if hp.Config.Queues != d.opts.Workers {
-		return nil, nil, true, fmt.Errorf("%s: the running netfwd reads it with %d queues, this one has %d workers: a hot restart keeps the rings (start with --workers %d)",
+		return nil, nil, nil, true, fmt.Errorf("%s: the running netfwd reads it with %d queues, this one has %d workers: a hot restart keeps the rings (start with --workers %d)",
 			name, hp.Config.Queues, d.opts.Workers, hp.Config.Queues)
 	}
 	adopt := func(st afpacket.PortState) (*afpacket.Port, error) {
@@ -271,16 +349,126 @@ func (d *Daemon) adoptPort(name string) (pk, ctl *afpacket.Port, ok bool, err er
 		return afpacket.Adopt(st, fds)
 	}
 	if pk, err = adopt(hp.PortState); err != nil {
-		return nil, nil, true, err
+		return nil, nil, nil, true, err
 	}
 	if hp.Control != nil && d.opts.HostPath {
 		if ctl, err = adopt(*hp.Control); err != nil {
 			pk.Shutdown()
 			pk.Close()
-			return nil, nil, true, err
+			return nil, nil, nil, true, err
 		}
 	}
-	return pk, ctl, true, nil
+	return pk, ctl, nil, true, nil
+}
+
+// adoptXDPPort takes an AF_XDP port's map, program and link over: the
+// program stays attached when the old daemon exits.
+func (d *Daemon) adoptXDPPort(hp handover.Port) (*afxdp.Port, error) {
+	if hp.XDP == nil {
+		return nil, fmt.Errorf("%s: the running netfwd described no AF_XDP state", hp.Name)
+	}
+	if d.succ.prep.Workers != d.opts.Workers {
+		return nil, fmt.Errorf("%s: the running netfwd serves its AF_XDP queues with %d workers, this one has %d: a hot restart keeps each worker's UMEM and sockets (start with --workers %d)",
+			hp.Name, d.succ.prep.Workers, d.opts.Workers, d.succ.prep.Workers)
+	}
+	var fds []int
+	for _, fd := range []int{hp.XDP.MapFD, hp.XDP.ProgFD, hp.XDP.LinkFD} {
+		n, err := d.succ.cl.TakeFD(fd)
+		if err != nil {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return nil, err
+		}
+		fds = append(fds, n)
+	}
+	return afxdp.AdoptPort(*hp.XDP, fds[0], fds[1], fds[2])
+}
+
+// adoptXDPWorkers builds each worker's AF_XDP worker around the running
+// daemon's (paused: its state is final): the same UMEM pages, frame states
+// and sockets, handed to the worker's ensureXDP.
+func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
+	byName := map[string]*afxdp.Port{}
+	for _, p := range d.ports.Load().list {
+		if p.xp != nil {
+			byName[p.name] = p.xp
+		}
+	}
+	for _, w := range d.workers {
+		st, ok := ws[w.idx]
+		if !ok || w.control {
+			continue
+		}
+		u := d.succ.umems[w.idx]
+		delete(d.succ.umems, w.idx)
+		if u == nil || d.succ.prep.XDPMemFDs[w.idx] != st.MemFD { // created after prepare
+			u.Close()
+			memfd, err := d.succ.cl.TakeFD(st.MemFD)
+			if err != nil {
+				return fmt.Errorf("worker %d: UMEM: %w", w.idx, err)
+			}
+			if u, err = afxdp.MapUMEM(memfd); err != nil {
+				return fmt.Errorf("worker %d: %w", w.idx, err)
+			}
+		}
+		var err error
+		socks := make([]afxdp.AdoptedSocket, len(st.Sockets))
+		for i, ss := range st.Sockets {
+			socks[i] = afxdp.AdoptedSocket{Port: byName[ss.Port], FD: -1}
+			if socks[i].Port == nil {
+				continue // a port this configuration drops: its socket closes with the old daemon
+			}
+			if socks[i].FD, err = d.succ.cl.TakeFD(ss.FD); err != nil {
+				socks[i].FD = -1
+				break
+			}
+		}
+		if err != nil {
+			u.Close()
+			for _, a := range socks {
+				if a.FD >= 0 {
+					unix.Close(a.FD)
+				}
+			}
+			return fmt.Errorf("worker %d: XDP socket: %w", w.idx, err)
+		}
+		xw, err := afxdp.AdoptWorkerUMEM(st, u, socks)
+		if err != nil {
+			return fmt.Errorf("worker %d: %w", w.idx, err)
+		}
+		w.xdp.adopted = xw
+	}
+	for _, w := range d.workers {
+		w.bindTakenOver()
+	}
+	return nil
+}
+
+// bindTakenOver binds the worker's AF_XDP queues after the takeover (the
+// adopted sockets, or new ones for queues the predecessor did not serve)
+// and makes its sockets its transmit handles on their ports instead of the
+// AF_PACKET ones New opened meanwhile (closed in the background: a packet
+// socket's close waits for an RCU grace period). Before the worker runs.
+func (iw *ioWorker) bindTakenOver() {
+	if !iw.xdp.awaitTakeover {
+		return
+	}
+	iw.xdp.awaitTakeover = false
+	iw.bind(iw.d.ports.Load())
+	var stale []txHandle
+	for id, p := range iw.txs.ports {
+		if p == nil || p.xp == nil || iw.txs.own[id] == nil {
+			continue
+		}
+		if xs := iw.sockets(p); xs != nil {
+			stale = append(stale, iw.txs.own[id])
+			iw.txs.txs[id], iw.txs.own[id] = xs, nil
+		}
+	}
+	if len(stale) > 0 {
+		go closeTxs(stale)
+	}
 }
 
 // adoptLock takes the port lock's socket over (the old daemon's copy goes
@@ -349,6 +537,10 @@ func (d *Daemon) takeOver() (time.Time, error) {
 	if nice, err := processNice(d.succ.prep.PID); err == nil {
 		setProcessNice(nice)
 	}
+	defer d.succ.closeUMEMs() // those of workers that did not take theirs
+	if err := d.mapUMEMs(); err != nil {
+		return time.Now(), err
+	}
 	t0 := time.Now()
 	paused, err := d.succ.cl.Pause()
 	if err != nil {
@@ -367,6 +559,9 @@ func (d *Daemon) takeOver() (time.Time, error) {
 			}
 		}
 	}
+	if err := d.adoptXDPWorkers(paused.XDP); err != nil {
+		return t0, err
+	}
 	if len(paused.Neighbours) > 0 {
 		if err := d.installNeighbours(paused.Neighbours); err != nil {
 			d.log.Warn("hot restart: neighbours of the previous process", "err", err)
@@ -381,6 +576,11 @@ func (d *Daemon) finishTakeover(t0 time.Time, gap time.Duration) {
 	d.succ = nil
 	if err := s.cl.Done(); err != nil {
 		d.log.Warn("hot restart: the previous process did not confirm", "err", err)
+	}
+	for _, p := range d.ports.Load().list {
+		if p.xp != nil {
+			p.xp.Own() // the old daemon lets go: this one detaches and restores at its exit
+		}
 	}
 	exited := s.cl.WaitExit(10 * time.Second)
 	s.cl.Close()

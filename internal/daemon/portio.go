@@ -204,6 +204,11 @@ func (p *port) closeIO() error {
 // binds no AF_XDP queue of the port.
 var errNoXDPWorker = errors.New("no AF_XDP worker")
 
+// errXDPTakeover: a hot restart's successor binds its AF_XDP queues once
+// it took the predecessor's sockets over (takeOver), not in New: the
+// queues are the predecessor's until it paused.
+var errXDPTakeover = errors.New("AF_XDP queues wait for the takeover")
+
 // openQueue opens queue q of p for worker iw: the port's AF_PACKET queue,
 // or an XDP socket in the worker's UMEM, also its transmit handle on p.
 // Errors are logged.
@@ -214,9 +219,16 @@ func (iw *ioWorker) openQueue(p *port, q int) (rxBinding, error) {
 		b.q, b.w = pq, pq
 		return b, nil
 	}
+	if iw.xdp.awaitTakeover {
+		return b, errXDPTakeover
+	}
 	if err := iw.ensureXDP(); err != nil {
 		iw.d.log.Error("AF_XDP worker", "worker", iw.idx, "err", err)
 		return b, errNoXDPWorker
+	}
+	if xs := iw.xdp.w.Socket(p.xp, q); xs != nil { // taken over in a hot restart
+		b.q, b.tx = xs, xs
+		return b, nil
 	}
 	xs, err := iw.xdp.w.Bind(p.xp, q)
 	if err != nil {
@@ -230,11 +242,19 @@ func (iw *ioWorker) openQueue(p *port, q int) (rxBinding, error) {
 // xdpWorker is an ioWorker's AF_XDP backend: the UMEM of its XDP sockets,
 // created at its first AF_XDP port.
 type xdpWorker struct {
-	w   *afxdp.Worker                // nil until the first AF_XDP port
-	pub atomic.Pointer[afxdp.Worker] // w, for wake and stats from other goroutines
+	w *afxdp.Worker // nil until the first AF_XDP port
+	// adopted is the predecessor's worker a hot restart took over
+	// (hotrestart.go), set before the worker runs: ensureXDP takes it
+	// instead of a new UMEM.
+	adopted *afxdp.Worker
+	// awaitTakeover: the daemon takes the ports over from a running one;
+	// AF_XDP queues are bound after its pause (bindTakenOver).
+	awaitTakeover bool
+	pub           atomic.Pointer[afxdp.Worker] // w, for wake and stats from other goroutines
 }
 
-// ensureXDP creates the worker's UMEM at its first AF_XDP port; the
+// ensureXDP creates the worker's UMEM at its first AF_XDP port (or takes
+// the one a hot restart adopted: the predecessor's memfd); the
 // AF_PACKET queues it waited for in the Poller move to the AF_XDP worker,
 // which waits from then on.
 func (iw *ioWorker) ensureXDP() error {
@@ -256,9 +276,13 @@ func (iw *ioWorker) ensureXDP() error {
 		}
 	}
 	cfg = cfg.WithUMEMBytes(umem)
-	xw, err := afxdp.NewWorker(cfg)
-	if err != nil {
-		return err
+	xw := iw.xdp.adopted
+	iw.xdp.adopted = nil
+	if xw == nil {
+		var err error
+		if xw, err = afxdp.NewWorker(cfg); err != nil {
+			return err
+		}
 	}
 	iw.xdp.w = xw
 	iw.xdp.pub.Store(xw)
@@ -300,5 +324,9 @@ func (x *xdpWorker) closeSocket(tx pktio.Sender) {
 func (x *xdpWorker) close() {
 	if x.w != nil {
 		x.w.Close()
+	}
+	if x.adopted != nil { // taken over, never run
+		x.adopted.Close()
+		x.adopted = nil
 	}
 }

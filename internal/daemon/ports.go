@@ -124,7 +124,7 @@ func (d *Daemon) openPort(name string) (*port, error) {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			if adopted {
-				if pk, ctl, _, err = d.adoptPort(name); err != nil {
+				if pk, ctl, xp, _, err = d.adoptPort(name); err != nil {
 					lock.release()
 					return fmt.Errorf("%s: %w", name, err)
 				}

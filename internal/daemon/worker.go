@@ -91,6 +91,7 @@ func newIOWorker(d *Daemon, idx int) (*ioWorker, error) {
 		txs:    txSet{mode: txData},
 		frames: make([][]byte, batchSize), meta: make([]pktio.Meta, batchSize), gso: make([]uint16, batchSize)}
 	iw.sendFn = iw.send
+	iw.xdp.awaitTakeover = d.succ != nil // hot restart: AF_XDP sockets come with the takeover (hotrestart.go)
 	return iw, nil
 }
 

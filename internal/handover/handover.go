@@ -6,15 +6,17 @@
 // root-only unix socket beside the control socket, Path):
 //
 //	new -> old  prepare   old: what it holds: per port the receive sockets
-//	                      and ring layout (afpacket.PortState), the port lock,
+//	                      and ring layout (afpacket.PortState) or the XDP
+//	                      map, program and link (afxdp.PortState), the port lock,
 //	                      the listeners (metrics, pprof, FPM), its pid
 //	new: takes each descriptor out of the old process (pidfd_getfd, the
 //	     same open socket, not a copy of its state), maps the rings, builds
 //	     its engine from the config, opens its transmit handles: everything
 //	     but reading. The old one forwards throughout.
 //	new -> old  pause     old: its workers stop at a batch boundary (all
-//	                      frames released); it answers the ring positions
-//	                      and its learned neighbours
+//	                      frames released); it answers the ring positions,
+//	                      each worker's AF_XDP state (UMEM memfd, frame
+//	                      states, sockets) and its learned neighbours
 //	new: continues every ring where the old reader stopped, starts its
 //	     workers (frames that arrived meanwhile wait in the rings)
 //	new -> old  done      old: exits, closing only its own copies
@@ -31,6 +33,7 @@ import (
 	"net/netip"
 
 	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 )
 
 // Path is the handover socket of the daemon whose control socket is ctl.
@@ -43,8 +46,11 @@ type Port struct {
 	Control *afpacket.PortState `json:",omitempty"`
 	// LockFD is the port lock's listening socket (portlock.go).
 	LockFD int
-	// IO is the port's backend: only "afpacket" ports are handed over.
+	// IO is the port's backend: "afpacket" (PortState, Control) or
+	// "afxdp" (XDP; PortState carries only the name).
 	IO string
+	// XDP is an AF_XDP port's socket map, program and link.
+	XDP *afxdp.PortState `json:",omitempty"`
 }
 
 // Listener is a listening socket to take over instead of binding anew
@@ -56,7 +62,13 @@ type Listener struct {
 
 // Prepared answers prepare.
 type Prepared struct {
-	PID       int
+	PID int
+	// Workers is the running process's --workers: AF_XDP sockets and
+	// UMEMs are handed over worker by worker, by index.
+	Workers int
+	// XDPMemFDs are the datapath workers' UMEM memfds (by worker index):
+	// the successor maps them before the pause.
+	XDPMemFDs map[int]int `json:",omitempty"`
 	Ports     []Port
 	Listeners map[string]Listener // by purpose: "metrics", "pprof", "fpm"
 	Error     string              `json:",omitempty"`
@@ -67,8 +79,11 @@ type Prepared struct {
 type Paused struct {
 	Positions        map[string][]afpacket.QueuePosition
 	ControlPositions map[string][]afpacket.QueuePosition `json:",omitempty"`
-	Neighbours       []Neighbour
-	Error            string `json:",omitempty"`
+	// XDP is each datapath worker's AF_XDP state (UMEM memfd, frames,
+	// sockets), by worker index.
+	XDP        map[int]afxdp.WorkerState `json:",omitempty"`
+	Neighbours []Neighbour
+	Error      string `json:",omitempty"`
 }
 
 // Neighbour is a learned neighbour entry. The new process installs it

@@ -15,6 +15,11 @@
 // (Add) of ports that could not take AF_XDP. Port.NewTx gives goroutines
 // without a socket on the port an afpacket transmit handle.
 //
+// Hot restart (handover.go): Port.Describe/AdoptPort and
+// Worker.Describe/MapUMEM/AdoptWorkerUMEM pass a port's map, program and
+// link and a worker's UMEM (a memfd), frame states and sockets to another
+// process, which continues the rings where this one stopped.
+//
 // Concurrency: a Worker and its sockets have exactly one owner goroutine
 // and no locks; Wake, WaitStats and the counters (Stats) are for any
 // goroutine. Port.Close detaches the program; sockets keep their rings until

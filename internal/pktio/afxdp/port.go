@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -52,6 +53,9 @@ type Port struct {
 	// napiOld: the NAPI deferral the interface had before NAPIDefer,
 	// written back at Close.
 	napiOld []napiSetting
+	// shared: another process holds the same map and link (a hot
+	// restart, handover.go): closing leaves the kernel state alone.
+	shared atomic.Bool
 
 	mu      sync.Mutex
 	lnk     link.Link            // guarded by mu; nil once detached
@@ -177,7 +181,7 @@ func (p *Port) removeSocket(s *Socket) {
 		return
 	}
 	delete(p.socks, s)
-	if !p.closed {
+	if !p.closed && !p.shared.Load() {
 		p.xsks.Delete(uint32(s.queue)) // the kernel also drops it when the socket closes
 	}
 	p.retired.add(s.statsLocked())
@@ -239,7 +243,7 @@ func (p *Port) closeObjects() {
 
 func (p *Port) closeObjectsLocked() error {
 	var errs []error
-	if p.napiOld != nil && p.netns != nil {
+	if p.napiOld != nil && p.netns != nil && !p.shared.Load() {
 		old := p.napiOld
 		p.napiOld = nil
 		errs = append(errs, pktio.InNetnsFile(p.netns, p.Name, func() error { return restoreNAPIDefer(old) }))

@@ -1,7 +1,8 @@
 package afxdp
 
 // xdpworker: an Worker is what one worker goroutine owns for AF_XDP: one
-// UMEM (an mmapped array of FrameSize frames) shared by all of its XDP
+// UMEM (an mmapped array of FrameSize frames, from a memfd so that a hot
+// restart's successor maps the same pages: handover.go) shared by all of its XDP
 // sockets, one per (port, queue) it serves (XDP_SHARED_UMEM across
 // devices: each socket has its own fill and completion rings), the free
 // list of frames, and the wait over all its sockets at once.
@@ -63,6 +64,7 @@ const (
 type Worker struct {
 	cfg   WorkerConfig
 	umem  []byte
+	memfd int // the UMEM's pages (handover.go)
 	base  uintptr
 	shift uint // log2(FrameSize)
 
@@ -103,25 +105,58 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		return nil, err
 	}
 	size := cfg.Frames * cfg.FrameSize
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	memfd, err := unix.MemfdCreate("netfwd-umem", unix.MFD_CLOEXEC)
 	if err != nil {
+		return nil, fmt.Errorf("pktio: UMEM memfd: %w", err)
+	}
+	if err := unix.Ftruncate(memfd, int64(size)); err != nil {
+		unix.Close(memfd)
 		return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
 	}
-	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	w, err := newWorkerOn(cfg, memfd, nil)
 	if err != nil {
-		unix.Munmap(mem)
-		return nil, fmt.Errorf("pktio: eventfd: %w", err)
+		unix.Close(memfd)
+		return nil, err
 	}
-	w := &Worker{cfg: cfg, umem: mem, base: uintptr(unsafe.Pointer(&mem[0])),
-		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
-		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
-		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
-		reserve: max(64, cfg.Frames/8)}
 	for i := range w.free {
 		w.free[i] = uint32(cfg.Frames - 1 - i) // low frames first
 	}
 	w.setFillTarget()
+	return w, nil
+}
+
+// newWorkerOn maps the UMEM from memfd (cfg.Frames*cfg.FrameSize bytes;
+// the worker's from then on) and sets up a worker with every frame free.
+// A memfd, MAP_SHARED, so that another process can map the very pages
+// (a hot restart, handover.go): the descriptors are offsets into them.
+//
+// mem, if not nil, is memfd's mapping already made (MapUMEM), of at least
+// that size; the worker's from then on.
+func newWorkerOn(cfg WorkerConfig, memfd int, mem []byte) (*Worker, error) {
+	size := cfg.Frames * cfg.FrameSize
+	mapped := mem == nil
+	if mapped {
+		var err error
+		if mem, err = unix.Mmap(memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+			return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
+		}
+	}
+	if len(mem) != size {
+		return nil, fmt.Errorf("pktio: UMEM of %d bytes for %d frames of %d", len(mem), cfg.Frames, cfg.FrameSize)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		if mapped {
+			unix.Munmap(mem) // else the caller's
+		}
+		return nil, fmt.Errorf("pktio: eventfd: %w", err)
+	}
+	w := &Worker{cfg: cfg, umem: mem, memfd: memfd, base: uintptr(unsafe.Pointer(&mem[0])),
+		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
+		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
+		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
+		reserve: max(64, cfg.Frames/8)}
+	w.rebuildPoll() // Wait polls the eventfd even before the first Bind (or if every Bind fails)
 	return w, nil
 }
 
@@ -473,7 +508,7 @@ func (w *Worker) Close() error {
 	}
 	wg.Wait()
 	w.unmapped = true
-	errs = append(errs, unix.Munmap(w.umem))
+	errs = append(errs, unix.Munmap(w.umem), unix.Close(w.memfd))
 	w.umem = nil
 	w.evmu.Lock()
 	errs = append(errs, unix.Close(w.evfd))
