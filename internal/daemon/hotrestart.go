@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -541,6 +542,9 @@ func (d *Daemon) takeOver() (time.Time, error) {
 	if err := d.mapUMEMs(); err != nil {
 		return time.Now(), err
 	}
+	// Collect now, not in the milliseconds the rings fill up while
+	// nobody reads them: the start made garbage (config, engine, FIB).
+	runtime.GC()
 	t0 := time.Now()
 	paused, err := d.succ.cl.Pause()
 	if err != nil {
