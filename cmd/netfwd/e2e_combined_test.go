@@ -124,12 +124,17 @@ var bgpProbe2 = netip.MustParseAddr("198.18.6.1")
 
 func TestCombinedFRR(t *testing.T) {
 	testenv.RequireRoot(t, "ping", "bird", "birdc", "vtysh", routinglab.Zebra, routinglab.Bgpd)
+	// The two variants run side by side: each is mostly waiting (its
+	// steps watch 10 s for flaps), their labs share nothing, and CI's
+	// time stays within its 20 minutes.
+	t.Parallel()
 	c := newCombined(t, true)
 	c.run()
 }
 
 func TestCombinedBIRD(t *testing.T) {
 	testenv.RequireRoot(t, "ping", "bird", "birdc")
+	t.Parallel()
 	c := newCombined(t, false)
 	c.run()
 }
