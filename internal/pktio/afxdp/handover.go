@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"net"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -375,22 +374,8 @@ func (w *Worker) adoptSocket(p *Port, ss SocketState, fd int) (_ *Socket, err er
 			s.close()
 		}
 	}()
-	n := w.cfg.RingSize
-	var off unix.XDPMmapOffsets
-	if err := getsockoptRaw(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
-		return nil, fmt.Errorf("pktio: %s queue %d: XDP_MMAP_OFFSETS: %w", p.Name, ss.Queue, err)
-	}
-	if s.rx, err = mapDescRing(fd, unix.XDP_PGOFF_RX_RING, off.Rx, n); err != nil {
-		return nil, err
-	}
-	if s.tx, err = mapDescRing(fd, unix.XDP_PGOFF_TX_RING, off.Tx, n); err != nil {
-		return nil, err
-	}
-	if s.fill, err = mapAddrRing(fd, unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, n); err != nil {
-		return nil, err
-	}
-	if s.comp, err = mapAddrRing(fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, n); err != nil {
-		return nil, err
+	if err := s.mapRings(w.cfg.RingSize); err != nil {
+		return nil, fmt.Errorf("pktio: %s queue %d: %w", p.Name, ss.Queue, err)
 	}
 	// Consumer rings continue at what the other process released,
 	// producer rings at what it published.

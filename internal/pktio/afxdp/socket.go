@@ -98,20 +98,7 @@ func (w *Worker) tryOpenSocket(p *Port, q, slot int, mode uint16, share *Socket)
 			return nil, fmt.Errorf("%s=%d: %w", opt.name, n, err)
 		}
 	}
-	var off unix.XDPMmapOffsets
-	if err := getsockoptRaw(fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
-		return nil, fmt.Errorf("XDP_MMAP_OFFSETS: %w", err)
-	}
-	if s.rx, err = mapDescRing(fd, unix.XDP_PGOFF_RX_RING, off.Rx, n); err != nil {
-		return nil, err
-	}
-	if s.tx, err = mapDescRing(fd, unix.XDP_PGOFF_TX_RING, off.Tx, n); err != nil {
-		return nil, err
-	}
-	if s.fill, err = mapAddrRing(fd, unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, n); err != nil {
-		return nil, err
-	}
-	if s.comp, err = mapAddrRing(fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, n); err != nil {
+	if err := s.mapRings(n); err != nil {
 		return nil, err
 	}
 	sa := &unix.SockaddrXDP{Flags: mode, Ifindex: uint32(p.Index), QueueID: uint32(q)}
@@ -178,6 +165,26 @@ func bindModeName(mode uint16) string {
 
 // close unmaps the rings and closes the fd (the kernel removes the socket
 // from the map then).
+// mapRings maps the socket's four rings of n entries (set up by this
+// process, or handed over by another: the same offsets either way).
+func (s *Socket) mapRings(n int) (err error) {
+	var off unix.XDPMmapOffsets
+	if err := getsockoptRaw(s.fd, unix.XDP_MMAP_OFFSETS, unsafe.Pointer(&off), unsafe.Sizeof(off)); err != nil {
+		return fmt.Errorf("XDP_MMAP_OFFSETS: %w", err)
+	}
+	if s.rx, err = mapDescRing(s.fd, unix.XDP_PGOFF_RX_RING, off.Rx, n); err != nil {
+		return err
+	}
+	if s.tx, err = mapDescRing(s.fd, unix.XDP_PGOFF_TX_RING, off.Tx, n); err != nil {
+		return err
+	}
+	if s.fill, err = mapAddrRing(s.fd, unix.XDP_UMEM_PGOFF_FILL_RING, off.Fr, n); err != nil {
+		return err
+	}
+	s.comp, err = mapAddrRing(s.fd, unix.XDP_UMEM_PGOFF_COMPLETION_RING, off.Cr, n)
+	return err
+}
+
 func (s *Socket) close() error {
 	var errs []error
 	for _, r := range []*xdpRing{&s.rx.xdpRing, &s.tx.xdpRing, &s.fill.xdpRing, &s.comp.xdpRing} {
