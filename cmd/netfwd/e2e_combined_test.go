@@ -17,8 +17,8 @@ package main
 // isp2), a flap of the BGP port (eth0 down 2 s), a burst of concurrent
 // `ctl route add/del`, an MTU change on the BGP port, and last an access
 // port (eth2) and the second routed port (eth6) deleted and re-created
-// (both meet known bugs, see knownBug; last, so that they stop no other
-// step). After each step, one
+// (last: a port that stops for good stops no other step). After each
+// step, one
 // check (combined.check): the BGP flaps counted by a watcher over the
 // whole test (none allowed but in the port flap step: at most 1, as the
 // twin loses its carrier), netfwd's FIB of the routing daemon's protocol
@@ -103,8 +103,6 @@ type combined struct {
 	stop  chan struct{}
 	done  chan struct{}
 	steps []string // one line a step, logged at the end
-	// skipped: a step met a known bug; the steps after it are not run.
-	skipped bool
 }
 
 // flowSpec is one ping flow of the background traffic.
@@ -300,7 +298,7 @@ func (c *combined) run() {
 		{"BGP port flap", 1, false, c.flapBGPPort},
 		{"ctl route add/del burst", 0, true, c.ctlBurst},
 		{"MTU change", 0, true, c.mtuChange},
-		// Last: both meet known bugs (knownBug) that stop a port for good.
+		// Last: a port they break would stop the steps after them.
 		{"access port re-created", 0, false, c.recreateAccessPort},
 		{"routed port re-created", 0, false, c.recreateRoutedPort},
 	}
@@ -325,9 +323,6 @@ func (c *combined) run() {
 		})
 		if !ok {
 			t.Fatalf("step %q failed; the steps after it were not run", s.name)
-		}
-		if c.skipped {
-			break
 		}
 	}
 	t.Logf("%d steps in %v:\n%s", len(c.steps), time.Since(total).Round(100*time.Millisecond), strings.Join(c.steps, "\n"))
@@ -457,37 +452,11 @@ func (c *combined) recreate(t *testing.T, host string, hostArgs [][]string, prob
 			k += fmt.Sprintf("\ndrops: l2 %v l3 %v", m.Sum("netfwd_l2_drops_total"), m.Sum("netfwd_l3_drops_total"))
 		}
 		k += fmt.Sprintf("\nafter %s pinged %s (%d replies): %s -> %s %d of 1 replies; fdb:\n%s", host, gw10, hr.Received, probe.from, probe.dst, again.Received, c.e.ctl("fdb show"))
-		what := ""
-		switch {
-		case host == "isp2" && !c.frr:
-			what = "kmirror: a routed port deleted and re-created: netfwd's FIB holds its connected route twice (the mirror's copy of the twin's, taken while the port was gone, and netfwd's own) and nothing leaves the port"
-		case host == "h2":
-			what = "a re-opened bridge port stops receiving after a few frames (netfwd's RX count stays while the kernel's grows; its MAC shows 00:00:00:00:00:00), intermittent"
-		}
-		c.knownBug(t, what != "", what,
-			"%s -> %s: no reply 10 s after %s came back:\n%s\nnetfwd's routes:\n%s\nthe kernel's:\n%s\nlog:\n%s", probe.from, probe.dst, h.Port, why, nf, k, lastBytes(c.e.stderr.String(), 1500))
+		t.Fatalf("%s -> %s: no reply 10 s after %s came back:\n%s\nnetfwd's routes:\n%s\nthe kernel's:\n%s\nlog:\n%s", probe.from, probe.dst, h.Port, why, nf, k, lastBytes(c.e.stderr.String(), 1500))
 	}
 	if !strings.Contains(c.e.stderr.String(), "port re-opened") {
 		t.Errorf("the log does not say the port was re-opened")
 	}
-}
-
-// knownBug fails the step with format, the failure labelled with a bug
-// found by this test and reported (what); with NETFWD_COMBINED_SKIP_KNOWN=1
-// the step is skipped instead (and so are the steps after it), so the
-// rest can be measured while the bug is open.
-func (c *combined) knownBug(t *testing.T, bug bool, what, format string, args ...any) {
-	t.Helper()
-	if !bug {
-		t.Fatalf(format, args...)
-	}
-	t.Logf(format, args...)
-	c.steps = append(c.steps, fmt.Sprintf("%-28s KNOWN BUG: %s", t.Name(), what))
-	if os.Getenv("NETFWD_COMBINED_SKIP_KNOWN") == "1" {
-		c.skipped = true
-		t.Skipf("KNOWN BUG (skipped: NETFWD_COMBINED_SKIP_KNOWN=1): %s", what)
-	}
-	t.Fatalf("KNOWN BUG: %s", what)
 }
 
 // recreateAccessPort deletes and re-creates eth2, h2's access port of
