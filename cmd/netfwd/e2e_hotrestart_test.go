@@ -410,7 +410,14 @@ func TestHotRestartRate(t *testing.T) {
 		nSil = len(rx.silences)
 		rx.mu.Unlock()
 	}
+	ring0, tx0, backlog0 := e.scrape().Sum("netfwd_pktio_ring_drops_total"), e.scrape().Sum("netfwd_port_tx_drops_total"), softnetDrops(t)
 	sB, gB, dB := window(true)
+	// Where window B's frames were lost: the rings (the new daemon reads
+	// the same sockets, so the old one's unread drops count there), the
+	// transmit side, or a CPU's backlog (netdev_max_backlog).
+	m := e.scrape()
+	t.Logf("window B: ring drops %.0f, tx drops %.0f, backlog drops %d",
+		m.Sum("netfwd_pktio_ring_drops_total")-ring0, m.Sum("netfwd_port_tx_drops_total")-tx0, softnetDrops(t)-backlog0)
 	if rx != nil {
 		rx.mu.Lock()
 		sils := slices.Clone(rx.silences[nSil:])
@@ -454,4 +461,27 @@ func testenvRun(t *testing.T, name string, args ...string) string {
 		t.Fatalf("%s %v: %v", name, args, err)
 	}
 	return string(out)
+}
+
+// softnetDrops sums the frames the CPUs' backlogs dropped
+// (/proc/net/softnet_stat, second column; not per namespace).
+func softnetDrops(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum uint64
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += v
+	}
+	return sum
 }

@@ -193,11 +193,20 @@ type Daemon struct {
 	handoverSrv *handover.Server
 	succ        *successor
 	pauseTook   time.Duration // the predecessor's pause, for the log
-	paused      atomic.Bool
-	pauseMu     sync.Mutex
-	pause       pauseState // guarded by pauseMu
-	handedOver  atomic.Bool
-	finish      chan struct{}
+	// pausePredecessor is the part of it the predecessor itself took.
+	pausePredecessor time.Duration
+	// takeoverDrops are the ring drops read at the pause and once caught up.
+	takeoverDrops [2]uint64
+	paused        atomic.Bool
+	pauseMu       sync.Mutex
+	pause         pauseState // guarded by pauseMu
+	handedOver    atomic.Bool
+	// handoverNeigh are the neighbours a prepare sent to a successor;
+	// niceBeforePause is the priority a pause lowered (-1: none).
+	// Both are the handover server goroutine's.
+	handoverNeigh   map[handover.Neighbour]bool
+	niceBeforePause int
+	finish          chan struct{}
 
 	// trace is the running `trace` (trace.go), or nil: the workers load it
 	// once per batch.
@@ -273,7 +282,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{})}
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{}), niceBeforePause: -1}
 	nd.ctl.SetDeviceCheck(deviceCheck(opts.Netns, nd.hasPort))
 	nd.ports.Store(&portTable{})
 	defer func() {
@@ -559,6 +568,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer d.wg.Done()
 		d.hk.run()
 	}()
+	var gap, caughtUp time.Duration
+	if d.succ != nil {
+		gap, caughtUp = d.catchUp(takeoverStart, catchUpLimit)
+	}
 	var servers sync.WaitGroup
 	var httpSrvs []*http.Server
 	serve := func(ln net.Listener, h http.Handler, what string) {
@@ -613,7 +626,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// "running" when they forward.
 	d.waitWorkers(d.ports.Load().gen)
 	if d.succ != nil {
-		d.finishTakeover(takeoverStart, time.Since(takeoverStart))
+		d.finishTakeover(takeoverStart, gap, caughtUp)
 		sdNotify(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
 	} else {
 		sdNotify("READY=1")

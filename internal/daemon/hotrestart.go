@@ -136,6 +136,13 @@ func (s handoverSource) Prepare() (handover.Prepared, error) {
 			p.Listeners[name] = handover.Listener{Addr: ln.Addr().String(), FD: listenerFD(ln)}
 		}
 	}
+	// The neighbours learned so far: the successor installs them before
+	// the pause; the pause sends what changed since (pauseNeighbours).
+	p.Neighbours = d.learnedNeighbours()
+	d.handoverNeigh = make(map[handover.Neighbour]bool, len(p.Neighbours))
+	for _, n := range p.Neighbours {
+		d.handoverNeigh[n] = true
+	}
 	add("metrics", d.metricsLn)
 	add("pprof", d.pprofLn)
 	if d.routes.fpm != nil {
@@ -150,12 +157,24 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 	d.pause.resume = make(chan struct{})
 	d.pauseMu.Unlock()
 	d.paused.Store(true)
-	deadline := time.Now().Add(3 * time.Second)
+	for _, w := range d.workers {
+		w.wake()
+	}
+	// A worker parks within one batch (about a millisecond at most): spin
+	// for that long, since the rings fill while we wait and a sleep would
+	// round up to the netpoller's millisecond; then sleep.
+	start := time.Now()
+	deadline := start.Add(3 * time.Second)
 	for _, w := range d.workers {
 		for !w.parked.Load() && !w.exited() {
-			if time.Now().After(deadline) {
+			now := time.Now()
+			if now.After(deadline) {
 				s.Resume()
 				return handover.Paused{}, fmt.Errorf("worker %d did not pause", w.idx)
+			}
+			if now.Sub(start) < 5*time.Millisecond {
+				runtime.Gosched()
+				continue
 			}
 			w.wake()
 			time.Sleep(50 * time.Microsecond)
@@ -197,12 +216,35 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 		}
 		out.XDP[w.idx] = st
 	}
-	out.Neighbours = d.learnedNeighbours()
+	out.Neighbours = d.pauseNeighbours()
+	// Parked, this process only waits for done (or resumes): its other
+	// goroutines (housekeeping, route sources) must not take CPU from the
+	// successor's workers while they catch up with the rings.
+	if nice, err := processNice(os.Getpid()); err == nil {
+		d.niceBeforePause = nice
+		setProcessNice(niceIdle)
+	}
 	return out, nil
+}
+
+// pauseNeighbours are the learned neighbours prepare did not send as they
+// are now.
+func (d *Daemon) pauseNeighbours() []handover.Neighbour {
+	var out []handover.Neighbour
+	for _, n := range d.learnedNeighbours() {
+		if !d.handoverNeigh[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (s handoverSource) Resume() {
 	d := s.d
+	if d.niceBeforePause >= 0 {
+		setProcessNice(d.niceBeforePause)
+		d.niceBeforePause = -1
+	}
 	d.paused.Store(false)
 	d.pauseMu.Lock()
 	close(d.pause.resume)
@@ -533,24 +575,35 @@ func sameAddr(have, want string) bool {
 // takeOver pauses the running daemon and continues its rings; Run calls it
 // right before the workers start, and finish once they forward.
 func (d *Daemon) takeOver() (time.Time, error) {
-	// The predecessor's priority from now on (nice.go): this process
-	// forwards next.
-	if nice, err := processNice(d.succ.prep.PID); err == nil {
-		setProcessNice(nice)
-	}
+	// The priority of the predecessor (read before it changes).
+	nice, niceErr := processNice(d.succ.prep.PID)
 	defer d.succ.closeUMEMs() // those of workers that did not take theirs
 	if err := d.mapUMEMs(); err != nil {
 		return time.Now(), err
 	}
+	// The neighbours the predecessor had learned at prepare: installed
+	// now, while it forwards, not in the gap.
+	if len(d.succ.prep.Neighbours) > 0 {
+		if err := d.installNeighbours(d.succ.prep.Neighbours); err != nil {
+			d.log.Warn("hot restart: neighbours of the previous process", "err", err)
+		}
+	}
 	// Collect now, not in the milliseconds the rings fill up while
 	// nobody reads them: the start made garbage (config, engine, FIB).
 	runtime.GC()
+	// The predecessor's priority from now on (nice.go): this process
+	// forwards next. Not earlier: everything above ran with what the
+	// forwarder leaves.
+	if niceErr == nil {
+		setProcessNice(nice)
+	}
 	t0 := time.Now()
 	paused, err := d.succ.cl.Pause()
 	if err != nil {
 		return t0, err
 	}
-	d.pauseTook = time.Since(t0)
+	d.pauseTook, d.pausePredecessor = time.Since(t0), paused.Took
+	d.takeoverDrops[0] = d.ringDrops() // up to the pause, those the predecessor did not read
 	for _, p := range d.ports.Load().list {
 		if pos, ok := paused.Positions[p.name]; ok && p.pk != nil {
 			if err := p.pk.SetQueuePositions(pos); err != nil {
@@ -574,8 +627,42 @@ func (d *Daemon) takeOver() (time.Time, error) {
 	return t0, nil
 }
 
+// catchUpLimit bounds catchUp: at saturation the rings never empty.
+const catchUpLimit = 200 * time.Millisecond
+
+// catchUp waits, at most limit, until every new worker has bound its
+// queues and once found them all empty: the backlog the gap left in the
+// rings is worked off. Until then nothing else of this process starts
+// (servers, route sources) and the predecessor is not told to exit, so
+// the workers have the CPU while the rings are fullest. gap is the pause
+// request to the last worker's first read, caughtUp to its empty sweep.
+func (d *Daemon) catchUp(t0 time.Time, limit time.Duration) (gap, caughtUp time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		done := true
+		for _, w := range d.workers {
+			if !w.exited() && (w.startedAt.Load() == 0 || !w.idle.Load()) {
+				done = false
+				break
+			}
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	caughtUp = time.Since(t0)
+	d.takeoverDrops[1] = d.ringDrops()
+	for _, w := range d.workers {
+		if b := w.startedAt.Load(); b != 0 {
+			gap = max(gap, time.Unix(0, b).Sub(t0))
+		}
+	}
+	return gap, caughtUp
+}
+
 // finishTakeover tells the old daemon to exit and forgets it.
-func (d *Daemon) finishTakeover(t0 time.Time, gap time.Duration) {
+func (d *Daemon) finishTakeover(t0 time.Time, gap, caughtUp time.Duration) {
 	s := d.succ
 	d.succ = nil
 	if err := s.cl.Done(); err != nil {
@@ -589,7 +676,9 @@ func (d *Daemon) finishTakeover(t0 time.Time, gap time.Duration) {
 	exited := s.cl.WaitExit(10 * time.Second)
 	s.cl.Close()
 	d.log.Info("hot restart: took over", "from_pid", s.prep.PID, "takeover_gap", gap.Round(time.Microsecond),
-		"pause", d.pauseTook.Round(time.Microsecond), "previous_exit", time.Since(t0).Round(time.Millisecond), "previous_exited", exited)
+		"pause", d.pauseTook.Round(time.Microsecond), "pause_in_predecessor", d.pausePredecessor.Round(time.Microsecond), "caught_up", caughtUp.Round(time.Microsecond),
+		"ring_drops_unread_at_pause", d.takeoverDrops[0], "ring_drops_catching_up", d.takeoverDrops[1]-d.takeoverDrops[0],
+		"previous_exit", time.Since(t0).Round(time.Millisecond), "previous_exited", exited)
 }
 
 // listen binds a TCP listener for purpose, or takes the running daemon's
@@ -609,4 +698,16 @@ func (d *Daemon) predecessorPID() int {
 		return 0
 	}
 	return d.succ.prep.PID
+}
+
+// ringDrops sums the frames the kernel could not put in the receive rings
+// (what the rings lost since the last read, whichever process read it).
+func (d *Daemon) ringDrops() uint64 {
+	var n uint64
+	for _, p := range d.ports.Load().list {
+		if p.pk != nil {
+			n += p.pk.Stats().Rx.RingDrops
+		}
+	}
+	return n
 }

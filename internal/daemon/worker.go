@@ -34,6 +34,7 @@ package daemon
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/l2"
@@ -66,6 +67,11 @@ type ioWorker struct {
 	seen   atomic.Uint64
 	done   chan struct{} // closed when run returns
 	parked atomic.Bool   // held by a hot restart's pause, its batches released
+	// A hot restart's successor watches its new workers: startedAt is
+	// when run began its first sweep (unix ns), idle is set by a sweep that
+	// found every queue empty (the rings' backlog is worked off).
+	startedAt atomic.Int64
+	idle      atomic.Bool
 
 	rx  []rxBinding
 	txs txSet
@@ -126,6 +132,7 @@ func (iw *ioWorker) exited() bool {
 func (iw *ioWorker) run() {
 	defer close(iw.done)
 	defer iw.release()
+	iw.startedAt.Store(time.Now().UnixNano())
 	for !iw.d.stopping.Load() {
 		if !iw.parkIfPaused() { // a hot restart's handover (hotrestart.go)
 			return
@@ -159,6 +166,7 @@ func (iw *ioWorker) run() {
 			}
 		}
 		if !got {
+			iw.idle.Store(true)
 			if err := iw.wait(); err != nil && !iw.d.stopping.Load() {
 				iw.d.log.Error("worker wait", "worker", iw.idx, "err", err)
 				return

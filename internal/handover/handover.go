@@ -16,10 +16,16 @@
 //	new -> old  pause     old: its workers stop at a batch boundary (all
 //	                      frames released); it answers the ring positions,
 //	                      each worker's AF_XDP state (UMEM memfd, frame
-//	                      states, sockets) and its learned neighbours
+//	                      states, sockets) and the neighbours it learned
+//	                      since prepare (prepare carried the others)
 //	new: continues every ring where the old reader stopped, starts its
-//	     workers (frames that arrived meanwhile wait in the rings)
+//	     workers (frames that arrived meanwhile wait in the rings), and
+//	     lets them catch up with the rings before anything else runs
 //	new -> old  done      old: exits, closing only its own copies
+//
+// What lies between pause and the new workers' first read is the gap the
+// rings must hold (2,048 frames a queue by default: 18 ms at 115 kpps), so
+// the pause carries only what changed since prepare.
 //
 // If the new process goes away (or says nothing for PauseTimeout) after
 // pause and before done, the old one resumes forwarding: a failed upgrade
@@ -31,6 +37,7 @@ package handover
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/internal/pktio/afxdp"
@@ -71,11 +78,15 @@ type Prepared struct {
 	XDPMemFDs map[int]int `json:",omitempty"`
 	Ports     []Port
 	Listeners map[string]Listener // by purpose: "metrics", "pprof", "fpm"
-	Error     string              `json:",omitempty"`
+	// Neighbours are the neighbours the running process has learned so
+	// far: the successor installs them before the pause, so the pause
+	// carries only the few learned (or changed) since.
+	Neighbours []Neighbour `json:",omitempty"`
+	Error      string      `json:",omitempty"`
 }
 
 // Paused answers pause: where each ring's reader stopped, and the
-// neighbours the old process learned.
+// neighbours the old process learned or changed since prepare.
 type Paused struct {
 	Positions        map[string][]afpacket.QueuePosition
 	ControlPositions map[string][]afpacket.QueuePosition `json:",omitempty"`
@@ -83,7 +94,11 @@ type Paused struct {
 	// sockets), by worker index.
 	XDP        map[int]afxdp.WorkerState `json:",omitempty"`
 	Neighbours []Neighbour
-	Error      string `json:",omitempty"`
+	// Took is how long the running process took from reading pause to
+	// answering (the rest of the successor's wait is the way there and
+	// back: scheduling, mostly).
+	Took  time.Duration
+	Error string `json:",omitempty"`
 }
 
 // Neighbour is a learned neighbour entry. The new process installs it

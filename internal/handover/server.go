@@ -117,11 +117,13 @@ func (s *Server) serveConn(c *net.UnixConn) bool {
 			if paused {
 				return false
 			}
+			t0 := time.Now()
 			p, err := s.src.Pause()
 			paused = true
 			if err != nil {
 				p = Paused{Error: err.Error()}
 			}
+			p.Took = time.Since(t0)
 			if enc.Encode(p) != nil || err != nil {
 				return false
 			}
