@@ -199,7 +199,8 @@ type Daemon struct {
 	takeoverDrops [2]uint64
 	paused        atomic.Bool
 	pauseMu       sync.Mutex
-	pause         pauseState // guarded by pauseMu
+	pause         pauseState    // guarded by pauseMu
+	parkedNote    chan struct{} // a worker parked (buffered: never blocks it)
 	handedOver    atomic.Bool
 	// handoverNeigh are the neighbours a prepare sent to a successor;
 	// niceBeforePause is the priority a pause lowered (-1: none).
@@ -282,7 +283,8 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{}), niceBeforePause: -1}
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{}), niceBeforePause: -1,
+		parkedNote: make(chan struct{}, 64)}
 	nd.ctl.SetDeviceCheck(deviceCheck(opts.Netns, nd.hasPort))
 	nd.ports.Store(&portTable{})
 	defer func() {

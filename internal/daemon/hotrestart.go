@@ -68,6 +68,10 @@ func (iw *ioWorker) parkIfPaused() bool {
 	d.pauseMu.Unlock()
 	iw.parked.Store(true)
 	defer iw.parked.Store(false)
+	select { // Pause waits for this, without spinning on the CPU we forward on
+	case d.parkedNote <- struct{}{}:
+	default:
+	}
 	select {
 	case <-resume:
 		return true
@@ -156,28 +160,41 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 	d.pauseMu.Lock()
 	d.pause.resume = make(chan struct{})
 	d.pauseMu.Unlock()
+	for len(d.parkedNote) > 0 { // notes of an earlier pause
+		<-d.parkedNote
+	}
 	d.paused.Store(true)
 	for _, w := range d.workers {
 		w.wake()
 	}
-	// A worker parks within one batch (about a millisecond at most): spin
-	// for that long, since the rings fill while we wait and a sleep would
-	// round up to the netpoller's millisecond; then sleep.
-	start := time.Now()
-	deadline := start.Add(3 * time.Second)
-	for _, w := range d.workers {
-		for !w.parked.Load() && !w.exited() {
-			now := time.Now()
-			if now.After(deadline) {
-				s.Resume()
-				return handover.Paused{}, fmt.Errorf("worker %d did not pause", w.idx)
+	// A worker parks within one batch and says so on parkedNote: waiting
+	// for that note neither spins on a CPU the busy worker needs (two
+	// cores here) nor sleeps in the netpoller's millisecond steps. The
+	// tick re-checks workers that exited instead.
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		all := true
+		for _, w := range d.workers {
+			if !w.parked.Load() && !w.exited() {
+				all = false
+				break
 			}
-			if now.Sub(start) < 5*time.Millisecond {
-				runtime.Gosched()
-				continue
+		}
+		if all {
+			break
+		}
+		select {
+		case <-d.parkedNote:
+		case <-tick.C:
+			for _, w := range d.workers {
+				w.wake()
 			}
-			w.wake()
-			time.Sleep(50 * time.Microsecond)
+		case <-deadline.C:
+			s.Resume()
+			return handover.Paused{}, errors.New("the workers did not pause within 3 s")
 		}
 	}
 	out := handover.Paused{Positions: map[string][]afpacket.QueuePosition{}, ControlPositions: map[string][]afpacket.QueuePosition{}}
