@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/ctlsock"
+	"github.com/netfwd/netfwd/internal/daemon"
 	"github.com/netfwd/netfwd/internal/handover"
 	"golang.org/x/sys/unix"
 )
@@ -80,6 +81,10 @@ func runRestart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "netfwd restart: starting %s: %v\n", cmd.Path, err)
 		return 1
 	}
+	// From here this command only waits: its wake-ups, its final query and
+	// its exit take no CPU from the workers (both daemons' and the
+	// successor's catching up).
+	daemon.LowerPriority()
 	statusLine := make(chan string, 1)
 	go func() {
 		b, _ := io.ReadAll(io.LimitReader(pr, 64<<10))

@@ -9,6 +9,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -57,6 +58,14 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	}
 	if n, err := processNice(os.Getpid()); err != nil || n != niceIdle {
 		t.Errorf("paused: nice %d (%v), want %d while it waits", n, err, niceIdle)
+	}
+	if ns := threadNices(t); len(ns) > 0 {
+		for tid, n := range ns {
+			if n != niceIdle {
+				t.Errorf("paused: thread %d at nice %d, want %d (all threads: %v)", tid, n, niceIdle, ns)
+				break
+			}
+		}
 	}
 
 	// The successor goes away: forwarding resumes, at the old priority.
@@ -111,4 +120,24 @@ func waitNice(t *testing.T, nice int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// threadNices is the nice value of each thread of this process.
+func threadNices(t *testing.T) map[int]int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int{}
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if n, err := processNice(tid); err == nil {
+			out[tid] = n
+		}
+	}
+	return out
 }

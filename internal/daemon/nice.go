@@ -53,3 +53,7 @@ func processNice(pid int) (int, error) {
 	}
 	return 20 - p, nil
 }
+
+// LowerPriority puts every thread of this process at nice 19: for a
+// process that only waits beside the forwarding (`netfwd restart`).
+func LowerPriority() error { return setProcessNice(niceIdle) }
