@@ -74,6 +74,9 @@ func runMcast(opts Options) ([]Record, error) {
 	if opts.Quick {
 		frames = 1 << 20
 	}
+	if opts.Frames > 0 {
+		frames = int(min(opts.Frames, 1<<30))
+	}
 	var recs []Record
 	var base float64
 	for _, impl := range []string{"nofilter", "filter"} {

@@ -384,6 +384,10 @@ func (l *routingLab) resetBGP(frr bool, all int) {
 
 // FRR's zebra streams to netfwd over FPM.
 func TestRoutesFRRoverFPM(t *testing.T) {
+	// Mostly waits on BGP daemons, measures no rate: runs beside the other
+	// routing tests (Go holds parallel tests until the serial ones, the
+	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
+	t.Parallel()
 	l := newRoutingLab(t)
 	nf := l.startNetfwd("--fpm", "127.0.0.1:2620")
 	l.startFRR()
@@ -456,6 +460,10 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 
 // BIRD programs the kernel (kernel protocol); netfwd mirrors it.
 func TestRoutesBIRDKernelMirror(t *testing.T) {
+	// Mostly waits on BGP daemons, measures no rate: runs beside the other
+	// routing tests (Go holds parallel tests until the serial ones, the
+	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
+	t.Parallel()
 	l := newRoutingLab(t)
 	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedConf)
 	l.startBird(l.Rtr, "bird-rtr", routinglab.BirdRtrConf)
