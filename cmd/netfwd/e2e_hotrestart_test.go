@@ -338,7 +338,8 @@ func handoverPeerPid(ctl string) (int, error) { return handoverPeer(handover.Pat
 // and 3 s with a hot restart 1 s in; for each window the frames sent, the
 // frames b's interface received (what the router forwarded), and the
 // difference of the losses in milliseconds of traffic.
-// NETFWD_HOTRESTART_REPEAT=N runs N such rounds (N hot restarts).
+// NETFWD_HOTRESTART_REPEAT=N runs N such rounds (N hot restarts);
+// NETFWD_HOTRESTART_ARGS adds daemon flags.
 func TestHotRestartRate(t *testing.T) {
 	v := os.Getenv("NETFWD_HOTRESTART_RATE")
 	if v == "" {
@@ -349,7 +350,9 @@ func TestHotRestartRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := optimizedNetfwd(t)
-	e := newE2EExe(t, attackNet(), nil, exe, "--workers", "2")
+	// NETFWD_HOTRESTART_ARGS: more flags for the daemon ("--fib trie", ...).
+	args := append([]string{"--workers", "2"}, strings.Fields(os.Getenv("NETFWD_HOTRESTART_ARGS"))...)
+	e := newE2EExe(t, attackNet(), nil, exe, args...)
 	e.pingOK("a", attackBIP, 63)
 	b := e.host("b")
 	// A bound socket: no ICMP port unreachable (nor ARP) from b. It reads
