@@ -10,8 +10,8 @@ package main
 // detached in a session of its own, with the daemon's stderr where it can
 // be opened (a pipe, a file, a terminal; else this command's). The new
 // process takes the ports over while the old one forwards
-// (internal/handover); this command waits until the old one has exited and
-// the new one answers, and reports both pids. Exit 0 on success; 1 when the
+// (internal/handover); this command waits, at nice 19, until the old one
+// has exited and the new one answers, and reports both pids. Exit 0 on success; 1 when the
 // new process failed (the old one then forwards on: nothing changed).
 
 import (

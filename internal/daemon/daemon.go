@@ -192,16 +192,11 @@ type Daemon struct {
 	// the workers' pause switch; finish closes when a successor took over.
 	handoverSrv *handover.Server
 	succ        *successor
-	pauseTook   time.Duration // the predecessor's pause, for the log
-	// pausePredecessor is the part of it the predecessor itself took.
-	pausePredecessor time.Duration
-	// takeoverDrops are the ring drops read at the pause and once caught up.
-	takeoverDrops [2]uint64
-	paused        atomic.Bool
-	pauseMu       sync.Mutex
-	pause         pauseState    // guarded by pauseMu
-	parkedNote    chan struct{} // a worker parked (buffered: never blocks it)
-	handedOver    atomic.Bool
+	paused      atomic.Bool
+	pauseMu     sync.Mutex
+	pause       pauseState    // guarded by pauseMu
+	parkedNote  chan struct{} // a worker parked (buffered: never blocks it)
+	handedOver  atomic.Bool
 	// handoverNeigh are the neighbours a prepare sent to a successor;
 	// niceBeforePause is the priority a pause lowered (-1: none).
 	// Both are the handover server goroutine's.
@@ -542,12 +537,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running = true
 	d.mu.Unlock()
 
-	var takeoverStart time.Time
 	if d.succ != nil {
 		// Everything is ready: from here the old daemon's readers pause
 		// and the frames wait in the rings until the workers start.
-		t0, err := d.takeOver()
-		if err != nil {
+		if err := d.takeOver(); err != nil {
 			d.succ.cl.Close() // the old daemon resumes
 			d.succ = nil
 			d.mu.Lock()
@@ -556,7 +549,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.Close()
 			return fmt.Errorf("hot restart: %w", err)
 		}
-		takeoverStart = t0
 	}
 	for _, w := range d.workers {
 		d.wg.Add(1)
@@ -570,9 +562,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		defer d.wg.Done()
 		d.hk.run()
 	}()
-	var gap, caughtUp time.Duration
 	if d.succ != nil {
-		gap, caughtUp = d.catchUp(takeoverStart, catchUpLimit)
+		d.catchUp(catchUpLimit)
 	}
 	var servers sync.WaitGroup
 	var httpSrvs []*http.Server
@@ -628,7 +619,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// "running" when they forward.
 	d.waitWorkers(d.ports.Load().gen)
 	if d.succ != nil {
-		d.finishTakeover(takeoverStart, gap, caughtUp)
+		d.finishTakeover()
 		sdNotify(fmt.Sprintf("MAINPID=%d\nREADY=1", os.Getpid()))
 	} else {
 		sdNotify("READY=1")

@@ -8,8 +8,9 @@ package daemon
 // socket map, program, link; both: the port lock) and listeners; on pause
 // its workers park at a batch boundary (the frames of their last batch
 // released) and it reports the rings' positions, each worker's AF_XDP
-// state (UMEM memfd, frame states, free list, XDP sockets) and its learned
-// neighbours; on done it marks its AF_XDP ports handed over (their Close
+// state (UMEM memfd, frame states, free list, XDP sockets) and the
+// neighbours learned since prepare (prepare carried the others); parked, it
+// drops to nice 19 until done or a resume; on done it marks its AF_XDP ports handed over (their Close
 // leaves map entries, program and NAPI settings to the successor) and
 // shuts down as on SIGTERM, closing only its own copies of the descriptors.
 //
@@ -20,12 +21,15 @@ package daemon
 // one. Run pauses the old daemon, continues each ring where it stopped,
 // builds each worker's AF_XDP worker around the old one's UMEM (the same
 // memfd pages) and sockets (afxdp.AdoptWorker; worker i continues worker
-// i's, so --workers must match), starts the workers and says done. Frames
-// that arrive in between wait in the rings: the gap is what Run measures
-// and logs (takeover_gap).
+// i's, so --workers must match), starts the workers, lets them catch up
+// with the rings before anything else starts (catchUp) and says done.
+// Frames that arrive in between wait in the rings: the gap is what Run
+// measures and logs (takeover_gap, caught_up).
 //
-// Locking: pause/resume are atomics and a channel the workers wait on;
-// handoverSource's methods run on the handover server's goroutine.
+// Locking: pause/resume are atomics and a channel the workers wait on; a
+// parking worker sends on parkedNote (buffered, never blocks), which the
+// pause waits on; handoverSource's methods run on the handover server's
+// goroutine; successor belongs to Run's goroutine.
 
 import (
 	"errors"
@@ -324,6 +328,15 @@ type successor struct {
 	// umems are the predecessor's AF_XDP UMEMs by worker index, mapped
 	// before the pause (mapUMEMs); adoptXDPWorkers hands them on.
 	umems map[int]*afxdp.UMEM
+	// What the takeover took, for its log line: from start (the pause
+	// request) the pause (pauseInPredecessor of it in the old process),
+	// the gap to the last worker's first read and the time until every
+	// worker had caught up; the ring drops read at the pause (those the
+	// old process had not read) and once caught up (cumulative).
+	start                       time.Time
+	pause, pauseInPredecessor   time.Duration
+	gap, caughtUp               time.Duration
+	dropsAtPause, dropsCaughtUp uint64
 }
 
 // mapUMEMs maps the predecessor's UMEMs while it still forwards: the
@@ -591,12 +604,12 @@ func sameAddr(have, want string) bool {
 
 // takeOver pauses the running daemon and continues its rings; Run calls it
 // right before the workers start, and finish once they forward.
-func (d *Daemon) takeOver() (time.Time, error) {
+func (d *Daemon) takeOver() error {
 	// The priority of the predecessor (read before it changes).
 	nice, niceErr := processNice(d.succ.prep.PID)
 	defer d.succ.closeUMEMs() // those of workers that did not take theirs
 	if err := d.mapUMEMs(); err != nil {
-		return time.Now(), err
+		return err
 	}
 	// The neighbours the predecessor had learned at prepare: installed
 	// now, while it forwards, not in the gap.
@@ -614,34 +627,35 @@ func (d *Daemon) takeOver() (time.Time, error) {
 	if niceErr == nil {
 		setProcessNice(nice)
 	}
-	t0 := time.Now()
-	paused, err := d.succ.cl.Pause()
+	s := d.succ
+	s.start = time.Now()
+	paused, err := s.cl.Pause()
 	if err != nil {
-		return t0, err
+		return err
 	}
-	d.pauseTook, d.pausePredecessor = time.Since(t0), paused.Took
-	d.takeoverDrops[0] = d.ringDrops() // up to the pause, those the predecessor did not read
+	s.pause, s.pauseInPredecessor = time.Since(s.start), paused.Took
+	s.dropsAtPause = d.ringDrops()
 	for _, p := range d.ports.Load().list {
 		if pos, ok := paused.Positions[p.name]; ok && p.pk != nil {
 			if err := p.pk.SetQueuePositions(pos); err != nil {
-				return t0, err
+				return err
 			}
 		}
 		if pos, ok := paused.ControlPositions[p.name]; ok && p.ctl != nil {
 			if err := p.ctl.SetQueuePositions(pos); err != nil {
-				return t0, err
+				return err
 			}
 		}
 	}
 	if err := d.adoptXDPWorkers(paused.XDP); err != nil {
-		return t0, err
+		return err
 	}
 	if len(paused.Neighbours) > 0 {
 		if err := d.installNeighbours(paused.Neighbours); err != nil {
 			d.log.Warn("hot restart: neighbours of the previous process", "err", err)
 		}
 	}
-	return t0, nil
+	return nil
 }
 
 // catchUpLimit bounds catchUp: at saturation the rings never empty.
@@ -651,9 +665,9 @@ const catchUpLimit = 200 * time.Millisecond
 // queues and once found them all empty: the backlog the gap left in the
 // rings is worked off. Until then nothing else of this process starts
 // (servers, route sources) and the predecessor is not told to exit, so
-// the workers have the CPU while the rings are fullest. gap is the pause
-// request to the last worker's first read, caughtUp to its empty sweep.
-func (d *Daemon) catchUp(t0 time.Time, limit time.Duration) (gap, caughtUp time.Duration) {
+// the workers have the CPU while the rings are fullest.
+func (d *Daemon) catchUp(limit time.Duration) {
+	s := d.succ
 	deadline := time.Now().Add(limit)
 	for {
 		done := true
@@ -668,18 +682,17 @@ func (d *Daemon) catchUp(t0 time.Time, limit time.Duration) (gap, caughtUp time.
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
-	caughtUp = time.Since(t0)
-	d.takeoverDrops[1] = d.ringDrops()
+	s.caughtUp = time.Since(s.start)
+	s.dropsCaughtUp = d.ringDrops()
 	for _, w := range d.workers {
 		if b := w.startedAt.Load(); b != 0 {
-			gap = max(gap, time.Unix(0, b).Sub(t0))
+			s.gap = max(s.gap, time.Unix(0, b).Sub(s.start))
 		}
 	}
-	return gap, caughtUp
 }
 
 // finishTakeover tells the old daemon to exit and forgets it.
-func (d *Daemon) finishTakeover(t0 time.Time, gap, caughtUp time.Duration) {
+func (d *Daemon) finishTakeover() {
 	s := d.succ
 	d.succ = nil
 	if err := s.cl.Done(); err != nil {
@@ -692,10 +705,11 @@ func (d *Daemon) finishTakeover(t0 time.Time, gap, caughtUp time.Duration) {
 	}
 	exited := s.cl.WaitExit(10 * time.Second)
 	s.cl.Close()
-	d.log.Info("hot restart: took over", "from_pid", s.prep.PID, "takeover_gap", gap.Round(time.Microsecond),
-		"pause", d.pauseTook.Round(time.Microsecond), "pause_in_predecessor", d.pausePredecessor.Round(time.Microsecond), "caught_up", caughtUp.Round(time.Microsecond),
-		"ring_drops_unread_at_pause", d.takeoverDrops[0], "ring_drops_catching_up", d.takeoverDrops[1]-d.takeoverDrops[0],
-		"previous_exit", time.Since(t0).Round(time.Millisecond), "previous_exited", exited)
+	d.log.Info("hot restart: took over", "from_pid", s.prep.PID, "takeover_gap", s.gap.Round(time.Microsecond),
+		"pause", s.pause.Round(time.Microsecond), "pause_in_predecessor", s.pauseInPredecessor.Round(time.Microsecond),
+		"caught_up", s.caughtUp.Round(time.Microsecond),
+		"ring_drops_unread_at_pause", s.dropsAtPause, "ring_drops_catching_up", s.dropsCaughtUp-s.dropsAtPause,
+		"previous_exit", time.Since(s.start).Round(time.Millisecond), "previous_exited", exited)
 }
 
 // listen binds a TCP listener for purpose, or takes the running daemon's

@@ -59,12 +59,11 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	if n, err := processNice(os.Getpid()); err != nil || n != niceIdle {
 		t.Errorf("paused: nice %d (%v), want %d while it waits", n, err, niceIdle)
 	}
-	if ns := threadNices(t); len(ns) > 0 {
-		for tid, n := range ns {
-			if n != niceIdle {
-				t.Errorf("paused: thread %d at nice %d, want %d (all threads: %v)", tid, n, niceIdle, ns)
-				break
-			}
+	ns := threadNices(t)
+	for tid, n := range ns {
+		if n != niceIdle {
+			t.Errorf("paused: thread %d at nice %d, want %d (all threads: %v)", tid, n, niceIdle, ns)
+			break
 		}
 	}
 
