@@ -216,10 +216,14 @@ func (e *e2e) start() {
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	e.exited = make(chan struct{})
+	// The goroutine keeps its own process and channel: after a kill -9
+	// the next start replaces both, and the old process's end must not
+	// close the new one's channel.
+	cmd, exited := e.cmd, make(chan struct{})
+	e.exited = exited
 	go func() {
-		e.cmd.Wait()
-		close(e.exited)
+		cmd.Wait()
+		close(exited)
 	}()
 	t.Cleanup(e.stop)
 	deadline := time.Now().Add(20 * time.Second)
