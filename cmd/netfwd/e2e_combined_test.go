@@ -75,8 +75,10 @@ func combinedSpec() lab.Spec {
 // shortErrorWait gives a BIRD bgp protocol an error wait of 1-5 s: after
 // "Link down" (the port flap step) BIRD refuses the session for its
 // default 60 s (up to 300), a choice of BIRD's, not something netfwd does.
+// It also has the protocol log its states, events and packets, so a flap
+// is explained in the log a failure prints.
 func shortErrorWait(conf string) string {
-	return strings.Replace(conf, "connect retry time 1;", "connect retry time 1;\n  error wait time 1, 5;", 1)
+	return strings.Replace(conf, "connect retry time 1;", "connect retry time 1;\n  error wait time 1, 5;\n  debug { states, events, packets };", 1)
 }
 
 // compiledTableKB is the compiled FIB's first-level table (dir24's tbl24,
@@ -301,6 +303,14 @@ func (c *combined) run() {
 		// Last: a port they break would stop the steps after them.
 		{"access port re-created", 0, false, c.recreateAccessPort},
 		{"routed port re-created", 0, false, c.recreateRoutedPort},
+	}
+	// NETFWD_COMBINED_REPEAT=N: the steps N times over (a debugging aid
+	// for a step that fails now and then).
+	if n, err := strconv.Atoi(os.Getenv("NETFWD_COMBINED_REPEAT")); err == nil && n > 1 {
+		one := steps
+		for range n - 1 {
+			steps = append(steps, one...)
+		}
 	}
 	total := time.Now()
 	for _, s := range steps {

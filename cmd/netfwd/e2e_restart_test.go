@@ -129,6 +129,15 @@ func restartCheck(t *testing.T, e *e2e, sig syscall.Signal, proto string, sessio
 	} else {
 		e.cmd.Process.Signal(sig)
 		<-e.exited
+		// No netfwd runs: the router namespace's kernel must not take
+		// eth0's frames itself (the ports' guards stay with the twins'
+		// keeper). It would answer a TCP segment of the session, which its
+		// socket expects on nf-eth0, with a reset.
+		echoes := kernelCounter(t, rtr, "Icmp", "InEchos")
+		e.net.Exec(e.host("isp").NS, "ping", "-c", "2", "-i", "0.05", "-W", "0.1", lab.UplinkAddr.Addr().String())
+		if n := kernelCounter(t, rtr, "Icmp", "InEchos") - echoes; n != 0 {
+			t.Errorf("%v: with no netfwd running the router's kernel received %d pings on eth0, want 0", sig, n)
+		}
 		start = time.Now()
 		e.start()
 	}

@@ -68,11 +68,12 @@ type hostPath struct {
 	byTwinName atomic.Pointer[map[string]string] // twin name -> port, for twinPort
 
 	// Reconcile state (syncLoop's goroutine).
-	last    []hostpath.Spec
-	failed  bool      // the last Sync reported errors
-	retryAt time.Time // when a failed Sync is tried again
-	carrier map[string]bool
-	groups  map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
+	last      []hostpath.Spec
+	failed    bool      // the last Sync reported errors
+	retryAt   time.Time // when a failed Sync is tried again
+	carrier   map[string]bool
+	guardKeys []string                     // the port guards the keeper was last given (keepGuards)
+	groups    map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
 }
 
 // openHostPath creates the twins of the configured interfaces.
@@ -183,6 +184,7 @@ func sameSpecs(a, b []hostpath.Spec) bool {
 
 // reconcile makes the twins follow the router's interfaces.
 func (hp *hostPath) reconcile() {
+	hp.keepGuards() // before a Sync that starts a keeper: it holds them at once
 	specs := hp.specs()
 	if !sameSpecs(specs, hp.last) || hp.resyncDue() || hp.failed && time.Now().After(hp.retryAt) {
 		// A twin that could not be made or adopted (its name held for a
@@ -229,6 +231,34 @@ func (hp *hostPath) reconcile() {
 		}
 	}
 	hp.followGroups(twins, byName)
+}
+
+// keepGuards hands the twin keeper a copy of every port's kernel input
+// guard when the set of guards changed (kernelguard.go says why).
+func (hp *hostPath) keepGuards() {
+	var keys []string
+	ports := hp.d.ports.Load().list
+	for _, p := range ports {
+		if p.guard != nil {
+			keys = append(keys, p.guard.key(p.name))
+		}
+	}
+	if slices.Equal(keys, hp.guardKeys) {
+		return
+	}
+	files := map[string]*os.File{}
+	for _, p := range ports {
+		if p.guard == nil {
+			continue
+		}
+		f, err := p.guard.dup()
+		if err != nil {
+			continue // closed by a retire: the next table has no such port
+		}
+		files[p.guard.key(p.name)] = f
+	}
+	hp.m.KeepAlso(files)
+	hp.guardKeys = keys
 }
 
 // followGroups joins the bridge, for the host, to the IPv4 multicast groups

@@ -23,7 +23,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -49,7 +48,7 @@ type port struct {
 	mtu     int // the kernel's MTU at open
 	carrier bool
 	lock    *portLock
-	guard   io.Closer // AF_PACKET with a host path: the kernel's own input on the port dropped (nil: none)
+	guard   *kernelGuard // with a host path: the kernel's own input on the port dropped (kernelguard.go; nil: none)
 }
 
 // portTable is one published set of ports. Immutable.
@@ -142,10 +141,10 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		}
 		p = &port{name: name, pk: pk, ctl: ctl, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
 			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
-		if pk != nil && d.opts.HostPath {
+		if d.opts.HostPath {
 			// The box's stack has the router's addresses (on the twins): it
 			// must not also answer on the port itself.
-			if p.guard, err = afpacket.DropKernelInput(ifi.Index); err != nil {
+			if p.guard, err = attachKernelGuard(ifi.Index); err != nil {
 				p.close()
 				return fmt.Errorf("%s: %w", name, err)
 			}

@@ -19,6 +19,10 @@ package hostpath
 // by itself after its linger time (Options.KeeperLinger); the twins stay
 // (persistent) without carrier until a netfwd attaches again.
 //
+// The keeper can hold other files too (KeepAlso): netfwd gives it the
+// ports' kernel input guards, which must outlive a kill -9 exactly as long
+// as the twins' carrier does (internal/daemon/kernelguard.go).
+//
 // The keeper is started with syscall.ForkExec and the raw descriptors:
 // os/exec would hand them through os.File.Fd, which switches the shared
 // open file to blocking mode under the twin's reader.
@@ -28,6 +32,7 @@ package hostpath
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -72,6 +77,14 @@ func (m *Manager) keepLocked() {
 			key = append(key, fmt.Sprintf("%s/%d", d.name, d.index))
 		}
 	}
+	// The other files ride along with the twins: without a twin nothing
+	// needs keeping.
+	if len(fds) > 0 {
+		for _, name := range slices.Sorted(maps.Keys(m.extra)) {
+			fds = append(fds, int(m.extra[name].Fd()))
+			key = append(key, name)
+		}
+	}
 	k := strings.Join(key, ",")
 	if m.keeper != nil && m.keeper.key == k && m.keeper.alive() {
 		m.endOldKeepersLocked()
@@ -92,6 +105,32 @@ func (m *Manager) keepLocked() {
 		old.stop()
 	}
 	m.endOldKeepersLocked()
+}
+
+// KeepAlso makes the keeper hold files, by key, besides the twins' files
+// (while there are twins): when the set of keys changed, a new keeper is
+// started first and the old one ended, as for a change of the twins. The
+// Manager takes ownership of files (it closes those of the previous call,
+// and all at Close; a keeper holds copies of its own).
+func (m *Manager) KeepAlso(files map[string]*os.File) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		for _, f := range files {
+			f.Close()
+		}
+		return
+	}
+	m.closeExtraLocked()
+	m.extra = files
+	m.keepLocked()
+}
+
+func (m *Manager) closeExtraLocked() {
+	for _, f := range m.extra {
+		f.Close()
+	}
+	m.extra = nil
 }
 
 // endOldKeepersLocked ends the keepers of earlier processes whose files

@@ -104,6 +104,9 @@ type Manager struct {
 	// oldKeepers are keepers of earlier processes whose files this
 	// Manager took: ended once its own keeper holds them. Guarded by mu.
 	oldKeepers []int
+	// extra are the files the keeper holds besides the twins' (KeepAlso),
+	// by key; the Manager owns them. Guarded by mu.
+	extra map[string]*os.File
 }
 
 // New opens the netlink socket in the namespace. No twin exists until Sync.
@@ -496,6 +499,7 @@ func (m *Manager) Close() error {
 		m.keeper.stop() // it would keep the twins alive
 		m.keeper = nil
 	}
+	m.closeExtraLocked() // a keeper that stays holds its own copies
 	clear(m.twins)
 	m.publishLocked()
 	return m.nl.close()

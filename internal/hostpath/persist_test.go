@@ -6,7 +6,10 @@ package hostpath
 
 import (
 	"bufio"
+	"errors"
+	"io"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -131,5 +134,55 @@ func TestTwinPersistsAndIsAdopted(t *testing.T) {
 	}
 	if hs := inNetns(tapHolders("/proc", "nf-eth1"), id); len(hs) != 0 {
 		t.Fatalf("still held after RemoveTwins: %v", hs)
+	}
+}
+
+// TestKeeperHoldsExtraFiles: files given to KeepAlso outlive the Manager
+// in its keeper, exactly as long as the twins do; a new set replaces the
+// old one in the keeper too. A pipe's write end stands for the file (the
+// read end sees EOF once nobody holds it).
+func TestKeeperHoldsExtraFiles(t *testing.T) {
+	tm := newTestManager(t, Options{Persist: true, Keeper: testKeeper})
+	t.Cleanup(func() { RemoveTwins(tm.ns, nil) })
+	tm.sync(t, Spec{Port: "eth1", MAC: testMAC})
+	held := func(r *os.File, wait time.Duration) bool {
+		r.SetReadDeadline(time.Now().Add(wait))
+		_, err := r.Read(make([]byte, 1))
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, io.EOF) {
+			t.Fatal(err)
+		}
+		return errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	pipe := func() (*os.File, *os.File) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	}
+	r1, w1 := pipe()
+	tm.KeepAlso(map[string]*os.File{"one": w1})
+	if !held(r1, 100*time.Millisecond) {
+		t.Fatal("the file given to KeepAlso is not held")
+	}
+	// A new set: the keeper is replaced, the first file let go by all.
+	r2, w2 := pipe()
+	tm.KeepAlso(map[string]*os.File{"two": w2})
+	if held(r1, 3*time.Second) {
+		t.Fatal("a file KeepAlso no longer lists is still held")
+	}
+	// The Manager goes (Persist): its keeper holds the file, as it holds
+	// the twin.
+	tm.Close()
+	if !held(r2, 300*time.Millisecond) {
+		t.Fatal("the keeper let go of the file when the Manager closed")
+	}
+	// The twins removed, the keeper ends and the file goes with it.
+	if _, err := RemoveTwins(tm.ns, nil); err != nil {
+		t.Fatal(err)
+	}
+	if held(r2, 3*time.Second) {
+		t.Fatal("the file is still held after RemoveTwins ended the keeper")
 	}
 }

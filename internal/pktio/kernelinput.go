@@ -1,19 +1,21 @@
-package afpacket
+package pktio
 
 // Keeping the kernel's own stack off a port that netfwd owns. An AF_PACKET
 // socket taps frames; the kernel still runs its own input on each of them
-// (IP, ARP, IPv6) after the taps. Without addresses in the kernel that
+// (IP, ARP, IPv6) after the taps, and an AF_XDP port passes the frames of a
+// queue without a bound socket to it. Without addresses in the kernel that
 // input finds nothing to do, but once the box's stack has the router's
 // addresses (the host path's twins) it would answer ARP for them on the
-// port with the port's own MAC, accept TCP segments there a second time and
-// answer pings beside netfwd. DropKernelInput attaches a tcx ingress
+// port with the port's own MAC, accept TCP segments there a second time
+// and answer pings beside netfwd. DropKernelInput attaches a tcx ingress
 // program that drops every frame: tcx ingress runs after the packet taps
 // (so netfwd's sockets and tcpdump still see everything) and before the
-// protocol handlers. AF_XDP ports need none: their XDP program redirects
-// every frame to netfwd's sockets.
+// protocol handlers; an XDP redirect to a socket never reaches it.
 //
-// The program is held by a bpf_link of the process, never pinned: it goes
-// with the process, also after kill -9.
+// The program is held by a bpf_link, never pinned: it goes when the last
+// descriptor of the link closes. netfwd holds one, and the twin keeper
+// holds another (internal/daemon/kernelguard.go): the guard lasts exactly
+// as long as the twins' carrier, through a restart and a kill -9.
 
 import (
 	"fmt"
