@@ -11,8 +11,9 @@ package main
 // be opened (a pipe, a file, a terminal; else this command's). The new
 // process takes the ports over while the old one forwards
 // (internal/handover); this command waits, at nice 19, until the old one
-// has exited and the new one answers, and reports both pids. Exit 0 on success; 1 when the
-// new process failed (the old one then forwards on: nothing changed).
+// has exited and the new one answers, and reports both pids. Exit 0 on
+// success; 1 when the new process failed (the old one then forwards on:
+// nothing changed).
 
 import (
 	"errors"

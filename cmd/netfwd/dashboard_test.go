@@ -368,10 +368,7 @@ func dashboardLoad(e *e2e, fpmConn net.Conn, stop <-chan struct{}, wg *sync.Wait
 
 func TestDashboardPrometheus(t *testing.T) {
 	testenv.RequireRoot(t, "prometheus", "promtool", "ping")
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	const fpmAddr = "127.0.0.1:2620"
 	e := newE2EArgs(t, lab.Standard(), nil, "--host-path", "--mirror-kernel", "--fpm", fpmAddr)
 	d, _, queries := loadDashboard(t)

@@ -193,10 +193,7 @@ func TestE2ESecondDaemonRefused(t *testing.T) {
 // path) and forwards. 24 more idle ports make the old process's exit take
 // a while, as it does on a real router.
 func TestE2ERestartAfterKill9(t *testing.T) {
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	spec := lab.Standard()
 	for i := range 24 {
 		spec.RouterConfig = append(spec.RouterConfig, fmt.Sprintf("address add 10.101.%d.1/24 dev x%d", i, i))
@@ -401,10 +398,7 @@ func runBounded(cmd *exec.Cmd, limit time.Duration) (string, error) {
 // VLAN 10) deleted and re-created, with the host path's filtered data and
 // control rings: it is re-opened when it comes up and bridges again.
 func TestE2EBridgePortRecreatedHostPath(t *testing.T) {
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
 	h2IP := netip.MustParseAddr("10.0.10.12")
 	e.pingOK("h1", h2IP, 64)

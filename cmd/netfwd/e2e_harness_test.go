@@ -188,6 +188,15 @@ func newE2EExe(t *testing.T, spec lab.Spec, prepare func(*lab.Net), exe string, 
 	return e
 }
 
+// waitingTest marks an end-to-end test that mostly waits (on namespaces,
+// the daemon, routing daemons) and measures no rate: it runs beside other
+// such tests. Go holds parallel tests until the serial ones, the floods,
+// are done; -parallel is GOMAXPROCS, 2 on CI.
+func waitingTest(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // start runs the daemon and waits until its control socket answers.
 func (e *e2e) start() {
 	t := e.t

@@ -516,10 +516,7 @@ func TestHostPathPuntFlood(t *testing.T) {
 // through it again. A second deletion is repaired as well (the watch is
 // not one-shot).
 func TestHostPathTwinDeleted(t *testing.T) {
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
 	rtr := e.net.Router
 	isp := lab.ISPAddr.Addr().String()

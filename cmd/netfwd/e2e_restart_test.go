@@ -181,10 +181,7 @@ func restartCheck(t *testing.T, e *e2e, sig syscall.Signal, proto string, sessio
 
 func TestHostPathRestartFRR(t *testing.T) {
 	testenv.RequireRoot(t, "bird", "birdc", "vtysh", routinglab.Zebra, routinglab.Bgpd)
-	// Mostly waits on BGP daemons, measures no rate: runs beside the other
-	// routing tests (Go holds parallel tests until the serial ones, the
-	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path", "--fpm", "127.0.0.1:2620")
 	l := startBGPPeer(t, e)
 	l.write("zebra.conf", l.Subst(routinglab.ZebraConf))
@@ -258,10 +255,7 @@ protocol bgp isp {
 
 func TestHostPathRestartBIRD(t *testing.T) {
 	testenv.RequireRoot(t, "bird", "birdc")
-	// Mostly waits on BGP daemons, measures no rate: runs beside the other
-	// routing tests (Go holds parallel tests until the serial ones, the
-	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	e := newE2EExe(t, lab.Standard(), nil, optimizedNetfwd(t), "--host-path", "--mirror-kernel")
 	l := startBGPPeer(t, e)
 	l.startBird(e.net.Router, "bird-rtr", l.Subst(birdRtrConf))

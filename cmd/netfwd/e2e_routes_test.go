@@ -384,10 +384,7 @@ func (l *routingLab) resetBGP(frr bool, all int) {
 
 // FRR's zebra streams to netfwd over FPM.
 func TestRoutesFRRoverFPM(t *testing.T) {
-	// Mostly waits on BGP daemons, measures no rate: runs beside the other
-	// routing tests (Go holds parallel tests until the serial ones, the
-	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	l := newRoutingLab(t)
 	nf := l.startNetfwd("--fpm", "127.0.0.1:2620")
 	l.startFRR()
@@ -460,10 +457,7 @@ func TestRoutesFRRoverFPM(t *testing.T) {
 
 // BIRD programs the kernel (kernel protocol); netfwd mirrors it.
 func TestRoutesBIRDKernelMirror(t *testing.T) {
-	// Mostly waits on BGP daemons, measures no rate: runs beside the other
-	// routing tests (Go holds parallel tests until the serial ones, the
-	// floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	l := newRoutingLab(t)
 	l.startBird(l.Feed, "bird-feed", routinglab.BirdFeedConf)
 	l.startBird(l.Rtr, "bird-rtr", routinglab.BirdRtrConf)

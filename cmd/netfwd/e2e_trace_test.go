@@ -103,10 +103,7 @@ func traceSpec() lab.Spec {
 // ECMP prefix, to an unresolved neighbour, TTL expiring, punted to the
 // host path: each trace names its steps, and they match what happened.
 func TestE2ETrace(t *testing.T) {
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	e := newE2EArgs(t, traceSpec(), nil, "--host-path", "--punt-echo")
 	h2IP, h3IP := netip.MustParseAddr("10.0.10.12"), netip.MustParseAddr("10.0.20.13")
 	// Neighbours resolved, FDB learned: the traced frames meet a warm router.

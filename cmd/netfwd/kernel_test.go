@@ -131,10 +131,7 @@ var failedLine = regexp.MustCompile(`Command failed .*:(\d+)`)
 
 func TestKernelDifferential(t *testing.T) {
 	testenv.RequireRoot(t)
-	// Mostly waits on namespaces and the daemon, measures no rate: runs
-	// beside other such tests (Go holds parallel tests until the serial
-	// ones, the floods, are done; -parallel is GOMAXPROCS, 2 on CI).
-	t.Parallel()
+	waitingTest(t)
 	for seed := range kernelSeeds() {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { kernelRound(t, uint64(seed)) })
 	}

@@ -68,12 +68,12 @@ type hostPath struct {
 	byTwinName atomic.Pointer[map[string]string] // twin name -> port, for twinPort
 
 	// Reconcile state (syncLoop's goroutine).
-	last      []hostpath.Spec
-	failed    bool      // the last Sync reported errors
-	retryAt   time.Time // when a failed Sync is tried again
-	carrier   map[string]bool
-	guardKeys []string                     // the port guards the keeper was last given (keepGuards)
-	groups    map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
+	last     []hostpath.Spec
+	failed   bool      // the last Sync reported errors
+	retryAt  time.Time // when a failed Sync is tried again
+	carrier  map[string]bool
+	guardIDs []uint64                     // the port guards (kernelGuard.id) the keeper was last given (keepGuards)
+	groups   map[string]map[wire.MAC]bool // VLAN interface -> groups joined for its twin
 }
 
 // openHostPath creates the twins of the configured interfaces.
@@ -236,14 +236,14 @@ func (hp *hostPath) reconcile() {
 // keepGuards hands the twin keeper a copy of every port's kernel input
 // guard when the set of guards changed (kernelguard.go says why).
 func (hp *hostPath) keepGuards() {
-	var keys []string
+	var ids []uint64
 	ports := hp.d.ports.Load().list
 	for _, p := range ports {
 		if p.guard != nil {
-			keys = append(keys, p.guard.key(p.name))
+			ids = append(ids, p.guard.id)
 		}
 	}
-	if slices.Equal(keys, hp.guardKeys) {
+	if slices.Equal(ids, hp.guardIDs) {
 		return
 	}
 	files := map[string]*os.File{}
@@ -258,7 +258,7 @@ func (hp *hostPath) keepGuards() {
 		files[p.guard.key(p.name)] = f
 	}
 	hp.m.KeepAlso(files)
-	hp.guardKeys = keys
+	hp.guardIDs = ids
 }
 
 // followGroups joins the bridge, for the host, to the IPv4 multicast groups

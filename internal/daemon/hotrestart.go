@@ -10,9 +10,10 @@ package daemon
 // released) and it reports the rings' positions, each worker's AF_XDP
 // state (UMEM memfd, frame states, free list, XDP sockets) and the
 // neighbours learned since prepare (prepare carried the others); parked, it
-// drops to nice 19 until done or a resume; on done it marks its AF_XDP ports handed over (their Close
-// leaves map entries, program and NAPI settings to the successor) and
-// shuts down as on SIGTERM, closing only its own copies of the descriptors.
+// drops to nice 19 until done or a resume; on done it marks its AF_XDP
+// ports handed over (their Close leaves map entries, program and NAPI
+// settings to the successor) and shuts down as on SIGTERM, closing only
+// its own copies of the descriptors.
 //
 // The new daemon (Options.Takeover) prepares in New: the same sockets are
 // adopted (afpacket.Adopt) instead of opened, the listeners taken instead of
@@ -179,17 +180,7 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		all := true
-		for _, w := range d.workers {
-			if !w.parked.Load() && !w.exited() {
-				all = false
-				break
-			}
-		}
-		if all {
-			break
-		}
+	for !d.allWorkers(func(w *ioWorker) bool { return w.parked.Load() }) {
 		select {
 		case <-d.parkedNote:
 		case <-tick.C:
@@ -658,6 +649,16 @@ func (d *Daemon) takeOver() error {
 	return nil
 }
 
+// allWorkers reports whether every worker that has not exited is ok.
+func (d *Daemon) allWorkers(ok func(*ioWorker) bool) bool {
+	for _, w := range d.workers {
+		if !w.exited() && !ok(w) {
+			return false
+		}
+	}
+	return true
+}
+
 // catchUpLimit bounds catchUp: at saturation the rings never empty.
 const catchUpLimit = 200 * time.Millisecond
 
@@ -669,17 +670,7 @@ const catchUpLimit = 200 * time.Millisecond
 func (d *Daemon) catchUp(limit time.Duration) {
 	s := d.succ
 	deadline := time.Now().Add(limit)
-	for {
-		done := true
-		for _, w := range d.workers {
-			if !w.exited() && (w.startedAt.Load() == 0 || !w.idle.Load()) {
-				done = false
-				break
-			}
-		}
-		if done || time.Now().After(deadline) {
-			break
-		}
+	for !d.allWorkers(func(w *ioWorker) bool { return w.startedAt.Load() != 0 && w.idle.Load() }) && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	s.caughtUp = time.Since(s.start)

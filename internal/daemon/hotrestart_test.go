@@ -9,7 +9,6 @@ package daemon
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -124,16 +123,12 @@ func waitNice(t *testing.T, nice int) {
 // threadNices is the nice value of each thread of this process.
 func threadNices(t *testing.T) map[int]int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := threadIDs()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[int]int{}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		if n, err := processNice(tid); err == nil {
 			out[tid] = n
 		}

@@ -27,21 +27,32 @@ const niceIdle = 19
 
 // setProcessNice sets the nice value of every thread of this process.
 func setProcessNice(nice int) error {
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := threadIDs()
 	if err != nil {
 		return err
 	}
 	var first error
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && first == nil {
 			first = err
 		}
 	}
 	return first
+}
+
+// threadIDs lists the threads of this process.
+func threadIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
 }
 
 // processNice is the nice value of process pid (its main thread).
