@@ -109,7 +109,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		twinNames[dev] = name
 		return nil
 	})
-	takeover := fs.Bool("takeover", false, "hot restart: take the ports over from the netfwd running with the same --ctl while it forwards (netfwd restart runs this; docs/operations.md)")
+	takeover := fs.Bool("takeover", false, "hot restart: take the ports over from the netfwd running with the same --ctl while it forwards (netfwd restart runs this; docs/reliability.md, \"Hot restart\")")
 	var limits hostpath.Limits
 	fs.Func("punt-limit", "with --host-path: CLASS=RATE[/BURST] punt limit of every twin, frames/s (classes neigh, routing, other; repeatable)", func(v string) error {
 		return parsePuntLimit(&limits, v)

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -134,4 +138,66 @@ func fenced(t *testing.T, doc []byte, info string) string {
 		t.Fatalf("docs/architecture.md: the ```%s block is not closed", info)
 	}
 	return body
+}
+
+// docRef is a path under docs/ that text names as the place to read on.
+var docRef = regexp.MustCompile(`docs/[A-Za-z0-9_./-]+\.md`)
+
+// Every docs/*.md that netfwd's help names exists: the usage lines, each
+// command's -h (its flags' usage strings), and every string literal of the
+// command's sources (messages printed later), as does every docs/*.md
+// README.md names. (`netfwd run --help` once sent --takeover's reader to a
+// docs/operations.md that never was.)
+func TestHelpNamesExistingDocs(t *testing.T) {
+	check := func(where, text string) int {
+		t.Helper()
+		refs := docRef.FindAllString(text, -1)
+		for _, ref := range refs {
+			if _, err := os.Stat(filepath.Join("../..", ref)); err != nil {
+				t.Errorf("%s names %s, which does not exist", where, ref)
+			}
+		}
+		return len(refs)
+	}
+	var b bytes.Buffer
+	usage(&b)
+	check("netfwd --help", b.String())
+	helped := 0
+	for _, args := range [][]string{{"run", "-h"}, {"ctl", "-h"}, {"restart", "-h"}, {"replay", "-h"},
+		{"route", "get", "-h"}, {"route", "show", "-h"}, {"twins", "remove", "-h"}} {
+		var out, errb bytes.Buffer
+		dispatch(args, strings.NewReader(""), &out, &errb)
+		helped += check("netfwd "+strings.Join(args, " "), out.String()+errb.String())
+	}
+	if helped < 3 { // run -h alone names docs/pktio.md, hostpath.md, reliability.md
+		t.Errorf("the -h outputs name %d docs: the test does not see the flags' usage", helped)
+	}
+
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				check(fset.Position(lit.Pos()).String(), lit.Value)
+			}
+			return true
+		})
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check("README.md", string(readme)) == 0 {
+		t.Error("README.md names no docs/*.md: the pattern is wrong")
+	}
 }
