@@ -3,7 +3,7 @@
 # given commit, in a debootstrapped bookworm chroot (minbase: none of the
 # test tools, no compiler, no git) that sees only the host's Go toolchain.
 #
-#   sudo .ci/fresh-root.sh [COMMIT [LOG]]
+#   .ci/fresh-root.sh [COMMIT [LOG]]     # as root
 #
 # COMMIT (default HEAD) must be on a branch of this repository; LOG
 # (default /tmp/fresh-root.log) gets the whole output. FRESHROOT

@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	register(command{name: "lab", usage: "[ARGS]   (runs netfwd-lab: sudo go run ./cmd/netfwd-lab)",
+	register(command{name: "lab", usage: "[ARGS]   (runs netfwd-lab: go run ./cmd/netfwd-lab, as root)",
 		run: func(args []string, _ io.Reader, _, stderr io.Writer) int {
 			return execSibling("netfwd-lab", args, stderr)
 		}})
@@ -46,7 +46,7 @@ func execSibling(name string, args []string, stderr io.Writer) int {
 	p, ok := siblingPath(name)
 	if !ok {
 		fmt.Fprintf(stderr, "netfwd: %s is its own command, not part of the router's binary: run\n", name)
-		fmt.Fprintf(stderr, "  go run ./cmd/%s %s   (from the source tree; sudo for the lab)\n", name, argsHint(name))
+		fmt.Fprintf(stderr, "  go run ./cmd/%s %s   (from the source tree; the lab as root)\n", name, argsHint(name))
 		fmt.Fprintf(stderr, "  or go build -o DIR ./cmd/... and put %s next to netfwd\n", name)
 		return 2
 	}

@@ -201,3 +201,21 @@ func TestHelpNamesExistingDocs(t *testing.T) {
 		t.Error("README.md names no docs/*.md: the pattern is wrong")
 	}
 }
+
+// The commands a newcomer pastes run as root without sudo: a fresh Debian
+// machine where one is root has no sudo (`sudo: command not found`). The
+// docs say "as root" and leave sudo to those who are not.
+func TestQuickStartNeedsNoSudo(t *testing.T) {
+	sudoLine := regexp.MustCompile("(?m)^ {4,}(\\S+ && )?sudo .*$|`sudo [^`]*`")
+	for _, name := range []string{"README.md", "docs/lab.md", "docs/e2e.md", "docs/bench-veth.md", "docs/architecture.md"} {
+		b, err := os.ReadFile("../../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range sudoLine.FindAllString(string(b), -1) {
+			if !strings.Contains(m, `sudo env "PATH=$PATH"`) { // the note for those who are not root
+				t.Errorf("%s: %q: say \"as root\" instead", name, m)
+			}
+		}
+	}
+}
