@@ -33,6 +33,42 @@ func (e *e2e) ctlArgs(args ...string) string {
 	return out.String()
 }
 
+// checkLinkMissed checks that every interface's RX missed in `-j -s link`
+// is its receive rings' drops as /metrics counts them
+// (netfwd_pktio_ring_drops_total; 0 for interfaces that are not ports),
+// read between two scrapes; it returns the sum.
+func (e *e2e) checkLinkMissed() uint64 {
+	e.t.Helper()
+	const ringDrops = "netfwd_pktio_ring_drops_total"
+	before := e.scrape()
+	var links []struct {
+		Ifname  string
+		Stats64 struct {
+			RX struct {
+				Missed *uint64 `json:"missed_errors"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(e.ctlArgs("-j", "-s", "link")), &links); err != nil || len(links) == 0 {
+		e.t.Fatalf("-j -s link: %v %+v", err, links)
+	}
+	after := e.scrape()
+	var sum uint64
+	for _, l := range links {
+		lo, hi := before.Sum(ringDrops, "port", l.Ifname), after.Sum(ringDrops, "port", l.Ifname)
+		m := l.Stats64.RX.Missed
+		switch {
+		case m == nil:
+			e.t.Errorf("%s: -j -s link has no RX missed_errors", l.Ifname)
+		case float64(*m) < lo || float64(*m) > hi:
+			e.t.Errorf("%s: -j -s link RX missed_errors %d, %s between %.0f and %.0f", l.Ifname, *m, ringDrops, lo, hi)
+		default:
+			sum += *m
+		}
+	}
+	return sum
+}
+
 func wantLines(t *testing.T, what, out string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -59,25 +95,34 @@ func TestE2ECtlShow(t *testing.T) {
 	wantLines(t, "-s link", out,
 		`(?m)^    RX:  bytes packets errors dropped  missed   mcast           $`,
 		`(?m)^    TX:  bytes packets errors dropped carrier collsns           $`)
-	m := regexp.MustCompile(`RX:.*\n +(\d+) +(\d+) `).FindStringSubmatch(out)
+	m := regexp.MustCompile(`RX:.*\n +(\d+) +(\d+) +(\d+) +(\d+) +(\d+) `).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("-s link: no RX numbers:\n%s", out)
 	}
 	textPackets, _ := strconv.ParseUint(m[2], 10, 64)
+	textMissed, _ := strconv.ParseUint(m[5], 10, 64)
 	var links []struct {
 		Ifname  string
 		Stats64 struct {
-			RX struct{ Bytes, Packets uint64 }
+			RX struct {
+				Bytes, Packets uint64
+				Missed         *uint64 `json:"missed_errors"`
+			}
 			TX struct{ Packets uint64 }
 		}
 	}
-	if err := json.Unmarshal([]byte(e.ctlArgs("-j", "-s", "link", "show", "dev", "eth1")), &links); err != nil || len(links) != 1 {
+	if err := json.Unmarshal([]byte(e.ctlArgs("-j", "-s", "link", "show", "dev", "eth1")), &links); err != nil || len(links) != 1 || links[0].Stats64.RX.Missed == nil {
 		t.Fatalf("-j -s link: %v %+v", err, links)
 	}
 	rx := links[0].Stats64.RX
 	if textPackets == 0 || rx.Packets < textPackets || rx.Bytes < 60*rx.Packets || links[0].Stats64.TX.Packets == 0 {
 		t.Errorf("eth1 counters: text rx packets %d, JSON %+v", textPackets, links[0].Stats64)
 	}
+	// RX missed is the port's ring drops.
+	if textMissed > *rx.Missed {
+		t.Errorf("eth1 RX missed: text %d, then JSON %d", textMissed, *rx.Missed)
+	}
+	e.checkLinkMissed()
 	if !strings.Contains(e.ctl("ip -j -s link"), `"stats64":{"rx":{"bytes":`) {
 		t.Errorf("-j -s link has no stats64 object")
 	}

@@ -415,6 +415,8 @@ func TestHostPathBGPUnderFlood(t *testing.T) {
 	forwarded := m.Sum(metricForwarded) - fwd0
 	t.Logf("flood: %.0f frames forwarded in %.0f s (%.0f kpps), %.0f dropped in full RX rings; BGP flaps: %d",
 		forwarded, flood.Seconds(), forwarded/flood.Seconds()/1e3, m.Sum("netfwd_pktio_ring_drops_total")-drops0, flaps)
+	// ctl -s link shows those drops as each port's RX missed.
+	t.Logf("ctl -s link: RX missed %d in all", e.checkLinkMissed())
 	if c := m.Sum("netfwd_pktio_control_rx_packets_total", "port", "eth0"); c < 20 {
 		t.Errorf("eth0's control ring delivered %.0f frames: BGP did not take it", c)
 	}

@@ -248,3 +248,33 @@ func TestCtlFlush(t *testing.T) {
 		t.Error("neigh flush of a missing device accepted")
 	}
 }
+
+// The handler's RingDrops reach `-s link` as each port's RX missed
+// (stats64 rx.missed_errors), asked per device; without it they are 0.
+func TestCtlLinkMissedFromRingDrops(t *testing.T) {
+	c := apply.New(l3.NewEngine(l3.EngineOptions{}))
+	resp := Handler{Ctl: c}.Do(Request{Lines: []string{"address add 192.0.2.1/24 dev eth0"}})
+	if !resp.OK {
+		t.Fatalf("%+v", resp)
+	}
+	var asked []string
+	drops := func(dev string) uint64 {
+		asked = append(asked, dev)
+		if dev == "eth0" {
+			return 12181
+		}
+		return 0
+	}
+	for _, tc := range []struct {
+		h    Handler
+		want string
+	}{{Handler{Ctl: c, RingDrops: drops}, `"missed_errors":12181`}, {Handler{Ctl: c}, `"missed_errors":0`}} {
+		resp := tc.h.Do(Request{Lines: []string{"-s link show dev eth0"}, JSON: true})
+		if !resp.OK || !strings.Contains(resp.Output, tc.want) {
+			t.Errorf("-j -s link show dev eth0: %+v, want %s", resp, tc.want)
+		}
+	}
+	if len(asked) != 1 || asked[0] != "eth0" {
+		t.Errorf("RingDrops asked for %q", asked)
+	}
+}

@@ -78,7 +78,27 @@ type Handler struct {
 	// Trace serves `trace` (nil: refused): each traced frame's decisions,
 	// text or JSON lines, as the frames come (trace.go in the daemon).
 	Trace func(q config.Trace, w io.Writer, asJSON bool, flush func() error, gone <-chan struct{}) ([]string, error)
+	// RingDrops are the frames port dev's receive rings lost (nil: none),
+	// `-s link`'s RX missed (show.RingDropper).
+	RingDrops func(dev string) uint64
 }
+
+// state is what queries read: the controller, with the ports' ring drops
+// when the handler has them.
+func (h Handler) state() show.State {
+	if h.RingDrops == nil {
+		return h.Ctl
+	}
+	return ringState{h.Ctl, h.RingDrops}
+}
+
+// ringState is a controller with its ports' ring drops (show.RingDropper).
+type ringState struct {
+	*apply.Controller
+	drops func(dev string) uint64
+}
+
+func (s ringState) RingDrops(dev string) uint64 { return s.drops(dev) }
 
 // apply applies cmds through Apply, or the Controller.
 func (h Handler) apply(cmds []config.Command) error {
@@ -301,7 +321,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			slots <- struct{}{}
 			held = true
 		}
-		if err := show.Answer(rw, h.Ctl, q.q, q.json); err != nil {
+		if err := show.Answer(rw, h.state(), q.q, q.json); err != nil {
 			if rw.err != nil {
 				return // the client is gone or stopped reading: drop it
 			}

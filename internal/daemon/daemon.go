@@ -396,7 +396,7 @@ func (d *Daemon) openListeners() (err error) {
 			listen = ctlsock.ListenReplacing // the running daemon's socket is live
 		}
 		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
-			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace}); err != nil {
+			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace, RingDrops: d.portRingDrops}); err != nil {
 			return fmt.Errorf("ctl: %w", err)
 		}
 		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {

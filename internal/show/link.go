@@ -94,8 +94,12 @@ func links(w io.Writer, st State, q config.LinkShow, asJSON bool) error {
 	}
 	if q.Stats {
 		ports := st.Engine().Domain().Stats().Ports
+		rings, _ := st.(RingDropper)
 		for i := range list {
 			list[i].Stats64 = statsOf(ports[list[i].Ifname])
+			if rings != nil {
+				list[i].Stats64.RX.MissedErrors = rings.RingDrops(list[i].Ifname)
+			}
 		}
 	}
 	if q.Brief {

@@ -8,7 +8,9 @@ package show
 // The counters are the bridge domain's per-port counters (l2.PortStats:
 // frames handed to the engine and queued for transmit); interfaces that are
 // not ports (bridges, VLAN interfaces) show zeros, as the counters they
-// would have are the ports'.
+// would have are the ports'. RX missed is where `ip -s link` puts a NIC's
+// ring overflows (rx_missed_errors): here the frames the port's receive
+// rings lost (RingDropper, when the State has rings).
 
 import (
 	"bufio"
@@ -33,6 +35,10 @@ type RxStats struct {
 	Dropped    uint64 `json:"dropped"`
 	OverErrors uint64 `json:"over_errors"`
 	Multicast  uint64 `json:"multicast"`
+	// MissedErrors is the text's "missed" column (rx_missed_errors, which
+	// `ip -j -s -s link` names so): frames the receive ring had no room
+	// for.
+	MissedErrors uint64 `json:"missed_errors"`
 }
 
 // TxStats are the transmit counters of Stats64.
@@ -68,7 +74,7 @@ func numWidth(v uint64) int {
 // writeText prints the RX and TX blocks of `ip -s link`.
 func (s *Stats64) writeText(bw *bufio.Writer) {
 	cols := []int{len("*X errors:"), len("packets"), len("errors"), len("dropped"), len("heartbt"), len("overrun"), len("compressed")}
-	rx := []uint64{s.RX.Bytes, s.RX.Packets, s.RX.Errors, s.RX.Dropped, 0, s.RX.Multicast}
+	rx := []uint64{s.RX.Bytes, s.RX.Packets, s.RX.Errors, s.RX.Dropped, s.RX.MissedErrors, s.RX.Multicast}
 	tx := []uint64{s.TX.Bytes, s.TX.Packets, s.TX.Errors, s.TX.Dropped, s.TX.CarrierErrors, s.TX.Collisions}
 	for _, vals := range [][]uint64{rx, tx} {
 		for i, v := range vals {

@@ -36,6 +36,17 @@ type State interface {
 	CarrierDown(dev string) bool
 }
 
+// RingDropper is a State whose ports read receive rings (the daemon's):
+// RingDrops are the frames port dev's rings lost because they were full
+// (pktio's Rx.RingDrops: AF_PACKET's tp_drops; AF_XDP's rx_dropped and
+// rx_ring_full, which in copy mode include the frames the fill ring had
+// no buffer for),
+// 0 for a device that is not an opened port. `-s link` shows them as RX
+// missed, where `ip -s link` shows a NIC's ring overflows.
+type RingDropper interface {
+	RingDrops(dev string) uint64
+}
+
 // Answer writes the answer to one query: iproute2's text, or its JSON
 // (one value per query, then a newline) when asJSON. A query answered
 // with a failure (`route get` of an unreachable destination) returns a

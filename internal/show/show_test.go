@@ -210,7 +210,63 @@ func TestSelectorsAndBrief(t *testing.T) {
 	if got := answer(t, c, "-j -br link show eth0", false); !strings.Contains(got, `[{"ifname":"eth0","operstate":"UP","address":`) {
 		t.Errorf("-j -br link: %q", got)
 	}
-	if got := answer(t, c, "-j -s link show eth0", false); !strings.Contains(got, `"stats64":{"rx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"over_errors":0,"multicast":0},"tx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"carrier_errors":0,"collisions":0}}`) {
+	if got := answer(t, c, "-j -s link show eth0", false); !strings.Contains(got, `"stats64":{"rx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"over_errors":0,"multicast":0,"missed_errors":0},"tx":{"bytes":0,"packets":0,"errors":0,"dropped":0,"carrier_errors":0,"collisions":0}}`) {
 		t.Errorf("-j -s link: %q", got)
+	}
+}
+
+// ringState is a controller whose ports have receive rings that lost
+// frames (the daemon's State: show.RingDropper).
+type ringState struct {
+	*apply.Controller
+	drops map[string]uint64
+}
+
+func (s ringState) RingDrops(dev string) uint64 { return s.drops[dev] }
+
+// A port's ring drops are `-s link`'s RX missed, where `ip -s link` puts a
+// NIC's ring overflows: the text's missed column and stats64.rx's
+// missed_errors (ip -j -s -s link's name). Interfaces without rings (the
+// State has none, or not a port) show 0.
+func TestLinkStatsMissedIsRingDrops(t *testing.T) {
+	c := setup(t, nil, "address add 192.0.2.1/24 dev eth0", "address add 198.51.100.1/24 dev eth1")
+	st := ringState{c, map[string]uint64{"eth0": 12181}}
+	text := func(s show.State, dev string) string {
+		t.Helper()
+		var b strings.Builder
+		if err := show.Answer(&b, s, config.LinkShow{Dev: dev, Stats: true}, false); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	const header = "    RX:  bytes packets errors dropped  missed   mcast           \n"
+	if got, want := text(st, "eth0"), header+"             0       0      0       0   12181       0 \n"; !strings.Contains(got, want) {
+		t.Errorf("-s link show eth0:\n%s\nwant the RX block\n%s", got, want)
+	}
+	for _, s := range []show.State{st, c} {
+		if got, want := text(s, "eth1"), header+"             0       0      0       0       0       0 \n"; !strings.Contains(got, want) {
+			t.Errorf("-s link show eth1 (%T):\n%s\nwant\n%s", s, got, want)
+		}
+	}
+	var b strings.Builder
+	if err := show.Answer(&b, st, config.LinkShow{Stats: true}, true); err != nil {
+		t.Fatal(err)
+	}
+	var links []struct {
+		Ifname  string
+		Stats64 struct {
+			RX map[string]uint64 `json:"rx"`
+		}
+	}
+	if err := json.Unmarshal([]byte(b.String()), &links); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if v, ok := l.Stats64.RX["missed_errors"]; !ok || v != st.drops[l.Ifname] {
+			t.Errorf("-j -s link: %s rx %v, want missed_errors %d", l.Ifname, l.Stats64.RX, st.drops[l.Ifname])
+		}
+	}
+	if len(links) != 2 {
+		t.Errorf("-j -s link: %s", b.String())
 	}
 }
