@@ -14,6 +14,12 @@ type RxStats struct {
 	RingDrops uint64
 	// RingFreezes counts how often the ring filled up (tp_freeze_q_cnt).
 	RingFreezes uint64
+	// Rollover are frames whose own queue was full and that the kernel put
+	// in a sibling queue of the port with room (AF_PACKET fanout rollover):
+	// not lost, possibly reordered within their flow. RolloverFailed are
+	// rollovers that found no sibling with room (the frame went to its
+	// own full queue: a ring drop).
+	Rollover, RolloverFailed uint64
 	// Truncated frames did not fit a block (BlockSize too small); dropped.
 	Truncated uint64
 	// Outgoing frames were our own or the host's transmissions; dropped.

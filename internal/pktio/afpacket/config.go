@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/netfwd/netfwd/internal/pktio"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // TxMode selects the transmit mechanism of Tx handles.
@@ -61,9 +62,16 @@ type Config struct {
 	// (rxring_v2.go: per-frame wake-ups, for latency at low rates). The
 	// ring's memory is BlockSize x Blocks either way.
 	Ring Ring
-	// SlotSize is RingV2's slot per frame (a power of two, 512 to
-	// BlockSize). Frames that do not fit arrive through the socket's queue.
-	// Default 2048.
+	// SlotSize is RingV2's slot per frame (a multiple of 16, 512 to
+	// BlockSize, dividing BlockSize). Frames that do not fit arrive through
+	// the socket's queue. Default: the smallest slot that holds a frame of
+	// the interface's MTU (at least 1500, with two VLAN tags) behind the
+	// ring's headers, at most 2048 (v2SlotFor): 1,600 bytes for MTU 1500,
+	// a quarter more frames in the same memory than 2 KiB slots. With
+	// RingV2 and BlockSize unset, BlockSize is the smallest multiple of
+	// the slot and the page size at or above 64 KiB, so slots never
+	// straddle or pad a block (a slot's offset is index x SlotSize, as
+	// before: a ring handed over by an older netfwd reads the same).
 	SlotSize int
 	// Spin is how long a RingV2 queue's Recv watches the ring before it
 	// parks (its wake-ups are per frame). Default 50 µs; negative: none.
@@ -111,6 +119,17 @@ type Config struct {
 	// Filter is an optional classic BPF program applied to every RX socket
 	// (before any frame is accepted). Frames it rejects never reach the ring.
 	Filter []bpf.RawInstruction
+	// NoRollover leaves a full queue's frames to be dropped instead of
+	// rolled over to a sibling queue of the fanout group with room
+	// (PACKET_FANOUT_FLAG_ROLLOVER, the default with Queues > 1): a burst
+	// of one flow, which the hash puts on one queue, then has the whole
+	// port's ring depth, and a worker kept off its CPU has its frames taken
+	// by the others. The price: a flow is reordered when its queue is
+	// three quarters full (the kernel rolls a flow that dominates the
+	// recent traffic over at that point), where without it frames would
+	// be dropped a little later. Rolled-over frames: RxStats.Rollover.
+	NoRollover bool
+
 	// Promiscuous puts the interface in promiscuous mode for the life of
 	// the Port (PACKET_MR_PROMISC, dropped by the kernel on close). A router
 	// or bridge port needs it; a sink that filters does not. Default true
@@ -122,6 +141,9 @@ const (
 	defaultBlockSize    = 128 << 10
 	defaultV2Spin       = 50 * time.Microsecond
 	portRingBudget      = 8 << 20 // a port's receive rings; docs/reliability.md promises 16 MiB a port in all
+	defaultMTU          = 1500
+	maxAutoSlotSize     = 2048     // above it (jumbo MTUs) big frames take the copy path: depth over copies
+	minV2BlockSize      = 64 << 10 // V2 blocks: at least this (fewer, larger kernel allocations)
 	minDefaultBlocks    = 4
 	maxDefaultBlocks    = 256
 	defaultBlockTimeout = time.Millisecond
@@ -134,22 +156,47 @@ const (
 
 // withDefaults returns cfg with zero fields defaulted, or an error naming
 // the first invalid field.
-func (cfg Config) withDefaults() (Config, error) {
+func (cfg Config) withDefaults() (Config, error) { return cfg.withDefaultsFor(defaultMTU) }
+
+// withDefaultsFor is withDefaults for an interface of this MTU (the V2
+// ring's default slot).
+func (cfg Config) withDefaultsFor(mtu int) (Config, error) {
 	page := os.Getpagesize()
 	if cfg.Queues == 0 {
 		cfg.Queues = 1
+	}
+	if cfg.Ring == RingDefault {
+		cfg.Ring = RingV3
+	}
+	if cfg.Ring == RingV2 {
+		if cfg.SlotSize == 0 {
+			cfg.SlotSize = v2SlotFor(mtu, !cfg.NoOffload, cfg.Headroom)
+			if cfg.BlockSize > 0 {
+				// A block the caller chose: the next slot that divides it.
+				for s := cfg.SlotSize; s <= cfg.BlockSize; s += 16 {
+					if cfg.BlockSize%s == 0 {
+						cfg.SlotSize = s
+						break
+					}
+				}
+			}
+		}
+		if cfg.BlockSize == 0 && cfg.SlotSize > 0 && cfg.SlotSize%16 == 0 {
+			cfg.BlockSize = v2BlockFor(cfg.SlotSize, page)
+		}
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = defaultBlockSize
 	}
 	if cfg.Blocks == 0 {
-		cfg.Blocks = min(max(portRingBudget/cfg.BlockSize/cfg.Queues, minDefaultBlocks), maxDefaultBlocks)
+		maxBlocks := maxDefaultBlocks
+		if cfg.Ring == RingV2 {
+			maxBlocks = 1 << 16 // small blocks: the budget, not a block count, is the bound
+		}
+		cfg.Blocks = min(max(portRingBudget/cfg.BlockSize/cfg.Queues, minDefaultBlocks), maxBlocks)
 	}
 	if cfg.BlockTimeout == 0 {
 		cfg.BlockTimeout = defaultBlockTimeout
-	}
-	if cfg.Ring == RingDefault {
-		cfg.Ring = RingV3
 	}
 	if cfg.SlotSize == 0 {
 		cfg.SlotSize = defaultSlotSize
@@ -172,16 +219,18 @@ func (cfg Config) withDefaults() (Config, error) {
 	switch {
 	case cfg.Queues < 1 || cfg.Queues > pktio.MaxQueues:
 		return cfg, fmt.Errorf("pktio: Queues %d out of range 1..%d", cfg.Queues, pktio.MaxQueues)
-	case cfg.BlockSize < page || cfg.BlockSize&(cfg.BlockSize-1) != 0 || cfg.BlockSize > 1<<24:
+	case cfg.Ring == RingV3 && (cfg.BlockSize < page || cfg.BlockSize&(cfg.BlockSize-1) != 0 || cfg.BlockSize > 1<<24):
 		return cfg, fmt.Errorf("pktio: BlockSize %d must be a power of two between the page size %d and 16 MiB", cfg.BlockSize, page)
+	case cfg.Ring == RingV2 && (cfg.BlockSize < page || cfg.BlockSize%page != 0 || cfg.BlockSize > 1<<24):
+		return cfg, fmt.Errorf("pktio: BlockSize %d must be a multiple of the page size %d up to 16 MiB", cfg.BlockSize, page)
 	case cfg.Blocks < 2 || cfg.Blocks > 1<<16:
 		return cfg, fmt.Errorf("pktio: Blocks %d out of range 2..65536", cfg.Blocks)
 	case cfg.BlockTimeout < time.Millisecond || cfg.BlockTimeout > time.Minute:
 		return cfg, fmt.Errorf("pktio: BlockTimeout %v out of range 1ms..1m", cfg.BlockTimeout)
 	case cfg.Ring != RingV3 && cfg.Ring != RingV2:
 		return cfg, fmt.Errorf("pktio: Ring %d: want RingV3 or RingV2", cfg.Ring)
-	case cfg.SlotSize < 512 || cfg.SlotSize > cfg.BlockSize || cfg.SlotSize&(cfg.SlotSize-1) != 0:
-		return cfg, fmt.Errorf("pktio: SlotSize %d must be a power of two between 512 and BlockSize %d", cfg.SlotSize, cfg.BlockSize)
+	case cfg.SlotSize < 512 || cfg.SlotSize > cfg.BlockSize || cfg.SlotSize%16 != 0 || cfg.BlockSize%cfg.SlotSize != 0:
+		return cfg, fmt.Errorf("pktio: SlotSize %d must be a multiple of 16 between 512 and BlockSize %d that divides it", cfg.SlotSize, cfg.BlockSize)
 	case cfg.Headroom < 0 || cfg.Headroom > maxHeadroom:
 		return cfg, fmt.Errorf("pktio: Headroom %d out of range 0..%d", cfg.Headroom, maxHeadroom)
 	case cfg.KeepPartialChecksum && cfg.NoOffload:
@@ -198,4 +247,35 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("pktio: negative SndBuf")
 	}
 	return cfg, nil
+}
+
+// v2SlotFor is the smallest V2 slot (a multiple of 16) that holds a frame
+// of an interface of this MTU, with two VLAN tags in its bytes, where the
+// kernel puts it: behind the tpacket2 header, the sockaddr_ll, the
+// virtio-net header and the reserve for the headroom (setupV2's layout).
+// At least MTU 1500's, at most maxAutoSlotSize.
+func v2SlotFor(mtu int, vnet bool, headroom int) int {
+	macOff := v2MacGap
+	if vnet {
+		macOff += vnetHdrLen
+	}
+	if r := tpacket2HdrLen + wire.VLANTagLen + headroom - v2MacGap; r > 0 {
+		macOff += r // PACKET_RESERVE (setFrameLayout)
+	}
+	frame := 14 + 2*wire.VLANTagLen + max(mtu, defaultMTU)
+	return min((macOff+frame+15)&^15, maxAutoSlotSize)
+}
+
+// v2BlockFor is the V2 ring's block for this slot: the smallest common
+// multiple of the slot and the page size, repeated up to minV2BlockSize.
+func v2BlockFor(slot, page int) int {
+	l := slot / gcd(slot, page) * page
+	return (minV2BlockSize + l - 1) / l * l
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

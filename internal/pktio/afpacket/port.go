@@ -67,13 +67,12 @@ func NewTxPort(ifi *net.Interface, netns *os.File, cfg Config) (*Port, error) {
 // Open opens the interface named name in the calling goroutine's network
 // namespace (see InNetns for another one).
 func Open(name string, cfg Config) (*Port, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
 		return nil, fmt.Errorf("pktio: interface %q: %w", name, err)
+	}
+	if cfg, err = cfg.withDefaultsFor(ifi.MTU); err != nil {
+		return nil, err
 	}
 	ns, err := pktio.CurrentNetns()
 	if err != nil {
@@ -117,7 +116,7 @@ func (p *Port) openQueue(i int) (*Queue, error) {
 		}
 	}
 	if p.cfg.Queues > 1 {
-		id, err := s.joinFanout(p.fanoutID)
+		id, err := s.joinFanout(p.fanoutID, !p.cfg.NoRollover)
 		if err != nil {
 			return fail(err)
 		}

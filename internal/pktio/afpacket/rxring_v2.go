@@ -61,6 +61,9 @@ const (
 	v2CopyBuffers    = 8
 	v2CopyBufferSize = 64<<10 + 512 // a GSO super-frame, its vnet header, a tag, headroom
 	v2RcvBuf         = 16 << 20     // the socket queue that holds super-frames
+	// v2MacGap is where the MAC header lands in a slot without a vnet
+	// header or reserve: TPACKET_ALIGN(52 + 16) - 14 = 66 bytes.
+	v2MacGap = 66
 )
 
 // tpacket2Hdr mirrors struct tpacket2_hdr.
@@ -223,9 +226,9 @@ var errCopyMissing = errors.New("pktio: TP_STATUS_COPY without a queued frame")
 // setupV2 configures the socket for a V2 ring and maps it.
 func (q *Queue) setupV2(s *rawSocket, cfg *Config) error {
 	q.initV2(cfg)
-	// The MAC header lands TPACKET_ALIGN(52 + 16) - 14 = 66 bytes into the
-	// slot (76 with the vnet header).
-	if err := q.setFrameLayout(s, unix.TPACKET_V2, tpacket2HdrLen, 66, cfg.Headroom); err != nil {
+	// The MAC header lands v2MacGap bytes into the slot (76 with the vnet
+	// header).
+	if err := q.setFrameLayout(s, unix.TPACKET_V2, tpacket2HdrLen, v2MacGap, cfg.Headroom); err != nil {
 		return err
 	}
 	if err := s.setInt(unix.SOL_PACKET, unix.PACKET_COPY_THRESH, 1, "PACKET_COPY_THRESH"); err != nil {

@@ -198,9 +198,14 @@ func (s *rawSocket) setFilter(prog []bpf.RawInstruction) error {
 
 // joinFanout adds the socket to the port's hash fanout group. With id < 0
 // it creates a group with a kernel-chosen unique id and returns it, so
-// parallel ports (and test runs) never collide.
-func (s *rawSocket) joinFanout(id int) (int, error) {
+// parallel ports (and test runs) never collide. With rollover, a frame
+// whose queue is full goes to a sibling with room (Config.NoRollover).
+// Every socket of a group must join with the same flags.
+func (s *rawSocket) joinFanout(id int, rollover bool) (int, error) {
 	arg := unix.PACKET_FANOUT_HASH << 16
+	if rollover {
+		arg |= unix.PACKET_FANOUT_FLAG_ROLLOVER << 16
+	}
 	if id < 0 {
 		arg |= unix.PACKET_FANOUT_FLAG_UNIQUEID << 16
 	} else {
@@ -232,6 +237,25 @@ func (s *rawSocket) ringStats() (unix.TpacketStatsV3, error) {
 		return unix.TpacketStatsV3{}, err
 	}
 	return *st, nil
+}
+
+// rolloverStats reads the kernel's rollover counters of a fanout member
+// (PACKET_ROLLOVER_STATS, struct tpacket_rollover_stats: frames this
+// socket's queue rolled over to a sibling, of them for flows that
+// dominate, and rollovers that found no sibling with room). Not
+// clear-on-read: totals since the socket joined.
+func (s *rawSocket) rolloverStats() (all, huge, failed uint64, err error) {
+	var st [3]uint64
+	err = s.control(func(fd int) error {
+		l := uint32(unsafe.Sizeof(st))
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_PACKET, unix.PACKET_ROLLOVER_STATS,
+			uintptr(unsafe.Pointer(&st[0])), uintptr(unsafe.Pointer(&l)), 0)
+		if e != 0 {
+			return e
+		}
+		return nil
+	})
+	return st[0], st[1], st[2], err
 }
 
 // setTxOptions applies the transmit options of cfg to a socket.

@@ -41,6 +41,13 @@ func (p *Port) Stats() pktio.Stats {
 				q.stats.freezes.Add(uint64(st.Freeze_q_cnt))
 			}
 		}
+		if p.fanoutID >= 0 && !p.cfg.NoRollover && !p.shutdown {
+			if all, _, failed, err := q.sock.rolloverStats(); err == nil {
+				// Totals since the socket joined (not clear-on-read).
+				s.Rx.Rollover += all
+				s.Rx.RolloverFailed += failed
+			}
+		}
 		r := q.Stats()
 		s.Rx.Packets += r.Packets
 		s.Rx.Bytes += r.Bytes
