@@ -170,9 +170,11 @@ type Daemon struct {
 
 	ports atomic.Pointer[portTable] // read by workers
 
-	workers  []*ioWorker // created by New, run by Run
-	hk       *housekeeper
-	stopping atomic.Bool // the workers' stop flag
+	workers []*ioWorker // created by New, run by Run
+	hk      *housekeeper
+	// ringWatch logs and counts receive ring overflows (ringwatch.go).
+	ringWatch *ringWatch
+	stopping  atomic.Bool // the workers' stop flag
 
 	mu      sync.Mutex
 	conf    *apply.File    // the file as last applied (its text: see reload.go); guarded by mu
@@ -346,6 +348,7 @@ func New(opts Options) (d *Daemon, err error) {
 		w.bind(d.ports.Load())
 	}
 	d.hk = newHousekeeper(d)
+	d.ringWatch = newRingWatch(d)
 	if opts.HostPath {
 		w, err := newControlWorker(d)
 		if err != nil {
@@ -613,6 +616,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.hp.syncLoop(d.stop)
 		}()
 	}
+	servers.Add(1)
+	go func() {
+		defer servers.Done()
+		d.ringWatch.run(d.stop)
+	}()
 	// The workers bind their queues (AF_XDP: UMEM and sockets, retried
 	// while the kernel still releases a previous process's) on their first
 	// sweep; until then an XDP port passes its frames to the kernel. Say
@@ -749,7 +757,7 @@ func (d *Daemon) metricsSource() metrics.Source {
 	src := metrics.Source{Engine: d.e, Controller: d.ctl, Ports: func() []metrics.PortIO {
 		var out []metrics.PortIO
 		for _, p := range d.ports.Load().list {
-			pio := metrics.PortIO{Name: p.name, IO: p.ioName()}
+			pio := metrics.PortIO{Name: p.name, IO: p.ioName(), RingOverflows: d.ringWatch.Overflows(p.name)}
 			if p.xp != nil {
 				x := p.xp.XDPStats()
 				pio.Stats, pio.XDP = x.Stats, &x

@@ -138,6 +138,8 @@ func (m emitter) port(p PortIO) {
 	m.counter("pktio_tx", st.Tx.Packets, p.Name)
 	m.counter("pktio_ring_drops", st.Rx.RingDrops, p.Name)
 	m.counter("pktio_freezes", st.Rx.RingFreezes, p.Name)
+	m.counter("pktio_rollover", st.Rx.Rollover, p.Name)
+	m.counter("pktio_overflows", p.RingOverflows, p.Name)
 	m.counter("pktio_errors", st.Rx.Truncated, p.Name, "truncated")
 	m.counter("pktio_errors", st.Rx.Errors, p.Name, "rx_error")
 	m.counter("pktio_errors", st.Tx.Refused, p.Name, "tx_refused")

@@ -9,6 +9,8 @@
 //	port_{rx,tx}_drops_total{port}               frames dropped on the port (any reason) / copies not sent
 //	pktio_rx_packets_total{port}, pktio_tx_packets_total{port}   what the sockets moved
 //	pktio_ring_drops_total{port}                 frames the kernel could not put in a full RX ring
+//	pktio_ring_overflows_total{port}             seconds in which the port's RX rings dropped frames
+//	pktio_rollover_total{port}                   frames of a full RX queue put in a sibling queue instead
 //	pktio_ring_freezes_total{port}               times the ring filled up
 //	pktio_control_{rx_packets,ring_drops}_total{port}  the control ring (host path)
 //	pktio_errors_total{port,kind}                truncated, rx_error, tx_refused, tx_bad_offload, tx_error
@@ -66,6 +68,9 @@ type PortIO struct {
 	XDP *afxdp.XDPStats
 	// Control holds the control ring's counters (nil without one).
 	Control *pktio.Stats
+	// RingOverflows is how many seconds the port's receive rings dropped
+	// frames in (the daemon's ring watch).
+	RingOverflows uint64
 }
 
 // Source is what the collector reads.
@@ -111,6 +116,8 @@ func NewCollector(src Source) *Collector {
 		"pktio_tx":          desc("pktio_tx_packets_total", "Frames the kernel accepted for transmission on the port.", "port"),
 		"pktio_ring_drops":  desc("pktio_ring_drops_total", "Frames the kernel dropped because an RX ring was full.", "port"),
 		"pktio_freezes":     desc("pktio_ring_freezes_total", "Times an RX ring filled up.", "port"),
+		"pktio_overflows":   desc("pktio_ring_overflows_total", "Seconds in which an RX ring of the port dropped frames (a burst overflowed it; logged).", "port"),
+		"pktio_rollover":    desc("pktio_rollover_total", "Frames whose RX queue was full, put in another queue of the port (AF_PACKET fanout rollover): not lost.", "port"),
 		"pktio_errors":      desc("pktio_errors_total", "Packet I/O errors by kind.", "port", "kind"),
 		"pktio_offload":     desc("pktio_offload_total", "Offload fix-ups and super-frames by kind.", "port", "kind"),
 		"port_io":           desc("port_io", "How the port is opened (1 for its io: afpacket, afxdp native, afxdp generic).", "port", "io"),
