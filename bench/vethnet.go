@@ -351,6 +351,7 @@ func txPackets(ns, iface string) (uint64, error) {
 // linkStats64 is the part of `ip -j -s link show`'s stats64 the suite reads.
 type linkStats64 struct {
 	Rx struct {
+		Packets uint64 `json:"packets"`
 		Dropped uint64 `json:"dropped"`
 		Missed  uint64 `json:"missed"`
 	} `json:"rx"`

@@ -167,6 +167,8 @@ func Draw(suite string, recs []bench.Record) (*Figure, error) {
 		ps, err = fibPlots(own)
 	case "veth":
 		ps, err = vethPlots(own)
+	case "ndr":
+		ps, err = ndrPlots(own)
 	case "mcast":
 		ps, err = mcastPlots(own)
 	case "pipeline":

@@ -50,6 +50,14 @@ const (
 	pipelineJSON = `[
 {"suite":"pipeline","impl":"routed","params":{"fib":"compiled","frame":64,"probe":"random","routes":1000},"ns_op":65.7,"mops":15.2,"allocs_op":0},
 {"suite":"pipeline","impl":"bridged-flood","params":{"frame":64,"members":2,"ports":64},"ns_op":46.5,"mops":21.5,"allocs_op":0}]`
+	ndrJSON = `[
+{"suite":"ndr","impl":"linux","params":{"point":"curve","offered_pct":50},"ns_op":2000,"mops":0.5,"allocs_op":0,"extra":{"loss_pct":0}},
+{"suite":"ndr","impl":"linux","params":{"point":"curve","offered_pct":100},"ns_op":1000,"mops":1,"allocs_op":0,"extra":{"loss_pct":0}},
+{"suite":"ndr","impl":"linux","params":{"point":"ndr"},"ns_op":1000,"mops":1,"allocs_op":0},
+{"suite":"ndr","impl":"netfwd-afpacket","params":{"point":"curve","offered_pct":50},"ns_op":2000,"mops":0.5,"allocs_op":0,"extra":{"loss_pct":0}},
+{"suite":"ndr","impl":"netfwd-afpacket","params":{"point":"curve","offered_pct":100},"ns_op":1000,"mops":1,"allocs_op":0,"extra":{"loss_pct":3.5}},
+{"suite":"ndr","impl":"netfwd-afpacket","params":{"point":"bursts","burst_frames":1500},"ns_op":0,"mops":0.01,"allocs_op":0},
+{"suite":"ndr","impl":"netfwd-afpacket","params":{"point":"ndr"},"ns_op":1400,"mops":0.7,"allocs_op":0}]`
 	routesJSON = `[{"suite":"routes","impl":"config-load","params":{"routes":1000},"ns_op":2500,"mops":0.4,"allocs_op":0}]`
 )
 
@@ -126,6 +134,7 @@ func TestSuiteSVGs(t *testing.T) {
 		{"veth", vethJSON,
 			[]string{"linux (baseline)", "netfwd-afxdp", "unpinned", "onecore", "Mpps", "x Linux", "Linux = 1"},
 			[]string{"netfwd-afxdp-soak"}},
+		{"ndr", ndrJSON, []string{"linux (baseline)", "netfwd-afpacket", "lost, %", "offered, % of the generator's ceiling", "kpps"}, nil},
 		{"mcast", mcastJSON, []string{"nofilter (baseline)", "filter", "ns per frame"}, nil},
 		{"pipeline", pipelineJSON, []string{"routed (compiled FIB)", "bridged-flood (64 ports, 2 members)", "ns per packet"}, nil},
 		{"routes", routesJSON, []string{"routes", "config-load routes=1000", "ns/op"}, nil},
