@@ -13,7 +13,9 @@ package main
 // (internal/handover); this command waits, at nice 19, until the old one
 // has exited and the new one answers, and reports both pids. Exit 0 on
 // success; 1 when the new process failed (the old one then forwards on:
-// nothing changed).
+// nothing changed), or when another restart was in progress: the running
+// daemon refuses a second successor, naming the first
+// (handover.BusyError), and this command says so.
 
 import (
 	"errors"
@@ -99,6 +101,10 @@ func runRestart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		select {
 		case err := <-exited:
 			why := <-statusLine
+			if busy, ok := handover.ParseBusy(why); ok {
+				fmt.Fprintf(stderr, "netfwd restart: %v\n", busy)
+				return 1
+			}
 			if why == "" || why == "ok" {
 				why = err.Error()
 			}
@@ -211,6 +217,10 @@ func (s *statusPipe) running() {
 }
 
 func (s *statusPipe) failed(err error) {
+	var busy *handover.BusyError
+	if errors.As(err, &busy) {
+		err = busy // as handover.ParseBusy reads it back
+	}
 	if s.f != nil {
 		s.f.WriteString(err.Error() + "\n")
 		s.f.Close()

@@ -305,6 +305,91 @@ func (e *e2e) hotRestart() int {
 	return newPid
 }
 
+// TestHotRestartConcurrent: three `netfwd restart`s at once. One takes
+// over; each other one says "another restart (pid N) is in progress", N
+// the new process that took over, and exits 1 (or, come after that one
+// finished, restarts it in turn). None fails otherwise: they used to exit
+// 1 with `read: connection reset by peer` on the handover socket's
+// temporary name, queued behind the first until the old process exited.
+func TestHotRestartConcurrent(t *testing.T) {
+	e := newE2E(t, lab.Standard(), nil)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		out  string
+		code int
+	}
+	results := make([]result, 3)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(exe, "restart", "--ctl", e.CtlPath)
+			cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
+			out, _ := cmd.CombinedOutput()
+			results[i] = result{strings.TrimSpace(string(out)), cmd.ProcessState.ExitCode()}
+		}()
+	}
+	wg.Wait()
+	tookOver := map[int]bool{}
+	var busy []int
+	for i, r := range results {
+		var newPid, oldPid, pid int
+		switch {
+		case r.code == 0:
+			if _, err := fmt.Sscanf(r.out, "netfwd restarted: pid %d took over from pid %d", &newPid, &oldPid); err != nil {
+				t.Errorf("restart %d: exit 0, said %q", i, r.out)
+				continue
+			}
+			tookOver[newPid] = true
+			t.Cleanup(func() {
+				syscall.Kill(newPid, syscall.SIGTERM)
+				for deadline := time.Now().Add(10 * time.Second); processAlive(newPid) && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+		case r.code == 1:
+			if _, err := fmt.Sscanf(r.out, "netfwd restart: another restart (pid %d) is in progress", &pid); err != nil ||
+				r.out != fmt.Sprintf("netfwd restart: another restart (pid %d) is in progress", pid) {
+				t.Errorf("restart %d: exit 1, said %q, want another restart (pid N) is in progress", i, r.out)
+				continue
+			}
+			busy = append(busy, pid)
+		default:
+			t.Errorf("restart %d: exit %d: %q", i, r.code, r.out)
+		}
+	}
+	t.Logf("took over: %v; refused naming: %v", tookOver, busy)
+	if len(tookOver) == 0 {
+		t.Fatalf("no restart took over: %+v\nlog:\n%s", results, lastBytes(e.stderr.String(), 4000))
+	}
+	for _, pid := range busy {
+		if !tookOver[pid] {
+			t.Errorf("a restart was refused naming pid %d, which did not take over (%v)", pid, tookOver)
+		}
+	}
+	// Started together, they overlap: before the refusal each new process
+	// took over from the one before, all three "from" the first daemon.
+	if len(busy) == 0 {
+		t.Errorf("none of 3 simultaneous restarts found another in progress: %+v", results)
+	}
+	select {
+	case <-e.exited:
+		if st := e.cmd.ProcessState; !st.Success() {
+			t.Errorf("the old daemon exited with %v", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old daemon still runs 10 s after the restarts returned")
+	}
+	if pid, err := handoverPeerPid(e.CtlPath); err != nil || !tookOver[pid] {
+		t.Errorf("the handover socket answers from pid %d (%v), want one that took over (%v)", pid, err, tookOver)
+	}
+	e.pingOK("h1", h3IP, 63)
+}
+
 // takeoverGaps lists the gaps the new daemons logged.
 func takeoverGaps(log string) string {
 	var gaps []string

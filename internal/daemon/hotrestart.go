@@ -24,13 +24,17 @@ package daemon
 // memfd pages) and sockets (afxdp.AdoptWorker; worker i continues worker
 // i's, so --workers must match), starts the workers, lets them catch up
 // with the rings before anything else starts (catchUp) and says done.
+// From its takeover until the predecessor has exited it refuses successors
+// of its own (handover.Server.Hold); the running daemon refuses a second
+// successor while one's restart is in progress (handover.BusyError).
 // Frames that arrive in between wait in the rings: the gap is what Run
 // measures and logs (takeover_gap, caught_up).
 //
 // Locking: pause/resume are atomics and a channel the workers wait on; a
 // parking worker sends on parkedNote (buffered, never blocks), which the
 // pause waits on; handoverSource's methods run on the handover server's
-// goroutine; successor belongs to Run's goroutine.
+// goroutine of the successor holding it, one successor at a time;
+// successor belongs to Run's goroutine.
 
 import (
 	"errors"
@@ -596,6 +600,12 @@ func sameAddr(have, want string) bool {
 // takeOver pauses the running daemon and continues its rings; Run calls it
 // right before the workers start, and finish once they forward.
 func (d *Daemon) takeOver() error {
+	// The handover socket's name is this process's since New: a restart
+	// of this one asked for meanwhile is refused, naming this process,
+	// until the predecessor is gone (finishTakeover).
+	if d.handoverSrv != nil {
+		d.handoverSrv.Hold(os.Getpid())
+	}
 	// The priority of the predecessor (read before it changes).
 	nice, niceErr := processNice(d.succ.prep.PID)
 	defer d.succ.closeUMEMs() // those of workers that did not take theirs
@@ -696,6 +706,9 @@ func (d *Daemon) finishTakeover() {
 	}
 	exited := s.cl.WaitExit(10 * time.Second)
 	s.cl.Close()
+	if d.handoverSrv != nil {
+		d.handoverSrv.Release(os.Getpid()) // a restart of this process may begin
+	}
 	d.log.Info("hot restart: took over", "from_pid", s.prep.PID, "takeover_gap", s.gap.Round(time.Microsecond),
 		"pause", s.pause.Round(time.Microsecond), "pause_in_predecessor", s.pauseInPredecessor.Round(time.Microsecond),
 		"caught_up", s.caughtUp.Round(time.Microsecond),

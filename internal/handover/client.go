@@ -46,11 +46,14 @@ func (cl *Client) call(op string, reply any, timeout time.Duration) error {
 }
 
 // Prepare asks what the running daemon holds, and opens its pidfd for
-// TakeFD.
+// TakeFD. While another restart is in progress it returns a *BusyError.
 func (cl *Client) Prepare() (Prepared, error) {
 	var p Prepared
 	if err := cl.call("prepare", &p, 10*time.Second); err != nil {
 		return p, err
+	}
+	if p.Busy != 0 {
+		return p, &BusyError{PID: p.Busy}
 	}
 	if p.Error != "" {
 		return p, fmt.Errorf("hot restart: the running netfwd refused: %s", p.Error)

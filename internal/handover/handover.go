@@ -31,11 +31,17 @@
 // pause and before done, the old one resumes forwarding: a failed upgrade
 // costs a pause, never the router.
 //
+// One restart at a time: while a successor's exchange is in progress (from
+// its prepare; for good once it took over), the prepare of any other is
+// refused at once with a BusyError naming the pid of the one in progress
+// (server.go); that one proceeds.
+//
 // Locking: a Server serves one successor at a time; the Source's methods
-// are called from its goroutine.
+// are called from that successor's goroutine.
 package handover
 
 import (
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -82,7 +88,31 @@ type Prepared struct {
 	// far: the successor installs them before the pause, so the pause
 	// carries only the few learned (or changed) since.
 	Neighbours []Neighbour `json:",omitempty"`
-	Error      string      `json:",omitempty"`
+	// Busy refuses the successor: the pid of the restart in progress
+	// (Error says so too, for clients that do not know the field).
+	Busy  int    `json:",omitempty"`
+	Error string `json:",omitempty"`
+}
+
+// BusyError is the refusal of a successor while another restart is in
+// progress: PID is that restart's new process.
+type BusyError struct{ PID int }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("another restart (pid %d) is in progress", e.PID)
+}
+
+// ParseBusy reads a BusyError back from its text (a successor reports its
+// failure to `netfwd restart` as a line of text).
+func ParseBusy(s string) (*BusyError, bool) {
+	var pid int
+	if n, err := fmt.Sscanf(s, "another restart (pid %d) is in progress", &pid); n != 1 || err != nil || pid <= 0 {
+		return nil, false
+	}
+	if (&BusyError{pid}).Error() != s {
+		return nil, false
+	}
+	return &BusyError{PID: pid}, true
 }
 
 // Paused answers pause: where each ring's reader stopped, and the

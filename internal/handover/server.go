@@ -3,7 +3,18 @@ package handover
 // The running process's side: a listener on Path that serves successors
 // one at a time, calling its Source.
 //
-// Locking: Serve's goroutine alone calls the Source; Close from anywhere.
+// One at a time: each connection is served on its own goroutine, and the
+// first to ask prepare holds the daemon (holder: its pid, from the
+// socket's peer credentials) until its connection ends, or for good once
+// it took over. Any other successor's prepare meanwhile is answered at
+// once with a refusal naming the holder (Prepared.Busy: "another restart
+// (pid N) is in progress"), instead of waiting behind it and then finding
+// the socket gone with the process that handed over (`read: connection
+// reset by peer`). Hold does the same for a daemon that is itself still
+// taking over from its predecessor.
+//
+// Locking: mu guards closed and holder; only the holder's goroutine calls
+// the Source; Close, Hold and Release from anywhere.
 
 import (
 	"bufio"
@@ -20,6 +31,11 @@ import (
 // PauseTimeout bounds how long a paused process waits for done before it
 // resumes forwarding.
 const PauseTimeout = 10 * time.Second
+
+// requestTimeout bounds the wait for a connection's first request (a
+// successor asks prepare as soon as it connected; `netfwd restart` only
+// connects to learn the daemon's pid).
+const requestTimeout = 10 * time.Second
 
 // Source is what the running daemon offers a successor.
 type Source interface {
@@ -41,7 +57,15 @@ type Server struct {
 	log  func(msg string, args ...any)
 
 	mu     sync.Mutex
-	closed bool
+	closed bool // guarded by mu
+	// holder is the restart in progress: the pid of the successor (from
+	// its prepare to the end of its connection, conn; for good once it
+	// took over), or the pid Hold gave (conn 0); pid 0: none. Guarded by mu.
+	holder struct {
+		pid  int
+		conn uint64
+	}
+	conns uint64 // connections accepted, numbering them; guarded by mu
 }
 
 // Listen creates the handover socket at path (root only, 0600), replacing
@@ -55,7 +79,8 @@ func Listen(path string, src Source, log func(string, ...any)) (*Server, error) 
 	return &Server{sock: sock, ln: sock.Listener(), src: src, log: log}, nil
 }
 
-// Serve answers successors until Close.
+// Serve answers successors until Close (after a takeover too: later
+// ones are refused until the process is gone).
 func (s *Server) Serve() {
 	for {
 		c, err := s.ln.AcceptUnix()
@@ -69,53 +94,115 @@ func (s *Server) Serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		finished := s.serveConn(c)
-		c.Close()
-		if finished {
-			return
-		}
+		s.mu.Lock()
+		s.conns++
+		id := s.conns
+		s.mu.Unlock()
+		go func() {
+			defer c.Close()
+			s.serveConn(c, id)
+		}()
 	}
 }
 
-// serveConn runs one successor's exchange; it reports whether the
-// successor took over (the process is finishing).
-func (s *Server) serveConn(c *net.UnixConn) bool {
-	if err := peerIsRoot(c); err != nil {
-		s.log("handover: refused", "err", err)
-		return false
+// Hold refuses successors as if a restart by pid were in progress, until
+// Release (a daemon still taking over holds its own server: it is not
+// ready to hand over before its predecessor is gone). A successor already
+// holding the server keeps it.
+func (s *Server) Hold(pid int) {
+	s.claim(0, pid)
+}
+
+// Release ends Hold(pid).
+func (s *Server) Release(pid int) {
+	s.release(0, pid)
+}
+
+// claim makes connection conn (0: Hold) of pid the holder if there is
+// none; it returns the pid holding the server, and whether that is conn.
+func (s *Server) claim(conn uint64, pid int) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holder.pid == 0 {
+		s.holder.pid, s.holder.conn = pid, conn
 	}
+	return s.holder.pid, s.holder.conn == conn && s.holder.pid == pid
+}
+
+// release ends the hold of connection conn (0: Hold) of pid.
+func (s *Server) release(conn uint64, pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holder.pid == pid && s.holder.conn == conn {
+		s.holder.pid, s.holder.conn = 0, 0
+	}
+}
+
+// serveConn runs one connection's exchange: a successor's, or the refusal
+// of one while another's restart is in progress.
+func (s *Server) serveConn(c *net.UnixConn, id uint64) {
+	cred, err := peerCred(c)
+	if err == nil && cred.Uid != 0 {
+		err = fmt.Errorf("peer uid %d (pid %d) is not root", cred.Uid, cred.Pid)
+	}
+	if err != nil {
+		s.log("handover: refused", "err", err)
+		return
+	}
+	pid := int(cred.Pid)
 	r := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
 	dec := json.NewDecoder(r)
-	paused := false
+	held, paused, finished := false, false, false
 	defer func() {
 		if paused {
 			s.log("handover: the successor went away after pause; forwarding again")
 			s.src.Resume()
 		}
+		if held && !finished {
+			s.release(id, pid)
+		}
 	}()
 	for {
-		if paused {
+		switch {
+		case paused:
 			c.SetReadDeadline(time.Now().Add(PauseTimeout))
-		} else {
+		case held: // the successor builds its engine: as long as it takes
 			c.SetReadDeadline(time.Time{})
+		default:
+			c.SetReadDeadline(time.Now().Add(requestTimeout))
 		}
 		var req request
 		if err := dec.Decode(&req); err != nil {
-			return false
+			return
+		}
+		if !held && req.Op != "prepare" {
+			enc.Encode(doneReply{Error: fmt.Sprintf("%s before prepare", req.Op)})
+			return
 		}
 		switch req.Op {
 		case "prepare":
+			if held {
+				enc.Encode(Prepared{Error: "prepare twice"})
+				return
+			}
+			if h, ours := s.claim(id, pid); !ours {
+				busy := &BusyError{PID: h}
+				s.log("handover: refused a successor", "pid", pid, "err", busy)
+				enc.Encode(Prepared{Busy: h, Error: busy.Error()})
+				return
+			}
+			held = true
 			p, err := s.src.Prepare()
 			if err != nil {
 				p = Prepared{Error: err.Error()}
 			}
 			if enc.Encode(p) != nil || err != nil {
-				return false
+				return
 			}
 		case "pause":
 			if paused {
-				return false
+				return
 			}
 			t0 := time.Now()
 			p, err := s.src.Pause()
@@ -125,20 +212,20 @@ func (s *Server) serveConn(c *net.UnixConn) bool {
 			}
 			p.Took = time.Since(t0)
 			if enc.Encode(p) != nil || err != nil {
-				return false
+				return
 			}
 		case "done":
 			if !paused {
 				enc.Encode(doneReply{Error: "done before pause"})
-				return false
+				return
 			}
-			paused = false
+			paused, finished = false, true // held for good: the process is finishing
 			enc.Encode(doneReply{})
 			s.src.Finish()
-			return true
+			return
 		default:
 			enc.Encode(doneReply{Error: fmt.Sprintf("unknown op %q", req.Op)})
-			return false
+			return
 		}
 	}
 }
@@ -156,25 +243,19 @@ func (s *Server) Close() error {
 	return s.sock.Close()
 }
 
-// peerIsRoot refuses a client that is not root: a successor takes every
-// socket of the router.
-func peerIsRoot(c *net.UnixConn) error {
+// peerCred is the client's credentials: only root may be a successor (it
+// takes every socket of the router); the pid names its restart.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := rc.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	if cerr != nil {
-		return cerr
-	}
-	if cred.Uid != 0 {
-		return fmt.Errorf("peer uid %d (pid %d) is not root", cred.Uid, cred.Pid)
-	}
-	return nil
+	return cred, cerr
 }
