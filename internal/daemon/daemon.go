@@ -167,6 +167,10 @@ type Daemon struct {
 	pprofLn    net.Listener
 	ctlSrv     *ctlsock.Server
 	ctlApplyMu sync.Mutex // serialises ctlApply (linkmtu.go)
+	// journal holds the config lines ctl applied, by request, and
+	// journalLines their count (journal.go); guarded by ctlApplyMu.
+	journal      []journalBatch
+	journalLines int
 
 	ports atomic.Pointer[portTable] // read by workers
 
@@ -337,6 +341,13 @@ func New(opts Options) (d *Daemon, err error) {
 		return nil, err
 	}
 	opened = nil
+	if d.succ != nil {
+		// What ctl changed in the running daemon, after the file, as it
+		// was applied there (journal.go).
+		if err := d.replayJournal(d.succ.prep.Journal); err != nil {
+			return nil, fmt.Errorf("hot restart: the running netfwd's ctl changes: %w", err)
+		}
+	}
 	// The workers and their transmit handles exist before Run, so the first
 	// frame is forwarded at once.
 	for i := range opts.Workers {

@@ -156,6 +156,9 @@ func (s handoverSource) Prepare() (handover.Prepared, error) {
 	for _, n := range p.Neighbours {
 		d.handoverNeigh[n] = true
 	}
+	// What ctl changed since start (journal.go): the handover server
+	// holds the daemon already, so later ctl changes are refused.
+	p.Journal = d.journalCopy()
 	add("metrics", d.metricsLn)
 	add("pprof", d.pprofLn)
 	if d.routes.fpm != nil {

@@ -28,10 +28,24 @@ import (
 	"github.com/netfwd/netfwd/internal/pktio"
 )
 
-// ctlApply is the control socket's Apply.
+// ctlApply is the control socket's Apply: refused while a hot restart
+// holds the daemon, journaled once applied (journal.go).
 func (d *Daemon) ctlApply(cmds []config.Command) error {
 	d.ctlApplyMu.Lock()
 	defer d.ctlApplyMu.Unlock()
+	if err := d.journalCheckLocked(cmds); err != nil {
+		return err
+	}
+	if err := d.ctlApplyLocked(cmds); err != nil {
+		return err
+	}
+	d.journalAppendLocked(cmds)
+	return nil
+}
+
+// ctlApplyLocked applies a ctl batch (or a predecessor's journal batch):
+// kernel MTUs first, undone if the rest fails.
+func (d *Daemon) ctlApplyLocked(cmds []config.Command) error {
 	type change struct {
 		p        *port
 		old, new int

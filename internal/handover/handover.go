@@ -88,6 +88,11 @@ type Prepared struct {
 	// far: the successor installs them before the pause, so the pause
 	// carries only the few learned (or changed) since.
 	Neighbours []Neighbour `json:",omitempty"`
+	// Journal is the config lines the control socket applied since start,
+	// one slice a request, in order (internal/daemon/journal.go): the
+	// successor applies them after its config file. The running daemon
+	// refuses ctl changes from here on, so it is final.
+	Journal [][]string `json:",omitempty"`
 	// Busy refuses the successor: the pid of the restart in progress
 	// (Error says so too, for clients that do not know the field).
 	Busy  int    `json:",omitempty"`

@@ -259,3 +259,13 @@ func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	}
 	return cred, cerr
 }
+
+// Holder is the pid of the successor whose restart is in progress (the
+// holder of the daemon, Hold's pid included), 0 when none: the daemon
+// refuses configuration changes meanwhile (the journal a successor got at
+// prepare is final).
+func (s *Server) Holder() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holder.pid
+}
