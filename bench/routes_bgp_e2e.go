@@ -451,7 +451,17 @@ func (r *bgpE2EResult) record() Record {
 	return Record{Suite: "routes", Impl: "bgp-e2e",
 		Params: map[string]any{"routes": r.routes, "poll_ms": pollEvery.Milliseconds(), "fpm": "nhg"},
 		NsOp:   round2(float64(r.toNetfwd.Nanoseconds()) / float64(r.routes)),
-		Mops:   round3(float64(r.routes) / secs / 1e6), Extra: extra}
+		Mops:   mopsOf(r.routes, secs), Extra: extra}
+}
+
+// mopsOf is n per secs in millions, 0 when secs is 0 (the step finished
+// within the clock's or the poll's resolution: no rate, and JSON has no
+// +Inf).
+func mopsOf(n int, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return round3(float64(n) / secs / 1e6)
 }
 
 // runBGPE2ECase runs the case for the suite: a record, or one saying why

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"os"
 	"testing"
 
@@ -56,12 +57,15 @@ func TestRoutesBGPE2EQuick(t *testing.T) {
 	}
 	for _, k := range []string{"established_to_netfwd_s", "established_to_kernel_s", "established_to_last_fpm_s",
 		"restart_to_connect_s", "restart_to_full_s", "restart_to_last_fpm_s", "replay_s", "zebra_cpu_s", "netfwd_cpu_s", "restart_netfwd_cpu_s"} {
-		if v := num(k); !(v > 0 && v < 120) {
-			t.Errorf("extra.%s = %v, want a time in (0, 120) s", k, v)
+		// 0 is a time too: a fast machine finishes a step within one
+		// poll, and CPU times come in 10 ms ticks. The route counts
+		// below are what says the step happened.
+		if v := num(k); !(v >= 0 && v < 120) {
+			t.Errorf("extra.%s = %v, want a time in [0, 120) s", k, v)
 		}
 	}
-	if r.NsOp <= 0 || r.Mops <= 0 {
-		t.Errorf("ns_op %v, mops %v: want the first load's rate", r.NsOp, r.Mops)
+	if r.NsOp < 0 || r.Mops < 0 || math.IsInf(r.Mops, 0) {
+		t.Errorf("ns_op %v, mops %v: want the first load's rate (0 when it took less than a poll)", r.NsOp, r.Mops)
 	}
 	for _, k := range []string{"netfwd_routes", "kernel_routes"} {
 		if v := num(k); v != bgpE2ETestRoutes {
