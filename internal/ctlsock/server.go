@@ -138,6 +138,16 @@ func ListenReplacing(path string, h Handler) (*Server, error) {
 	return listen(path, h, ListenUnixReplacing)
 }
 
+// ListenAside is ListenReplacing in two steps: the socket listens under a
+// temporary name until Install renames it over path (a hot restart's new
+// daemon: the running one keeps the name until the takeover is decided).
+func ListenAside(path string, h Handler) (*Server, error) {
+	return listen(path, h, ListenUnixAside)
+}
+
+// Install puts a socket ListenAside made under its path.
+func (s *Server) Install() error { return s.sock.Install() }
+
 func listen(path string, h Handler, open func(string) (*SocketFile, error)) (*Server, error) {
 	sock, err := open(path)
 	if err != nil {

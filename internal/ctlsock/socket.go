@@ -32,6 +32,9 @@ type SocketFile struct {
 	ln       *net.UnixListener
 	path     string
 	dev, ino uint64
+	// aside is the temporary name of a socket ListenUnixAside made, until
+	// Install renames it over path ("": it is at path).
+	aside string
 }
 
 // listenSocket clears a stale socket at path and listens there.
@@ -109,10 +112,14 @@ func (s *SocketFile) Close() error { return s.close() }
 
 func (s *SocketFile) close() error {
 	err := s.ln.Close()
+	name := s.path
+	if s.aside != "" {
+		name = s.aside
+	}
 	var st unix.Stat_t
-	if unix.Lstat(s.path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK &&
+	if unix.Lstat(name, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK &&
 		uint64(st.Dev) == s.dev && st.Ino == s.ino {
-		if rerr := os.Remove(s.path); rerr != nil && err == nil {
+		if rerr := os.Remove(name); rerr != nil && err == nil {
 			err = rerr
 		}
 	}
@@ -124,6 +131,23 @@ func (s *SocketFile) close() error {
 // refusing anything else), so that no client ever finds the name without a
 // listener behind it.
 func ListenUnixReplacing(path string) (*SocketFile, error) {
+	s, err := ListenUnixAside(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Install(); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ListenUnixAside listens on a unix socket for path, created 0600 under a
+// temporary name beside it; Install renames it over path. Clients find it
+// under path only from then on (a hot restart's new daemon takes the names
+// over only once it took over: until then the old one answers there).
+// Close before Install removes the temporary name.
+func ListenUnixAside(path string) (*SocketFile, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != fs.ModeSocket {
 		return nil, fmt.Errorf("%s exists and is not a socket; not replacing it", path)
 	}
@@ -142,10 +166,21 @@ func ListenUnixReplacing(path string) (*SocketFile, error) {
 		os.Remove(tmp)
 		return nil, err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		ln.Close()
-		os.Remove(tmp)
-		return nil, err
+	return &SocketFile{ln: ln, path: path, dev: uint64(st.Dev), ino: st.Ino, aside: tmp}, nil
+}
+
+// Install renames a socket ListenUnixAside made over its path (replacing
+// a socket file there, refusing anything else); a no-op once installed.
+func (s *SocketFile) Install() error {
+	if s.aside == "" {
+		return nil
 	}
-	return &SocketFile{ln: ln, path: path, dev: uint64(st.Dev), ino: st.Ino}, nil
+	if fi, err := os.Lstat(s.path); err == nil && fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%s exists and is not a socket; not replacing it", s.path)
+	}
+	if err := os.Rename(s.aside, s.path); err != nil {
+		return err
+	}
+	s.aside = ""
+	return nil
 }

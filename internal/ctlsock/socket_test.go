@@ -156,3 +156,54 @@ func TestCloseLeavesOthersFiles(t *testing.T) {
 		t.Fatalf("own socket left behind: %v", err)
 	}
 }
+
+// TestAsideTakesTheNameAtInstall: a socket opened aside leaves the live one
+// at the path answering until Install; closed before Install it removes
+// only its temporary name; installed, the path is its.
+func TestAsideTakesTheNameAtInstall(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ctl.sock")
+	live, err := ListenUnixReplacing(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	peer := func() (uint64, error) { // the inode at path
+		var st unix.Stat_t
+		err := unix.Lstat(path, &st)
+		return st.Ino, err
+	}
+	liveIno, _ := peer()
+	gaveUp, err := ListenUnixAside(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino, err := peer(); err != nil || ino != liveIno {
+		t.Fatalf("opened aside: the path is inode %d (%v), want the live socket's %d", ino, err, liveIno)
+	}
+	gaveUp.Close()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "ctl.sock" {
+		t.Fatalf("closed before Install: the directory holds %v, want ctl.sock alone", ents)
+	}
+	if ino, _ := peer(); ino != liveIno {
+		t.Fatal("closed before Install: the live socket lost its name")
+	}
+	next, err := ListenUnixAside(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if err := next.Install(); err != nil {
+		t.Fatal(err)
+	}
+	if ino, _ := peer(); ino != next.ino || ino == liveIno {
+		t.Fatalf("installed: the path is inode %d, want %d", ino, next.ino)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("installed: the directory holds %v, want ctl.sock alone", ents)
+	}
+	live.Close() // not its name any more: leaves it
+	if ino, err := peer(); err != nil || ino != next.ino {
+		t.Fatalf("the replaced socket's Close removed the path: %v", err)
+	}
+}
