@@ -34,6 +34,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -131,6 +132,10 @@ type Options struct {
 	// Running, if set, is called once the daemon forwards (after a
 	// takeover: once the previous process was told to exit).
 	Running func()
+	// AfterPause, if set, is called in a takeover right after the running
+	// daemon paused, before the commit (tests: a successor that stalls
+	// there).
+	AfterPause func()
 }
 
 // FIBSetup prepares the engine for one --fib kind: Options adjusts the
@@ -209,6 +214,10 @@ type Daemon struct {
 	handoverNeigh   map[handover.Neighbour]bool
 	niceBeforePause int
 	finish          chan struct{}
+	// finishErr is why a successor that had taken the rings over failed
+	// (handoverSource.Finish): Run returns it. Written before finish is
+	// closed.
+	finishErr error
 
 	// trace is the running `trace` (trace.go), or nil: the workers load it
 	// once per batch.
@@ -405,15 +414,19 @@ func (d *Daemon) openListeners() (err error) {
 		}
 	}
 	if opts.Ctl != "" {
-		listen := ctlsock.Listen
+		listen, listenHandover := ctlsock.Listen, handover.Listen
 		if d.succ != nil {
-			listen = ctlsock.ListenReplacing // the running daemon's socket is live
+			// The running daemon's sockets are live: this one's listen
+			// aside and take the names over once the running one
+			// committed (takeOver); a takeover that fails before leaves
+			// them to it.
+			listen, listenHandover = ctlsock.ListenAside, handover.ListenAside
 		}
 		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
 			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace, RingDrops: d.portRingDrops}); err != nil {
 			return fmt.Errorf("ctl: %w", err)
 		}
-		if d.handoverSrv, err = handover.Listen(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {
+		if d.handoverSrv, err = listenHandover(handover.Path(opts.Ctl), handoverSource{d}, d.log.Info); err != nil {
 			return fmt.Errorf("handover socket: %w", err)
 		}
 	}
@@ -561,7 +574,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.running = false
 			d.mu.Unlock()
 			d.Close()
-			return fmt.Errorf("hot restart: %w", err)
+			if !strings.HasPrefix(err.Error(), "hot restart") {
+				err = fmt.Errorf("hot restart: %w", err)
+			}
+			return err
 		}
 	}
 	for _, w := range d.workers {
@@ -650,13 +666,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.opts.Running()
 	}
 
-	select {
-	case <-ctx.Done():
-		d.log.Info("netfwd shutting down")
-		sdNotify("STOPPING=1")
-	case <-d.finish:
-		d.log.Info("netfwd shutting down: a new process took the ports over (hot restart)")
-	}
+	d.waitEnd(ctx)
 	d.mu.Lock()
 	d.stopped = true
 	close(d.stop)
@@ -687,7 +697,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 	servers.Wait()
 	err := d.closePorts()
 	d.log.Info("netfwd stopped", "took", time.Since(t0).Round(time.Millisecond))
+	select {
+	case <-d.finish:
+		err = errors.Join(d.finishErr, err)
+	default:
+	}
 	return err
+}
+
+// waitEnd waits until ctx ends or a successor took the ports over.
+func (d *Daemon) waitEnd(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		d.log.Info("netfwd shutting down")
+		sdNotify("STOPPING=1")
+	case <-d.finish:
+		if d.finishErr != nil {
+			d.log.Error("netfwd shutting down: the new process took the ports over and failed (hot restart)", "err", d.finishErr)
+		} else {
+			d.log.Info("netfwd shutting down: a new process took the ports over (hot restart)")
+		}
+	}
 }
 
 // Close releases everything of a daemon whose Run was never called.

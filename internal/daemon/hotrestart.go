@@ -9,21 +9,32 @@ package daemon
 // its workers park at a batch boundary (the frames of their last batch
 // released) and it reports the rings' positions, each worker's AF_XDP
 // state (UMEM memfd, frame states, free list, XDP sockets) and the
-// neighbours learned since prepare (prepare carried the others); parked, it
-// drops to nice 19 until done or a resume; on done it marks its AF_XDP
-// ports handed over (their Close leaves map entries, program and NAPI
-// settings to the successor) and shuts down as on SIGTERM, closing only
-// its own copies of the descriptors.
+// neighbours learned since prepare (prepare carried the others); it
+// resumes if the successor has not committed within
+// handover.CommitTimeout (or goes away before); committed, it drops to
+// nice 19 until done; on done it marks its AF_XDP ports handed over (their
+// Close leaves map entries, program and NAPI settings to the successor)
+// and shuts down as on SIGTERM, closing only its own copies of the
+// descriptors (and exits 1 if the connection ends without done after the
+// commit: the rings are the successor's, this process cannot resume them).
 //
 // The new daemon (Options.Takeover) prepares in New: the same sockets are
 // adopted (afpacket.Adopt) instead of opened, the listeners taken instead of
 // bound, the twins taken from the keeper or the old process
-// (hostpath.Options.Predecessor), the control socket renamed over the old
-// one. Run pauses the old daemon, continues each ring where it stopped,
-// builds each worker's AF_XDP worker around the old one's UMEM (the same
-// memfd pages) and sockets (afxdp.AdoptWorker; worker i continues worker
-// i's, so --workers must match), starts the workers, lets them catch up
-// with the rings before anything else starts (catchUp) and says done.
+// (hostpath.Options.Predecessor), the control and handover sockets opened
+// under temporary names (ctlsock.ListenAside). Run pauses the old
+// daemon, continues each ring where it stopped, builds each worker's
+// AF_XDP worker around the old one's UMEM (the same memfd pages) and
+// sockets (afxdp.AdoptWorker; worker i continues worker i's, so --workers
+// must match): all of it this process's own state, nothing the old daemon
+// would notice if it resumed. Then it commits (handover.Client.Commit):
+// only once the old daemon answered that it never reads the rings again
+// does this one rename its control and handover sockets over the old
+// ones, bind its AF_XDP queues (bindTakenOver) and start the workers; a
+// commit not taken (the old daemon resumed: this process stalled past
+// handover.CommitTimeout) fails the takeover before any read. The workers
+// catch up with the rings before anything else starts (catchUp), then it
+// says done.
 // From its takeover until the predecessor has exited it refuses successors
 // of its own (handover.Server.Hold); the running daemon refuses a second
 // successor while one's restart is in progress (handover.BusyError).
@@ -236,14 +247,20 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 		out.XDP[w.idx] = st
 	}
 	out.Neighbours = d.pauseNeighbours()
-	// Parked, this process only waits for done (or resumes): its other
-	// goroutines (housekeeping, route sources) must not take CPU from the
-	// successor's workers while they catch up with the rings.
-	if nice, err := processNice(os.Getpid()); err == nil {
+	return out, nil
+}
+
+// Yield: the successor reads the rings from now on (it committed), and
+// this process only waits for done: its other goroutines (housekeeping,
+// route sources) must not take CPU from the successor's workers while
+// they catch up with the rings. Not at the pause: until the commit this
+// process must answer at once (the successor's workers wait for it).
+func (s handoverSource) Yield() {
+	d := s.d
+	if nice, err := processNice(os.Getpid()); err == nil && d.niceBeforePause < 0 {
 		d.niceBeforePause = nice
 		setProcessNice(niceIdle)
 	}
-	return out, nil
 }
 
 // pauseNeighbours are the learned neighbours prepare did not send as they
@@ -274,7 +291,10 @@ func (s handoverSource) Resume() {
 	}
 }
 
-func (s handoverSource) Finish() {
+// Finish: the successor took the rings over (err: and failed before it
+// said done); this process shuts down, leaving the ports to it, and Run
+// returns err.
+func (s handoverSource) Finish(err error) {
 	setProcessNice(niceIdle) // the shutdown must not take CPU from the successor's workers (nice.go)
 	for _, pt := range s.d.ports.Load().list {
 		if pt.xp != nil {
@@ -282,7 +302,10 @@ func (s handoverSource) Finish() {
 		}
 	}
 	s.d.handedOver.Store(true)
-	s.d.finishOnce.Do(func() { close(s.d.finish) })
+	s.d.finishOnce.Do(func() {
+		s.d.finishErr = err
+		close(s.d.finish)
+	})
 }
 
 // learnedNeighbours are the neighbours the datapath learned (not the
@@ -328,11 +351,13 @@ type successor struct {
 	umems map[int]*afxdp.UMEM
 	// What the takeover took, for its log line: from start (the pause
 	// request) the pause (pauseInPredecessor of it in the old process),
-	// the gap to the last worker's first read and the time until every
-	// worker had caught up; the ring drops read at the pause (those the
-	// old process had not read) and once caught up (cumulative).
+	// the commit's round trip, the gap to the last worker's first read
+	// and the time until every worker had caught up; the ring drops read
+	// at the pause (those the old process had not read) and once caught
+	// up (cumulative).
 	start                       time.Time
 	pause, pauseInPredecessor   time.Duration
+	commit                      time.Duration
 	gap, caughtUp               time.Duration
 	dropsAtPause, dropsCaughtUp uint64
 }
@@ -384,7 +409,7 @@ func (d *Daemon) dialPredecessor() error {
 		s.ports[p.Name] = p
 	}
 	d.succ = s
-	d.log.Info("hot restart: taking over", "from_pid", prep.PID, "ports", len(prep.Ports))
+	d.log.Info("hot restart: taking over", "from_pid", prep.PID, "ports", len(prep.Ports), "protocol", cl.Peer())
 	return nil
 }
 
@@ -458,7 +483,9 @@ func (d *Daemon) adoptXDPPort(hp handover.Port) (*afxdp.Port, error) {
 
 // adoptXDPWorkers builds each worker's AF_XDP worker around the running
 // daemon's (paused: its state is final): the same UMEM pages, frame states
-// and sockets, handed to the worker's ensureXDP.
+// and sockets, handed to the worker's ensureXDP. It maps and reads, and
+// changes nothing the predecessor would see if it resumed; the binding
+// (bindTakenOver: new sockets in the XSKMAP) waits for the commit.
 func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 	byName := map[string]*afxdp.Port{}
 	for _, p := range d.ports.Load().list {
@@ -509,9 +536,6 @@ func (d *Daemon) adoptXDPWorkers(ws map[int]afxdp.WorkerState) error {
 			return fmt.Errorf("worker %d: %w", w.idx, err)
 		}
 		w.xdp.adopted = xw
-	}
-	for _, w := range d.workers {
-		w.bindTakenOver()
 	}
 	return nil
 }
@@ -638,6 +662,9 @@ func (d *Daemon) takeOver() error {
 		return err
 	}
 	s.pause, s.pauseInPredecessor = time.Since(s.start), paused.Took
+	if d.opts.AfterPause != nil {
+		d.opts.AfterPause()
+	}
 	s.dropsAtPause = d.ringDrops()
 	for _, p := range d.ports.Load().list {
 		if pos, ok := paused.Positions[p.name]; ok && p.pk != nil {
@@ -658,6 +685,30 @@ func (d *Daemon) takeOver() error {
 		if err := d.installNeighbours(paused.Neighbours); err != nil {
 			d.log.Warn("hot restart: neighbours of the previous process", "err", err)
 		}
+	}
+	// Everything so far is this process's own (positions, mappings,
+	// descriptor copies): the predecessor may still resume. From the
+	// commit's answer on, the rings are this process's (handover.go).
+	t0 := time.Now()
+	if err := s.cl.Commit(); err != nil {
+		return err
+	}
+	if s.cl.Commits() {
+		s.commit = time.Since(t0)
+	}
+	// The sockets' names: a client finds this process from now on.
+	if d.ctlSrv != nil {
+		if err := d.ctlSrv.Install(); err != nil {
+			d.log.Error("hot restart: the control socket keeps a temporary name", "err", err)
+		}
+	}
+	if d.handoverSrv != nil {
+		if err := d.handoverSrv.Install(); err != nil {
+			d.log.Error("hot restart: the handover socket keeps a temporary name", "err", err)
+		}
+	}
+	for _, w := range d.workers {
+		w.bindTakenOver()
 	}
 	return nil
 }
@@ -714,6 +765,7 @@ func (d *Daemon) finishTakeover() {
 	}
 	d.log.Info("hot restart: took over", "from_pid", s.prep.PID, "takeover_gap", s.gap.Round(time.Microsecond),
 		"pause", s.pause.Round(time.Microsecond), "pause_in_predecessor", s.pauseInPredecessor.Round(time.Microsecond),
+		"commit", s.commit.Round(time.Microsecond), "protocol", s.cl.Peer(),
 		"caught_up", s.caughtUp.Round(time.Microsecond),
 		"ring_drops_unread_at_pause", s.dropsAtPause, "ring_drops_catching_up", s.dropsCaughtUp-s.dropsAtPause,
 		"previous_exit", time.Since(s.start).Round(time.Millisecond), "previous_exited", exited)

@@ -3,8 +3,8 @@ package daemon
 // The running daemon's side of a hot restart, driven by a handover client
 // in the test (no successor process): prepare carries the neighbours
 // learned so far and pause only those learned since; the pause parks the
-// workers quickly, lowers the process's priority while it waits, and a
-// successor that goes away resumes forwarding at the old priority.
+// workers quickly, a successor that goes away resumes forwarding, and the
+// commit lowers the process's priority while it waits for done.
 
 import (
 	"os"
@@ -18,7 +18,7 @@ import (
 func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	tp := newTopo(t)
 	tp.writeConfig(t, tp.baseConfig()...)
-	tp.start(t)
+	d := tp.start(t)
 	ctl := filepath.Join(tp.dir, "ctl.sock")
 	nice0, err := processNice(os.Getpid())
 	if err != nil {
@@ -55,20 +55,14 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	if len(p.Positions[tp.r1]) != 2 || len(p.Positions[tp.r2]) != 2 {
 		t.Errorf("positions of 2 queues a port expected: %v", p.Positions)
 	}
-	if n, err := processNice(os.Getpid()); err != nil || n != niceIdle {
-		t.Errorf("paused: nice %d (%v), want %d while it waits", n, err, niceIdle)
-	}
-	ns := threadNices(t)
-	for tid, n := range ns {
-		if n != niceIdle {
-			t.Errorf("paused: thread %d at nice %d, want %d (all threads: %v)", tid, n, niceIdle, ns)
-			break
-		}
+	// Paused, not committed: the daemon must answer the commit at once,
+	// at its priority.
+	if n, err := processNice(os.Getpid()); err != nil || n != nice0 {
+		t.Errorf("paused: nice %d (%v), want %d until the commit", n, err, nice0)
 	}
 
-	// The successor goes away: forwarding resumes, at the old priority.
+	// The successor goes away: forwarding resumes.
 	cl.Close()
-	waitNice(t, nice0)
 	if err := tp.ping(tp.h1, "10.2.0.2", 2); err != nil {
 		t.Fatalf("after the successor went away: %v", err)
 	}
@@ -93,6 +87,35 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	if len(p.Neighbours) != 0 {
 		t.Fatalf("pause repeated neighbours prepare carried: %v", p.Neighbours)
 	}
+	// Committed, the daemon only waits for done, at nice 19 (every
+	// thread); done ends it.
+	if err := cl.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// (Lowered right after the answer, which comes first.)
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ns := threadNices(t)
+		idle := true
+		for _, n := range ns {
+			idle = idle && n == niceIdle
+		}
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("committed: threads at nice %v, want all at %d", ns, niceIdle)
+			break
+		}
+	}
+	if err := cl.Done(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.finish:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done did not finish the daemon")
+	}
+	setProcessNice(nice0) // this process's: the daemon left it at nice 19
 }
 
 // neighbourIPs maps each neighbour's address to its device.

@@ -1,7 +1,8 @@
 package handover
 
 // The new process's side: Dial the running daemon, Prepare, take its
-// descriptors (TakeFD), Pause, then Done once forwarding.
+// descriptors (TakeFD), Pause, continue the rings, Commit, and only then
+// read them; Done once forwarding.
 //
 // Locking: a Client belongs to one goroutine.
 
@@ -10,7 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +26,9 @@ type Client struct {
 	enc   *json.Encoder
 	pidfd int
 	pid   int
+	// version is what this side speaks (Protocol; tests pose as others),
+	// peer the running daemon's, from Prepare.
+	version, peer Version
 }
 
 // Dial connects to the handover socket at path.
@@ -31,12 +37,16 @@ func Dial(path string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hot restart: no running netfwd answers on %s: %w", path, err)
 	}
-	return &Client{c: c, dec: json.NewDecoder(bufio.NewReader(c)), enc: json.NewEncoder(c), pidfd: -1}, nil
+	return &Client{c: c, dec: json.NewDecoder(bufio.NewReader(c)), enc: json.NewEncoder(c), pidfd: -1, version: Protocol, peer: V1}, nil
 }
 
 func (cl *Client) call(op string, reply any, timeout time.Duration) error {
 	cl.c.SetDeadline(time.Now().Add(timeout))
-	if err := cl.enc.Encode(request{Op: op}); err != nil {
+	req := request{Op: op}
+	if op == "prepare" {
+		req.Version = cl.version.String()
+	}
+	if err := cl.enc.Encode(req); err != nil {
 		return fmt.Errorf("hot restart: %s: %w", op, err)
 	}
 	if err := cl.dec.Decode(reply); err != nil {
@@ -46,11 +56,21 @@ func (cl *Client) call(op string, reply any, timeout time.Duration) error {
 }
 
 // Prepare asks what the running daemon holds, and opens its pidfd for
-// TakeFD. While another restart is in progress it returns a *BusyError.
+// TakeFD. While another restart is in progress it returns a *BusyError;
+// when the running daemon speaks another major version a *VersionError
+// (and the connection is to be closed: nothing was paused).
 func (cl *Client) Prepare() (Prepared, error) {
 	var p Prepared
 	if err := cl.call("prepare", &p, 10*time.Second); err != nil {
 		return p, err
+	}
+	peer, err := ParseVersion(p.Version)
+	if err != nil {
+		return p, fmt.Errorf("hot restart: the running netfwd: %w", err)
+	}
+	cl.peer = peer
+	if !cl.version.Compatible(peer) {
+		return p, &VersionError{This: cl.version, Running: peer}
 	}
 	if p.Busy != 0 {
 		return p, &BusyError{PID: p.Busy}
@@ -92,6 +112,41 @@ func (cl *Client) Pause() (Paused, error) {
 		return p, fmt.Errorf("hot restart: the running netfwd could not pause: %s", p.Error)
 	}
 	return p, nil
+}
+
+// Peer is the running daemon's protocol version (after Prepare; 1.0 when
+// it sent none).
+func (cl *Client) Peer() Version { return cl.peer }
+
+// Commits reports whether the running daemon takes a commit (1.1): it
+// then resumes forwarding if none comes within CommitTimeout of pause.
+func (cl *Client) Commits() bool { return cl.peer.Has(1) && cl.version.Has(1) }
+
+// Commit asks the paused daemon to leave its rings to this process for
+// good. Only a nil return allows this process to read them: any error
+// means the running daemon resumed forwarding (it waited too long, or
+// refused), or may have, and this process must exit without reading. A
+// 1.0 daemon has no commit (Commits is false): nil at once.
+func (cl *Client) Commit() error {
+	if !cl.Commits() {
+		return nil
+	}
+	var r commitReply
+	cl.c.SetDeadline(time.Now().Add(10 * time.Second))
+	err := cl.enc.Encode(request{Op: "commit"})
+	if err == nil {
+		err = cl.dec.Decode(&r)
+	}
+	if err == nil && !r.Committed {
+		err = fmt.Errorf("refused: %s", r.Error)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+		err = errors.New("it closed the connection")
+	}
+	if err != nil {
+		return fmt.Errorf("hot restart: the running netfwd did not take the commit (%v): it forwards on, as it does when no commit comes within %v of pause; this process read no ring", err, CommitTimeout)
+	}
+	return nil
 }
 
 // Done tells the paused daemon that this process forwards now: it exits.

@@ -2,12 +2,15 @@ package handover
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +19,8 @@ import (
 
 // fakeSource counts the calls a successor causes.
 type fakeSource struct {
-	prepared, paused, resumed, finished atomic.Int32
+	prepared, paused, yielded, resumed, finished atomic.Int32
+	finishErr                                    atomic.Pointer[error]
 }
 
 func (f *fakeSource) Prepare() (Prepared, error) {
@@ -24,8 +28,12 @@ func (f *fakeSource) Prepare() (Prepared, error) {
 	return Prepared{PID: os.Getpid(), Listeners: map[string]Listener{}}, nil
 }
 func (f *fakeSource) Pause() (Paused, error) { f.paused.Add(1); return Paused{}, nil }
+func (f *fakeSource) Yield()                 { f.yielded.Add(1) }
 func (f *fakeSource) Resume()                { f.resumed.Add(1) }
-func (f *fakeSource) Finish()                { f.finished.Add(1) }
+func (f *fakeSource) Finish(err error) {
+	f.finishErr.Store(&err)
+	f.finished.Add(1)
+}
 
 func serve(t *testing.T) (*fakeSource, *Server, string, chan struct{}) {
 	t.Helper()
@@ -135,6 +143,26 @@ func TestTakeoverFinishes(t *testing.T) {
 	if _, err := c.Pause(); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Done(); err == nil {
+		t.Fatal("done before commit accepted")
+	}
+	if !eventually(func() bool { return src.resumed.Load() == 1 }) {
+		t.Fatal("a refused done did not resume the daemon")
+	}
+	c.Close()
+	c, err = Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Done(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +185,11 @@ func TestTakeoverFinishes(t *testing.T) {
 	if !eventually(func() bool { return src.finished.Load() == 1 }) { // called after done's answer
 		t.Errorf("finished %d times", src.finished.Load())
 	}
-	if src.resumed.Load() != 0 {
-		t.Errorf("resumed %d times in a takeover", src.resumed.Load())
+	if src.resumed.Load() != 1 || src.yielded.Load() != 1 {
+		t.Errorf("resumed %d times (once: the refused done), yielded %d times in a takeover", src.resumed.Load(), src.yielded.Load())
+	}
+	if e := src.finishErr.Load(); e == nil || *e != nil {
+		t.Errorf("finished after done with %v, want nil", e)
 	}
 }
 
@@ -168,7 +199,7 @@ const helperEnv = "NETFWD_HANDOVER_TEST_SUCCESSOR"
 
 // TestHelperSuccessor is a successor in a process of its own when run by
 // startSuccessor: it prepares, says "prepared", then does what each line
-// of its stdin says (pause, done), saying each, and exits at EOF.
+// of its stdin says (pause, commit, done), saying each, and exits at EOF.
 func TestHelperSuccessor(t *testing.T) {
 	path := os.Getenv(helperEnv)
 	if path == "" {
@@ -190,6 +221,8 @@ func TestHelperSuccessor(t *testing.T) {
 		switch in.Text() {
 		case "pause":
 			_, err = c.Pause()
+		case "commit":
+			err = c.Commit()
 		case "done":
 			err = c.Done()
 		}
@@ -305,8 +338,11 @@ func TestConcurrentSuccessorsRefused(t *testing.T) {
 		}
 	}
 	check("prepared")
+	// Paused: the refusals follow the commit (two at once take longer
+	// than CommitTimeout on a loaded machine, and the pause would end).
 	first.do(t, "pause")
-	check("paused")
+	first.do(t, "commit")
+	check("paused and committed")
 	if src.resumed.Load() != 0 {
 		t.Fatal("a refused successor resumed the paused daemon")
 	}
@@ -360,5 +396,304 @@ func TestParseBusy(t *testing.T) {
 		if b, ok := ParseBusy(s); ok {
 			t.Errorf("ParseBusy(%q) = %v", s, b)
 		}
+	}
+}
+
+// TestStalledSuccessorResumes: a successor that paused the daemon and
+// then says nothing (stopped, a page-fault storm) costs CommitTimeout: the
+// daemon resumes forwarding then, though the connection stays open, and a
+// commit that comes later is not taken (the successor must not read).
+func TestStalledSuccessorResumes(t *testing.T) {
+	src, _, path, _ := serve(t)
+	c, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Commits() {
+		t.Fatalf("the server speaks %v: no commit", c.Peer())
+	}
+	t0 := time.Now()
+	if _, err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	for src.resumed.Load() == 0 && time.Since(t0) < CommitTimeout+2*time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(t0)
+	if src.resumed.Load() != 1 || took < CommitTimeout || took > CommitTimeout+500*time.Millisecond {
+		t.Fatalf("resumed %d times %v after pause, want once after %v", src.resumed.Load(), took, CommitTimeout)
+	}
+	if src.yielded.Load() != 0 {
+		t.Errorf("yielded %d times without a commit", src.yielded.Load())
+	}
+	err = c.Commit()
+	t.Logf("resumed %v after pause; the late commit: %v", took.Round(time.Millisecond), err)
+	if err == nil {
+		t.Fatal("a commit after the deadline was taken: both would read the rings")
+	}
+	if src.finished.Load() != 0 || src.resumed.Load() != 1 {
+		t.Errorf("finished %d, resumed %d times", src.finished.Load(), src.resumed.Load())
+	}
+	c2, err := Dial(path) // the daemon is free for the next successor
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if _, err := c2.Prepare(); err != nil {
+		t.Fatalf("a successor after the stalled one: %v", err)
+	}
+}
+
+// TestCommittedSuccessorGoneFinishes: once the daemon answered commit it
+// never resumes, past CommitTimeout too; a successor that then goes away
+// without done makes it finish with an error (the rings are the
+// successor's; the process exits so that a supervisor restarts netfwd).
+func TestCommittedSuccessorGoneFinishes(t *testing.T) {
+	src, _, path, _ := serve(t)
+	c, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if src.yielded.Load() != 0 {
+		t.Errorf("yielded before the commit")
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if src.yielded.Load() != 1 {
+		t.Errorf("yielded %d times after the commit, want 1", src.yielded.Load())
+	}
+	time.Sleep(CommitTimeout + 300*time.Millisecond) // catching up: as long as it takes
+	if src.resumed.Load() != 0 || src.finished.Load() != 0 {
+		t.Fatalf("committed: resumed %d, finished %d times", src.resumed.Load(), src.finished.Load())
+	}
+	c.Close()
+	if !eventually(func() bool { return src.finished.Load() == 1 }) {
+		t.Fatal("the daemon did not finish after its committed successor went away")
+	}
+	if e := src.finishErr.Load(); e == nil || *e == nil {
+		t.Errorf("finished without an error")
+	} else {
+		t.Logf("finished: %v", *e)
+	}
+	if src.resumed.Load() != 0 {
+		t.Errorf("resumed %d times after a commit", src.resumed.Load())
+	}
+	// Held for good: the process is finishing.
+	if got, err := prepareRefused(path); got != os.Getpid() {
+		t.Errorf("after: refused for pid %d (%v), want %d (the successor's)", got, err, os.Getpid())
+	}
+}
+
+// rawClient speaks the protocol line by line, as a successor of another
+// version does.
+type rawClient struct {
+	c   net.Conn
+	in  *bufio.Reader
+	dec *json.Decoder
+}
+
+func dialRaw(t *testing.T, path string) *rawClient {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	in := bufio.NewReader(c)
+	return &rawClient{c: c, in: in, dec: json.NewDecoder(in)}
+}
+
+func (r *rawClient) do(t *testing.T, line string, reply any) {
+	t.Helper()
+	r.c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(r.c, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.dec.Decode(reply); err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+}
+
+// TestVersion1Successor: a successor from before versions (no version in
+// prepare, no commit) is served as 1.0: told the server's version, which
+// it ignores; the pause yields at once (it reads from then on) and lasts
+// past CommitTimeout, until done.
+func TestVersion1Successor(t *testing.T) {
+	src, _, path, _ := serve(t)
+	r := dialRaw(t, path)
+	var p Prepared
+	r.do(t, `{"op":"prepare"}`, &p)
+	if p.Error != "" || p.Version != Protocol.String() {
+		t.Fatalf("prepare: %+v, want version %v", p, Protocol)
+	}
+	var ps Paused
+	r.do(t, `{"op":"pause"}`, &ps)
+	if ps.Error != "" || src.yielded.Load() != 1 {
+		t.Fatalf("pause: %+v; yielded %d times", ps, src.yielded.Load())
+	}
+	time.Sleep(CommitTimeout + 300*time.Millisecond)
+	if src.resumed.Load() != 0 {
+		t.Fatal("a 1.0 successor's pause ended after CommitTimeout: it reads the rings by then")
+	}
+	var d doneReply
+	r.do(t, `{"op":"done"}`, &d)
+	if d.Error != "" || !eventually(func() bool { return src.finished.Load() == 1 }) {
+		t.Fatalf("done: %+v, finished %d", d, src.finished.Load())
+	}
+}
+
+// TestVersionRefused: a successor of another major version is refused at
+// prepare, before anything paused, naming both versions, and the daemon is
+// free for the next; so is one whose server speaks another major version
+// (the client checks too: a daemon from before versions cannot).
+func TestVersionRefused(t *testing.T) {
+	src, _, path, _ := serve(t)
+	c, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.version = Version{2, 0}
+	_, err = c.Prepare()
+	c.Close()
+	var ve *VersionError
+	want := fmt.Sprintf("handover protocol: this netfwd speaks 2.0, the running one %v;", Protocol)
+	if !errors.As(err, &ve) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("a 2.0 successor: %v, want %q...", err, want)
+	}
+	t.Logf("refused: %v", err)
+	// A successor that does not know VersionError reads the reason in Error.
+	r := dialRaw(t, path)
+	var p Prepared
+	r.do(t, `{"op":"prepare","version":"0.9"}`, &p)
+	if !strings.HasPrefix(p.Error, fmt.Sprintf("handover protocol: this netfwd speaks 0.9, the running one %v;", Protocol)) || p.Version != Protocol.String() {
+		t.Errorf("a 0.9 successor was answered %+v", p)
+	}
+	if src.prepared.Load() != 0 || src.paused.Load() != 0 {
+		t.Errorf("prepared %d, paused %d times for refused successors", src.prepared.Load(), src.paused.Load())
+	}
+	c, err = Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Prepare(); err != nil {
+		t.Fatalf("a successor of this version after the refusals: %v", err)
+	}
+}
+
+// fakeRunning is a running daemon of another version: it answers prepare
+// with version v ("": none, from before versions) and records the ops.
+func fakeRunning(t *testing.T, v string) (string, *[]string, *sync.Mutex) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "h")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var ops []string
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		dec, enc := json.NewDecoder(c), json.NewEncoder(c)
+		for {
+			var req request
+			if dec.Decode(&req) != nil {
+				return
+			}
+			mu.Lock()
+			ops = append(ops, req.Op+" "+req.Version)
+			mu.Unlock()
+			switch req.Op {
+			case "prepare":
+				enc.Encode(Prepared{Version: v, PID: os.Getpid()})
+			case "pause":
+				enc.Encode(Paused{})
+			case "done":
+				enc.Encode(doneReply{})
+			default:
+				enc.Encode(doneReply{Error: fmt.Sprintf("unknown op %q", req.Op)})
+				return
+			}
+		}
+	}()
+	return path, &ops, &mu
+}
+
+// TestVersion1Predecessor: a running daemon from before versions (it
+// sends none) speaks 1.0: the successor takes over without commit, which
+// that daemon does not know; a running daemon of another major version is
+// refused by the successor itself.
+func TestVersion1Predecessor(t *testing.T) {
+	path, ops, mu := fakeRunning(t, "")
+	c, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Peer() != V1 || c.Commits() {
+		t.Fatalf("a daemon without version: %v, commits %v", c.Peer(), c.Commits())
+	}
+	if _, err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Done(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got := strings.Join(*ops, ",")
+	mu.Unlock()
+	if want := fmt.Sprintf("prepare %v,pause ,done ", Protocol); got != want {
+		t.Errorf("the 1.0 daemon was asked %q, want %q", got, want)
+	}
+
+	path, ops, mu = fakeRunning(t, "2.3")
+	c2, err := Dial(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	_, err = c2.Prepare()
+	var ve *VersionError
+	if !errors.As(err, &ve) || ve.This != Protocol || ve.Running != (Version{2, 3}) {
+		t.Fatalf("a 2.3 daemon: %v", err)
+	}
+	t.Logf("refused: %v", err)
+}
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string]Version{"": V1, "1.0": {1, 0}, "1.1": {1, 1}, "12.34": {12, 34}} {
+		if v, err := ParseVersion(in); err != nil || v != want {
+			t.Errorf("ParseVersion(%q) = %v, %v; want %v", in, v, err, want)
+		}
+	}
+	for _, in := range []string{"1", "1.", ".1", "a.b", "-1.0", "1.0.0"} {
+		if v, err := ParseVersion(in); err == nil {
+			t.Errorf("ParseVersion(%q) = %v", in, v)
+		}
+	}
+	if !(Version{1, 0}).Compatible(Version{1, 7}) || (Version{1, 0}).Compatible(Version{2, 0}) || (Version{1, 0}).Has(1) || !Protocol.Has(1) {
+		t.Error("Compatible/Has")
 	}
 }

@@ -19,8 +19,10 @@ package handover
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -28,8 +30,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PauseTimeout bounds how long a paused process waits for done before it
-// resumes forwarding.
+// CommitTimeout bounds how long a paused daemon waits for its successor's
+// commit (protocol 1.1) before it forwards again, from its answer to
+// pause. In between the successor only continues the rings where they
+// stopped and builds its AF_XDP workers around the old ones: pause to the
+// first read took 0.7-24 ms in the measurements (docs/reliability.md,
+// "Hot restart"). 500 ms is 20 times the worst of them, and what a stalled
+// successor costs the router, at most, beyond the pause (the rings hold the
+// first tens of milliseconds of it). A successor that misses it only fails
+// its restart: the old daemon forwards on.
+const CommitTimeout = 500 * time.Millisecond
+
+// PauseTimeout bounds how long a paused daemon waits for done from a
+// successor that speaks protocol 1.0, which has no commit and reads the
+// rings right after pause: the old daemon resumes only when it is sure
+// the successor is gone, or after this long.
 const PauseTimeout = 10 * time.Second
 
 // requestTimeout bounds the wait for a connection's first request (a
@@ -43,10 +58,18 @@ type Source interface {
 	Prepare() (Prepared, error)
 	// Pause stops reading the rings and reports the positions.
 	Pause() (Paused, error)
-	// Resume forwards again after a Pause whose successor failed.
+	// Yield: the successor reads the rings from now on (it committed, or
+	// speaks 1.0 and was answered pause); this process only waits, and
+	// must leave the CPU to the successor's workers.
+	Yield()
+	// Resume forwards again after a Pause whose successor failed (before
+	// it committed). Never after a commit.
 	Resume()
-	// Finish is called once the successor forwards: the process exits.
-	Finish()
+	// Finish is called once the successor took the rings over, with nil
+	// after its done (it forwards), or with why its connection ended after
+	// it committed (it took the rings and failed): the process exits,
+	// in error for the latter.
+	Finish(err error)
 }
 
 // Server listens for a successor.
@@ -78,6 +101,21 @@ func Listen(path string, src Source, log func(string, ...any)) (*Server, error) 
 	}
 	return &Server{sock: sock, ln: sock.Listener(), src: src, log: log}, nil
 }
+
+// ListenAside is Listen in two steps: the socket listens under a
+// temporary name until Install renames it over path. A hot restart's new
+// daemon takes the name over only once the running one committed: a
+// successor that gives up before leaves the old daemon's socket in place.
+func ListenAside(path string, src Source, log func(string, ...any)) (*Server, error) {
+	sock, err := ctlsock.ListenUnixAside(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{sock: sock, ln: sock.Listener(), src: src, log: log}, nil
+}
+
+// Install puts a socket ListenAside made under its path.
+func (s *Server) Install() error { return s.sock.Install() }
 
 // Serve answers successors until Close (after a takeover too: later
 // ones are refused until the process is gone).
@@ -139,7 +177,8 @@ func (s *Server) release(conn uint64, pid int) {
 }
 
 // serveConn runs one connection's exchange: a successor's, or the refusal
-// of one while another's restart is in progress.
+// of one while another's restart is in progress (or that speaks another
+// major version).
 func (s *Server) serveConn(c *net.UnixConn, id uint64) {
 	cred, err := peerCred(c)
 	if err == nil && cred.Uid != 0 {
@@ -149,85 +188,191 @@ func (s *Server) serveConn(c *net.UnixConn, id uint64) {
 		s.log("handover: refused", "err", err)
 		return
 	}
-	pid := int(cred.Pid)
-	r := bufio.NewReader(c)
-	enc := json.NewEncoder(c)
-	dec := json.NewDecoder(r)
-	held, paused, finished := false, false, false
-	defer func() {
-		if paused {
-			s.log("handover: the successor went away after pause; forwarding again")
-			s.src.Resume()
-		}
-		if held && !finished {
-			s.release(id, pid)
-		}
-	}()
-	for {
-		switch {
-		case paused:
-			c.SetReadDeadline(time.Now().Add(PauseTimeout))
-		case held: // the successor builds its engine: as long as it takes
-			c.SetReadDeadline(time.Time{})
-		default:
-			c.SetReadDeadline(time.Now().Add(requestTimeout))
-		}
-		var req request
-		if err := dec.Decode(&req); err != nil {
-			return
-		}
-		if !held && req.Op != "prepare" {
-			enc.Encode(doneReply{Error: fmt.Sprintf("%s before prepare", req.Op)})
-			return
-		}
-		switch req.Op {
-		case "prepare":
-			if held {
-				enc.Encode(Prepared{Error: "prepare twice"})
-				return
-			}
-			if h, ours := s.claim(id, pid); !ours {
-				busy := &BusyError{PID: h}
-				s.log("handover: refused a successor", "pid", pid, "err", busy)
-				enc.Encode(Prepared{Busy: h, Error: busy.Error()})
-				return
-			}
-			held = true
-			p, err := s.src.Prepare()
-			if err != nil {
-				p = Prepared{Error: err.Error()}
-			}
-			if enc.Encode(p) != nil || err != nil {
-				return
-			}
-		case "pause":
-			if paused {
-				return
-			}
-			t0 := time.Now()
-			p, err := s.src.Pause()
-			paused = true
-			if err != nil {
-				p = Paused{Error: err.Error()}
-			}
-			p.Took = time.Since(t0)
-			if enc.Encode(p) != nil || err != nil {
-				return
-			}
-		case "done":
-			if !paused {
-				enc.Encode(doneReply{Error: "done before pause"})
-				return
-			}
-			paused, finished = false, true // held for good: the process is finishing
-			enc.Encode(doneReply{})
-			s.src.Finish()
-			return
-		default:
-			enc.Encode(doneReply{Error: fmt.Sprintf("unknown op %q", req.Op)})
-			return
-		}
+	x := &exchange{s: s, c: c, id: id, pid: int(cred.Pid), enc: json.NewEncoder(c), dec: json.NewDecoder(bufio.NewReader(c))}
+	defer x.end()
+	for x.next() {
 	}
+}
+
+// exchange is one successor's connection and where it stands: held
+// (prepared) -> paused -> committed (1.1 successors) -> finished. paused
+// is the only state in which its end resumes forwarding; committed is
+// left only by finishing (the old daemon never reads a ring again once it
+// answered commit: see the package comment). One goroutine.
+type exchange struct {
+	s                   *Server
+	c                   *net.UnixConn
+	id                  uint64
+	pid                 int // the successor's
+	enc                 *json.Encoder
+	dec                 *json.Decoder
+	peer                Version // the successor's, from prepare
+	held                bool
+	paused              bool
+	pausedAt            time.Time // when the pause began to hold
+	committed, finished bool
+}
+
+// end resumes forwarding (paused), or finishes in error (committed without
+// done), and lets the next successor in unless the process finishes.
+func (x *exchange) end() {
+	switch {
+	case x.paused:
+		x.s.src.Resume()
+	case x.committed && !x.finished:
+		// The successor took the rings and its connection ended without
+		// done: it crashed (or closed it). This process cannot continue
+		// rings another process read.
+		x.finished = true
+		x.s.src.Finish(fmt.Errorf("hot restart: the new process (pid %d) went away after it took the ports over, before it confirmed it forwards", x.pid))
+	}
+	if x.held && !x.finished {
+		x.s.release(x.id, x.pid)
+	}
+}
+
+// next reads and answers one request; false ends the exchange.
+func (x *exchange) next() bool {
+	switch {
+	case x.paused && x.peer.Has(1):
+		x.c.SetReadDeadline(x.pausedAt.Add(CommitTimeout))
+	case x.paused:
+		x.c.SetReadDeadline(time.Now().Add(PauseTimeout))
+	case x.held: // the successor builds its engine, or catches up: as long as it takes
+		x.c.SetReadDeadline(time.Time{})
+	default:
+		x.c.SetReadDeadline(time.Now().Add(requestTimeout))
+	}
+	var req request
+	if err := x.dec.Decode(&req); err != nil {
+		switch {
+		case x.paused && errors.Is(err, os.ErrDeadlineExceeded) && x.peer.Has(1):
+			x.s.log("handover: the successor did not commit within the deadline after pause (stalled?); forwarding again, its restart fails",
+				"pid", x.pid, "deadline", CommitTimeout, "since_pause", time.Since(x.pausedAt).Round(time.Millisecond))
+		case x.paused:
+			x.s.log("handover: the successor went away after pause (or said nothing); forwarding again", "pid", x.pid, "err", err)
+		case x.committed:
+			x.s.log("handover: the successor went away after it committed, before done; exiting: the rings are its now", "pid", x.pid, "err", err)
+		}
+		return false
+	}
+	if !x.held && req.Op != "prepare" {
+		x.enc.Encode(doneReply{Error: fmt.Sprintf("%s before prepare", req.Op)})
+		return false
+	}
+	switch req.Op {
+	case "prepare":
+		return x.prepare(req)
+	case "pause":
+		return x.pause()
+	case "commit":
+		return x.commit()
+	case "done":
+		return x.done()
+	}
+	x.enc.Encode(doneReply{Error: fmt.Sprintf("unknown op %q", req.Op)})
+	return false
+}
+
+// prepare checks the successor's version, holds the daemon for it (or
+// refuses it: another restart is in progress) and answers what the daemon
+// holds.
+func (x *exchange) prepare(req request) bool {
+	if x.held {
+		x.enc.Encode(Prepared{Version: Protocol.String(), Error: "prepare twice"})
+		return false
+	}
+	v, err := ParseVersion(req.Version)
+	if err == nil && !Protocol.Compatible(v) {
+		err = &VersionError{This: v, Running: Protocol}
+	}
+	if err != nil {
+		x.s.log("handover: refused a successor", "pid", x.pid, "err", err)
+		x.enc.Encode(Prepared{Version: Protocol.String(), Error: err.Error()})
+		return false
+	}
+	x.peer = v
+	if h, ours := x.s.claim(x.id, x.pid); !ours {
+		busy := &BusyError{PID: h}
+		x.s.log("handover: refused a successor", "pid", x.pid, "err", busy)
+		x.enc.Encode(Prepared{Version: Protocol.String(), Busy: h, Error: busy.Error()})
+		return false
+	}
+	x.held = true
+	p, err := x.s.src.Prepare()
+	if err != nil {
+		p = Prepared{Error: err.Error()}
+	}
+	p.Version = Protocol.String()
+	return x.enc.Encode(p) == nil && err == nil
+}
+
+// pause parks the workers and answers the ring positions; from here the
+// commit (1.1) or done (1.0) is waited for.
+func (x *exchange) pause() bool {
+	if x.paused || x.committed {
+		return false
+	}
+	t0 := time.Now()
+	p, err := x.s.src.Pause() // resumes by itself when it fails
+	x.paused, x.pausedAt = err == nil, time.Now()
+	if err != nil {
+		p = Paused{Error: err.Error()}
+	}
+	p.Took = x.pausedAt.Sub(t0)
+	// The answer is large with AF_XDP (each worker's frames): a successor
+	// that stalls while it reads it must not hold this process paused
+	// either. Not written whole, it is no answer.
+	if x.peer.Has(1) {
+		x.c.SetWriteDeadline(x.pausedAt.Add(CommitTimeout))
+	} else {
+		x.c.SetWriteDeadline(x.pausedAt.Add(PauseTimeout))
+	}
+	if err := x.enc.Encode(p); err != nil {
+		if x.paused {
+			x.s.log("handover: the successor did not read the answer to pause; forwarding again", "pid", x.pid, "err", err)
+		}
+		return false
+	}
+	x.c.SetWriteDeadline(time.Time{})
+	if x.paused && !x.peer.Has(1) {
+		x.s.src.Yield() // 1.0: the successor reads from now on
+	}
+	return x.paused
+}
+
+// commit decides, once: from here this process never reads a ring again.
+func (x *exchange) commit() bool {
+	if !x.paused || !x.peer.Has(1) {
+		x.enc.Encode(commitReply{Error: "commit before pause"})
+		return false
+	}
+	x.paused, x.committed = false, true // the end no longer resumes
+	if err := x.enc.Encode(commitReply{Committed: true}); err != nil {
+		// Not written: the successor's end is gone, so it never read the
+		// answer, and it reads no ring without it.
+		x.paused, x.committed = true, false
+		x.s.log("handover: the successor went away as it committed; forwarding again", "pid", x.pid, "err", err)
+		return false
+	}
+	x.s.src.Yield()
+	return true
+}
+
+// done: the successor forwards; this process finishes (held for good).
+func (x *exchange) done() bool {
+	if !x.committed && (!x.paused || x.peer.Has(1)) {
+		what := "pause"
+		if x.peer.Has(1) {
+			what = "commit"
+		}
+		x.enc.Encode(doneReply{Error: "done before " + what})
+		return false
+	}
+	x.paused, x.committed, x.finished = false, false, true
+	x.enc.Encode(doneReply{})
+	x.s.src.Finish(nil)
+	return false
 }
 
 // Close stops listening; the socket file goes only if it is still ours
