@@ -41,6 +41,10 @@ const (
 	defaultCtl     = "/run/netfwd.sock"
 )
 
+// afterPause is daemon.Options.AfterPause: nil in netfwd; the end-to-end
+// tests' binary sets it (a successor that stalls after the pause).
+var afterPause func()
+
 // shutdownLimit bounds a clean shutdown after SIGTERM/SIGINT.
 const shutdownLimit = 10 * time.Second
 
@@ -144,7 +148,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		Ctl: off(*ctlPath), IO: *ioKind, Workers: *workers, FIB: *fibKind, Netns: *netns, Logger: log,
 		FPM: off(*fpmAddr), FPMAllowUsers: fpmUsers, FPMAllowNets: fpmNets, MirrorKernel: *mirror, HostPath: *hostPath, PuntEcho: *puntEcho,
 		TwinNames: twinNames, PuntLimits: limits, TwinKeeper: []string{"/proc/self/exe", "twins", "keep"},
-		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: afpacket.Config{Ring: ring}, Takeover: *takeover})
+		XDPPort: xdpPort, XDPWorker: xdpWorker, PktIO: afpacket.Config{Ring: ring}, Takeover: *takeover, AfterPause: afterPause})
 	if err != nil {
 		fmt.Fprintf(stderr, "netfwd run: %v\n", err)
 		status.failed(err)

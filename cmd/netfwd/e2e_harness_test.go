@@ -43,6 +43,7 @@ import (
 // it runs the command line in its arguments instead of the tests.
 func TestMain(m *testing.M) {
 	if os.Getenv("NETFWD_TEST_MAIN") == "1" {
+		successorTestHooks(os.Args[1:])
 		os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
