@@ -7,6 +7,8 @@ package bench
 //	linux            Linux ip_forward in the router namespace (the baseline)
 //	netfwd-afpacket  `netfwd run` with its defaults (AF_PACKET on veth)
 //	netfwd-afxdp     `netfwd run --io afxdp`
+//	netfwd-afpacket-baseline  the defaults of a router binary built from an
+//	                 earlier commit (NETFWD_NDR_BASELINE=EXE): before/after in one run
 //
 // each on its own copy of the veth suite's topology (vethnet.go: H1 ->
 // R -> H2, a tc drop counter on H2). The generator is trafgen paced the
@@ -35,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -68,6 +71,7 @@ func ndrPlanFor(opts Options) ndrPlan {
 type ndrImpl struct {
 	name  string
 	io    string // netfwd's --io ("": Linux)
+	exe   string // the router binary ("": netfwdExe's)
 	net   *vethNet
 	child *netfwdChild
 }
@@ -119,6 +123,11 @@ func runNDR(opts Options) (recs []Record, err error) {
 		if opts.Wants(c.name) {
 			impls = append(impls, &ndrImpl{name: c.name, io: c.io})
 		}
+	}
+	// NETFWD_NDR_BASELINE=EXE: the same default path with a router binary
+	// built from an earlier commit, in the same run (netfwd-afpacket-baseline).
+	if exe := os.Getenv("NETFWD_NDR_BASELINE"); exe != "" && opts.Wants("netfwd-afpacket-baseline") {
+		impls = append(impls, &ndrImpl{name: "netfwd-afpacket-baseline", io: "auto", exe: exe})
 	}
 	results := map[string]float64{}
 	curves := map[string][]ndrTrial{}
@@ -214,7 +223,11 @@ func (im *ndrImpl) run(plan ndrPlan, gen float64, opts Options) (ndr float64, cu
 	if im.io == "" {
 		err = im.net.linuxRouter()
 	} else {
-		im.child, err = startNetfwd(im.net.r, im.net.netfwdConfig(), im.io, -1)
+		if im.exe != "" {
+			im.child, err = startNetfwdExe(im.exe, im.net.r, im.net.netfwdConfig(), im.io, -1)
+		} else {
+			im.child, err = startNetfwd(im.net.r, im.net.netfwdConfig(), im.io, -1)
+		}
 		if err == nil {
 			defer im.child.stop()
 		}

@@ -122,6 +122,12 @@ func startNetfwd(ns, config, io string, cpu int, extra ...string) (*netfwdChild,
 	if err != nil {
 		return nil, err
 	}
+	return startNetfwdExe(exe, ns, config, io, cpu, extra...)
+}
+
+// startNetfwdExe is startNetfwd with another router binary (a baseline
+// build of an earlier commit).
+func startNetfwdExe(exe, ns, config, io string, cpu int, extra ...string) (*netfwdChild, error) {
 	dir, err := os.MkdirTemp("", "netfwd-bench-")
 	if err != nil {
 		return nil, err
