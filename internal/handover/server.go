@@ -156,11 +156,25 @@ func (s *Server) Release(pid int) {
 	s.release(0, pid)
 }
 
+// claimWait is how long a prepare waits for a hold to end before it is
+// refused: a successor whose connection just closed is released only when
+// its goroutine reads the end, and one that dials again at once (a retry
+// after a failed restart) must not be told that its own last attempt is in
+// progress.
+const claimWait = 250 * time.Millisecond
+
 // claim makes connection conn (0: Hold) of pid the holder if there is
-// none; it returns the pid holding the server, and whether that is conn.
+// none, waiting up to claimWait for a hold to end; it returns the pid
+// holding the server, and whether that is conn.
 func (s *Server) claim(conn uint64, pid int) (int, bool) {
+	deadline := time.Now().Add(claimWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for s.holder.pid != 0 && conn != 0 && time.Now().Before(deadline) {
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		s.mu.Lock()
+	}
 	if s.holder.pid == 0 {
 		s.holder.pid, s.holder.conn = pid, conn
 	}
