@@ -290,11 +290,7 @@ func (im *ndrImpl) trial(rate float64, d time.Duration) (ndrTrial, error) {
 	n := im.net
 	tr := ndrTrial{rate: rate}
 	frames := max(uint64(rate*d.Seconds()), 1)
-	tx0, err := linkStats(n.h1, n.h1if)
-	if err != nil {
-		return tr, err
-	}
-	rx0, err := linkStats(n.h2, n.h2if)
+	tx0, rx0, err := n.sentReceived()
 	if err != nil {
 		return tr, err
 	}
@@ -321,15 +317,11 @@ func (im *ndrImpl) trial(rate float64, d time.Duration) (ndrTrial, error) {
 		return tr, fmt.Errorf("trafgen: %v: %s", err, strings.TrimSpace(out.String()))
 	}
 	time.Sleep(200 * time.Millisecond) // frames in flight and in the rings
-	tx1, err := linkStats(n.h1, n.h1if)
+	tx1, rx1, err := n.sentReceived()
 	if err != nil {
 		return tr, err
 	}
-	rx1, err := linkStats(n.h2, n.h2if)
-	if err != nil {
-		return tr, err
-	}
-	tr.sent, tr.received = tx1.Tx.Packets-tx0.Tx.Packets, rx1.Rx.Packets-rx0.Rx.Packets
+	tr.sent, tr.received = tx1-tx0, rx1-rx0
 	if tr.sent < frames {
 		return tr, fmt.Errorf("trafgen sent %d of %d frames", tr.sent, frames)
 	}
@@ -353,11 +345,7 @@ type ndrTrain struct {
 func (im *ndrImpl) burstTrain(d time.Duration) (ndrTrain, error) {
 	n := im.net
 	var tr ndrTrain
-	tx0, err := linkStats(n.h1, n.h1if)
-	if err != nil {
-		return tr, err
-	}
-	rx0, err := linkStats(n.h2, n.h2if)
+	tx0, rx0, err := n.sentReceived()
 	if err != nil {
 		return tr, err
 	}
@@ -375,19 +363,26 @@ func (im *ndrImpl) burstTrain(d time.Duration) (ndrTrain, error) {
 	}
 	tr.took = time.Since(start)
 	time.Sleep(200 * time.Millisecond)
-	tx1, err := linkStats(n.h1, n.h1if)
+	tx1, rx1, err := n.sentReceived()
 	if err != nil {
 		return tr, err
 	}
-	rx1, err := linkStats(n.h2, n.h2if)
-	if err != nil {
-		return tr, err
-	}
-	tr.sent, tr.received = tx1.Tx.Packets-tx0.Tx.Packets, rx1.Rx.Packets-rx0.Rx.Packets
+	tr.sent, tr.received = tx1-tx0, rx1-rx0
 	if want := uint64(tr.bursts * ndrBurstFrames); tr.sent < want {
 		return tr, fmt.Errorf("trafgen sent %d of %d frames", tr.sent, want)
 	}
 	return tr, nil
+}
+
+// sentReceived reads the devices' own counters: H1's transmitted and H2's
+// received packets.
+func (n *vethNet) sentReceived() (sent, received uint64, err error) {
+	tx, err := linkStats(n.h1, n.h1if)
+	if err != nil {
+		return 0, 0, err
+	}
+	rx, err := linkStats(n.h2, n.h2if)
+	return tx.Tx.Packets, rx.Rx.Packets, err
 }
 
 func printNDRTable(opts Options, impls []*ndrImpl, ndr map[string]float64, curves map[string][]ndrTrial, trains map[string]ndrTrain, gen float64) {
