@@ -470,7 +470,7 @@ func TestCommittedSuccessorGoneFinishes(t *testing.T) {
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if src.yielded.Load() != 1 {
+	if !eventually(func() bool { return src.yielded.Load() == 1 }) { // after the answer is written
 		t.Errorf("yielded %d times after the commit, want 1", src.yielded.Load())
 	}
 	time.Sleep(CommitTimeout + 300*time.Millisecond) // catching up: as long as it takes
@@ -539,7 +539,8 @@ func TestVersion1Successor(t *testing.T) {
 	}
 	var ps Paused
 	r.do(t, `{"op":"pause"}`, &ps)
-	if ps.Error != "" || src.yielded.Load() != 1 {
+	// The server yields after it wrote the answer: eventually.
+	if ps.Error != "" || !eventually(func() bool { return src.yielded.Load() == 1 }) {
 		t.Fatalf("pause: %+v; yielded %d times", ps, src.yielded.Load())
 	}
 	time.Sleep(CommitTimeout + 300*time.Millisecond)
