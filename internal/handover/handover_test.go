@@ -420,11 +420,15 @@ func TestStalledSuccessorResumes(t *testing.T) {
 	if _, err := c.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	for src.resumed.Load() == 0 && time.Since(t0) < CommitTimeout+2*time.Second {
+	for src.resumed.Load() == 0 && time.Since(t0) < PauseTimeout+2*time.Second {
 		time.Sleep(time.Millisecond)
 	}
+	// Not before the deadline (a timer does not fire early), and well
+	// before the old rule's PauseTimeout: how much after the deadline is
+	// the machine's speed, which no pass condition may depend on (the
+	// e2e stall test reports the figure).
 	took := time.Since(t0)
-	if src.resumed.Load() != 1 || took < CommitTimeout || took > CommitTimeout+500*time.Millisecond {
+	if src.resumed.Load() != 1 || took < CommitTimeout || took >= PauseTimeout {
 		t.Fatalf("resumed %d times %v after pause, want once after %v", src.resumed.Load(), took, CommitTimeout)
 	}
 	if src.yielded.Load() != 0 {
