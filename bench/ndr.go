@@ -195,7 +195,7 @@ func ndrGeneratorCeiling(plan ndrPlan) (paced, unpaced float64, err error) {
 	for _, c := range []struct {
 		pps float64
 		out *float64
-	}{{ndrUnpacedRate, &paced}, {0, &unpaced}} {
+	}{{ndrNeverSleepRate, &paced}, {0, &unpaced}} {
 		r, err := n.measure(genSpec{frames: frames, procs: 1, pps: c.pps}, nil)
 		if err != nil {
 			return 0, 0, err
@@ -208,8 +208,10 @@ func ndrGeneratorCeiling(plan ndrPlan) (paced, unpaced float64, err error) {
 	return paced, unpaced, nil
 }
 
-// ndrUnpacedRate is a -b rate no trafgen reaches: paced, never sleeping.
-const ndrUnpacedRate = 100e6
+// ndrNeverSleepRate is a -b rate no trafgen reaches: its paced sender
+// (sendto(2) a frame) never sleeps, so what it delivers is that sender's
+// ceiling.
+const ndrNeverSleepRate = 100e6
 
 // run measures one forwarder: the burst train, its loss curve, then the
 // NDR search.

@@ -10,10 +10,8 @@ package daemon
 // portRingDrops are the frames the receive rings of port dev lost because they
 // were full (0: not an opened port).
 func (d *Daemon) portRingDrops(dev string) uint64 {
-	for _, p := range d.ports.Load().list {
-		if p.name == dev {
-			return p.stats().Rx.RingDrops
-		}
+	if p := d.ports.Load().byName(dev); p != nil {
+		return p.stats().Rx.RingDrops
 	}
 	return 0
 }
