@@ -48,6 +48,12 @@ type FIB struct {
 	obs []func(commitInfo) // guarded by mu
 
 	compiled *compiledState // non-nil in compiled mode (immutable pointer)
+	// customRules mirrors the published state's rules.custom for the
+	// compiled lookup, which does not load the state otherwise.
+	customRules atomic.Bool
+
+	devIndex func(string) uint32 // Options.DevIndex, or names.index
+	names    devNames
 }
 
 // commitInfo describes a published transaction to observers (the compiled
@@ -75,8 +81,11 @@ type mergedChange struct {
 
 // New returns an empty FIB.
 func New(opts Options) *FIB {
-	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex)}
-	s := &state{tables: map[uint32]*routeTrie{}, own: newOwnAddrs(nil)}
+	f := &FIB{nhs: nexthop.NewRegistryWithDevIndex(opts.Now, opts.DevIndex), devIndex: opts.DevIndex}
+	if f.devIndex == nil {
+		f.devIndex = f.names.index
+	}
+	s := &state{tables: map[uint32]*routeTrie{}, own: newOwnAddrs(nil), rules: defaultRuleSet}
 	s.setMerged(newMtrie(opts.Trie))
 	f.cur.Store(s)
 	if opts.Compiled {
@@ -88,16 +97,31 @@ func New(opts Options) *FIB {
 // Lookup returns the effective nexthop for dst: nil when there is no route
 // (network unreachable). The nexthop's Kind says whether to forward, deliver
 // locally or reject. Lock-free; one trie lookup.
+//
+// With custom rules it is LookupFlow for a flow that only has dst (no
+// input interface, no source): the datapath passes whole flows instead.
 func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
+	var nh *nexthop.Nexthop
 	if f.compiled != nil {
-		return f.lookupCompiled(dst)
-	}
-	s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
-	if s.fast != nil {
-		nh, _ := s.fast.Lookup(dst)
+		nh = f.lookupCompiled(dst)
+	} else {
+		s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
+		if s.rules.custom {
+			return f.LookupFlow(&Flow{Dst: wire.Addr4From(dst)})
+		}
+		if s.fast != nil {
+			nh, _ = s.fast.Lookup(dst)
+		} else {
+			nh, _ = s.table.Lookup(dst)
+		}
+		if nh == nil && s.dflt != nil {
+			nh, _ = tableLookup(s.dflt, dst, -1)
+		}
 		return nh
 	}
-	nh, _ := s.table.Lookup(dst)
+	if nh == nil || f.customRules.Load() {
+		return f.LookupFlow(&Flow{Dst: wire.Addr4From(dst)})
+	}
 	return nh
 }
 
@@ -144,21 +168,32 @@ func mergedParent(m mtrie, p netip.Prefix) (netip.Prefix, *nexthop.Nexthop, bool
 // load per batch; the loop keeps independent lookups in flight.
 // idx is scratch of len(dsts) for compiled mode (nil in trie mode is fine).
 func (f *FIB) LookupBatch4(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
-	if f.compiled != nil {
-		f.lookupBatchCompiled(dsts, out[:len(dsts)], idx[:len(dsts)])
-		return
-	}
 	s := f.cur.Load()
 	out = out[:len(dsts)]
-	if s.fast != nil {
+	switch {
+	case s.rules.custom:
+		for i, d := range dsts {
+			out[i], _ = f.walk(s, &Flow{Dst: d})
+		}
+		return
+	case f.compiled != nil:
+		f.lookupBatchCompiled(dsts, out, idx[:len(dsts)])
+	case s.fast != nil:
 		t := s.fast
 		for i, d := range dsts {
 			out[i], _ = t.Lookup(d.Netip())
 		}
-		return
+	default:
+		t := s.table
+		for i, d := range dsts {
+			out[i], _ = t.Lookup(d.Netip())
+		}
 	}
-	t := s.table
-	for i, d := range dsts {
-		out[i], _ = t.Lookup(d.Netip())
+	if s.dflt != nil {
+		for i, d := range dsts {
+			if out[i] == nil {
+				out[i], _ = tableLookup(s.dflt, d.Netip(), -1)
+			}
+		}
 	}
 }

@@ -24,24 +24,23 @@ type lookupFilter struct {
 	onlyTable  bool
 }
 
-var ruleOrder = [...]uint32{TableLocal, TableMain}
-
-// lookupTables returns the deciding route for a, or nil (no route).
-func lookupTables(tables map[uint32]*routeTrie, a netip.Addr, f lookupFilter) *Route {
+// lookupTables returns the deciding route for a in one table
+// (f.onlyTable), or by the rule walk for a flow that has only the
+// destination and the filter's device as output interface; nil: no route,
+// or a rule's action decided.
+func (s *state) lookupTables(a netip.Addr, f lookupFilter, devIndex func(string) uint32) *Route {
 	if f.onlyTable {
-		r := lookupTable(tables[f.table], a, f)
+		r := lookupTable(s.tables[f.table], a, f)
 		if r != nil && r.Type == Throw {
 			return nil
 		}
 		return r
 	}
-	for _, id := range ruleOrder {
-		r := lookupTable(tables[id], a, f)
-		if r != nil && r.Type != Throw {
-			return r
-		}
+	if !a.Is4() {
+		return nil
 	}
-	return nil
+	k := Flow{Dst: wire.Addr4From(a), OIF: devIndex(f.dev)}
+	return walkSlow(s.rules.list, s.tables, &k, f, devIndex).route
 }
 
 func lookupTable(t *routeTrie, a netip.Addr, f lookupFilter) *Route {
@@ -69,17 +68,38 @@ func lookupTable(t *routeTrie, a netip.Addr, f lookupFilter) *Route {
 }
 
 func (tx *Txn) lookupSlow(a netip.Addr, f lookupFilter) *Route {
-	return lookupTables(tx.next.tables, a, f)
+	return tx.next.lookupTables(a, f, tx.f.DevIndex)
 }
 
 // Result is the answer of LookupRoute: the route that decided, and for
 // forwarding routes the nexthop that a flow with hash 0 takes and the source
 // address the router would use.
 type Result struct {
+	// Route is the deciding route; when a rule's action decided (blackhole,
+	// prohibit) it is a route of that type with no prefix and table 0.
 	Route *Route
 	// NH is the route's nexthop, resolved to one member for groups.
 	NH      *nexthop.Nexthop
 	Prefsrc netip.Addr
+	// Rule is the rule that decided (a copy); RuleSet is false when no
+	// rule did (no route).
+	Rule    Rule
+	RuleSet bool
+	// Table is the table the route came from.
+	Table uint32
+}
+
+// FlowQuery is a `route get` with selectors: what the kernel's
+// inet_rtm_getroute puts in its flow. IIF empty is an output lookup (the
+// router's own packet: iif lo); with IIF, an input lookup.
+type FlowQuery struct {
+	Dst, Src     netip.Addr
+	IIF, OIF     string
+	Mark         uint32
+	TOS, Proto   uint8
+	SPort, DPort uint16
+	// L3mdev is the VRF table of IIF or OIF (0: none).
+	L3mdev uint32
 }
 
 // LookupRoute answers like `ip route get`: the full route as configured.
@@ -90,22 +110,53 @@ func (f *FIB) LookupRoute(dst netip.Addr) (Result, bool) { return f.LookupRouteO
 // ("" = any), as `ip route get ADDR oif D` asks the kernel (flowi4_oif:
 // routes through other devices are skipped, a shorter prefix may answer).
 func (f *FIB) LookupRouteOIF(dst netip.Addr, oif string) (Result, bool) {
+	return f.LookupRouteFlow(FlowQuery{Dst: dst, OIF: oif})
+}
+
+// LookupRouteFlow is LookupRoute for a flow with selectors: the rule walk
+// (the reference one, which also names the rule), then the route's
+// nexthop and source. ok is false when the answer is "network unreachable"
+// (no route, or a rule's unreachable).
+func (f *FIB) LookupRouteFlow(q FlowQuery) (Result, bool) {
 	s := f.cur.Load()
-	r := lookupTables(s.tables, dst, lookupFilter{dev: oif})
-	if r == nil {
+	if !q.Dst.Is4() {
 		return Result{}, false
 	}
-	res := Result{Route: r, NH: r.NH}
-	if r.NH != nil {
-		var key nexthop.FlowKey
-		if dst.Is4() {
-			key.Dst = wire.Addr4From(dst)
+	k := Flow{Dst: wire.Addr4From(q.Dst), OIF: f.DevIndex(q.OIF), Mark: q.Mark, TOS: q.TOS, Proto: q.Proto,
+		SPort: q.SPort, DPort: q.DPort, L3mdev: q.L3mdev, IIF: 1}
+	if q.IIF != "" {
+		k.IIF = f.DevIndex(q.IIF)
+	}
+	if q.Src.Is4() {
+		k.Src = wire.Addr4From(q.Src)
+	}
+	d := walkSlow(s.rules.list, s.tables, &k, lookupFilter{dev: q.OIF}, f.DevIndex)
+	var res Result
+	if d.rule >= 0 {
+		res.Rule, res.RuleSet = s.rules.list[d.rule], true
+	}
+	r := d.route
+	if r == nil {
+		nh := d.answer(s.rules.list)
+		if nh == nil {
+			return res, false
 		}
+		typ := Blackhole
+		if nh.Kind == nexthop.Prohibit {
+			typ = Prohibit
+		}
+		res.Route = &Route{Type: typ, NH: nh, Scope: ScopeUniverse}
+		res.NH = nh
+		return res, true
+	}
+	res.Route, res.NH, res.Table = r, r.NH, d.table
+	if r.NH != nil {
+		key := nexthop.FlowKey{Dst: k.Dst}
 		res.NH = r.NH.Resolve(nexthop.FlowHash(key))
 	}
 	res.Prefsrc = r.Src
 	if !res.Prefsrc.IsValid() && r.Type == Local {
-		res.Prefsrc = dst // the kernel's output route for a local destination
+		res.Prefsrc = q.Dst // the kernel's output route for a local destination
 	}
 	if !res.Prefsrc.IsValid() && res.NH != nil && res.NH.Dev != "" {
 		// The kernel caches inet_select_addr(dev, gateway) per nexthop: the

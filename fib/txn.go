@@ -75,7 +75,12 @@ func (tx *Txn) Commit() {
 	if tx.next.tables[TableLocal] != tx.base.tables[TableLocal] {
 		tx.next.own = newOwnAddrs(tx.next.tables[TableLocal])
 	}
+	tx.next.dflt = nil
+	if t := tx.next.tables[TableDefault]; t != nil && t.Size4() > 0 {
+		tx.next.dflt = t
+	}
 	f := tx.f
+	f.customRules.Store(tx.next.rules.custom)
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
 	if len(f.obs) > 0 {
