@@ -52,10 +52,10 @@ type state struct {
 	tables map[uint32]*routeTrie
 	// rules is the policy rule list (rule.go, policy.go); dflt is table
 	// default's trie when it has routes (the default rules' last lookup).
-	rules  *ruleSet
-	dflt   *routeTrie
-	addrs  []Address
-	own    *ownAddrs // the local table's local and broadcast addresses
+	rules *ruleSet
+	dflt  *routeTrie
+	addrs []Address
+	own   *ownAddrs // the local table's local and broadcast addresses
 	// sinceCompact counts the merged trie's changes since it was last
 	// compacted (compact.go).
 	sinceCompact int
