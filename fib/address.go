@@ -126,7 +126,7 @@ func (tx *Txn) ConfigDerives(r *LearnedRoute) bool {
 	if tmpl.Table == 0 {
 		tmpl.Table = TableMain
 	}
-	for _, d := range derived(tx.devAddrs(r.NH.Dev), true) {
+	for _, d := range derived(tx.devAddrs(r.NH.Dev), true, tx.devTable(r.NH.Dev)) {
 		if sameDerived(d, tmpl) {
 			return true
 		}
@@ -134,8 +134,13 @@ func (tx *Txn) ConfigDerives(r *LearnedRoute) bool {
 	return false
 }
 
-// derived lists the routes the kernel derives from a device's addresses.
-func derived(addrs []Address, up bool) []*Route {
+// derived lists the routes the kernel derives from a device's addresses;
+// vrf is the table of the device's VRF (0: none; then local and main).
+func derived(addrs []Address, up bool, vrf uint32) []*Route {
+	localT, mainT := TableLocal, TableMain
+	if vrf != 0 {
+		localT, mainT = vrf, vrf
+	}
 	primaryOf := func(a Address) netip.Addr {
 		for _, b := range addrs {
 			if !b.Secondary && b.Prefix.Bits() == a.Prefix.Bits() && b.Prefix.Masked() == a.Prefix.Masked() {
@@ -156,18 +161,18 @@ func derived(addrs []Address, up bool) []*Route {
 	for _, a := range addrs {
 		prim := primaryOf(a)
 		addr := a.Prefix.Addr()
-		add(&Route{Table: TableLocal, Prefix: netip.PrefixFrom(addr, 32), Type: Local, Proto: ProtoKernel,
+		add(&Route{Table: localT, Prefix: netip.PrefixFrom(addr, 32), Type: Local, Proto: ProtoKernel,
 			Scope: ScopeHost, Src: prim, NH: &nexthop.Nexthop{Kind: nexthop.Local, Dev: a.Dev}})
 		if !up {
 			continue
 		}
 		if a.Prefix.Bits() < 31 {
-			add(&Route{Table: TableLocal, Prefix: netip.PrefixFrom(lastAddr(a.Prefix), 32), Type: Broadcast,
+			add(&Route{Table: localT, Prefix: netip.PrefixFrom(lastAddr(a.Prefix), 32), Type: Broadcast,
 				Proto: ProtoKernel, Scope: ScopeLink, Src: prim, NH: &nexthop.Nexthop{Kind: nexthop.Broadcast, Dev: a.Dev}})
 		}
 		net := a.Prefix.Masked()
 		if !a.Secondary && a.Prefix.Bits() < 32 && net.Addr() != netip.IPv4Unspecified() {
-			add(&Route{Table: TableMain, Prefix: net, Type: Unicast, Proto: ProtoKernel, Scope: ScopeLink,
+			add(&Route{Table: mainT, Prefix: net, Type: Unicast, Proto: ProtoKernel, Scope: ScopeLink,
 				Src: addr, NH: &nexthop.Nexthop{Kind: nexthop.Unicast, Dev: a.Dev}})
 		}
 	}
@@ -195,8 +200,15 @@ func lastAddr(p netip.Prefix) netip.Addr {
 // syncDerived applies the difference between the derived routes of dev
 // before (addresses `before`, link state as it was) and now.
 func (tx *Txn) syncDerived(dev string, before []Address, wasUp bool) error {
-	old := derived(before, wasUp)
-	now := derived(tx.devAddrs(dev), tx.f.nhs.DevUp(dev))
+	t := tx.devTable(dev)
+	return tx.syncDerivedTables(dev, before, wasUp, t, t)
+}
+
+// syncDerivedTables is syncDerived across a change of the device's VRF
+// table too (vrf.go).
+func (tx *Txn) syncDerivedTables(dev string, before []Address, wasUp bool, wasTable, table uint32) error {
+	old := derived(before, wasUp, wasTable)
+	now := derived(tx.devAddrs(dev), tx.f.nhs.DevUp(dev), table)
 	for _, o := range old {
 		if !slices.ContainsFunc(now, func(n *Route) bool { return sameDerived(n, o) }) {
 			tx.removeDerived(o)

@@ -55,7 +55,11 @@ type state struct {
 	rules *ruleSet
 	dflt  *routeTrie
 	addrs []Address
-	own   *ownAddrs // the local table's local and broadcast addresses
+	// vrfs maps VRF names to tables, devVRF enslaved devices to their VRF
+	// (vrf.go); both copy-on-write.
+	vrfs   map[string]uint32
+	devVRF map[string]string
+	own    *ownAddrs // the local table's local and broadcast addresses
 	// sinceCompact counts the merged trie's changes since it was last
 	// compacted (compact.go).
 	sinceCompact int
