@@ -101,27 +101,38 @@ func New(opts Options) *FIB {
 // With custom rules it is LookupFlow for a flow that only has dst (no
 // input interface, no source): the datapath passes whole flows instead.
 func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
-	var nh *nexthop.Nexthop
 	if f.compiled != nil {
-		nh = f.lookupCompiled(dst)
-	} else {
-		s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
-		if s.rules.custom {
+		if f.customRules.Load() {
 			return f.LookupFlow(&Flow{Dst: wire.Addr4From(dst)})
 		}
-		if s.fast != nil {
-			nh, _ = s.fast.Lookup(dst)
-		} else {
-			nh, _ = s.table.Lookup(dst)
+		if nh := f.lookupCompiled(dst); nh != nil {
+			return nh
 		}
-		if nh == nil && s.dflt != nil {
-			nh, _ = tableLookup(s.dflt, dst, -1)
-		}
-		return nh
+		return f.lookupDefaultTable(f.cur.Load(), dst)
 	}
-	if nh == nil || f.customRules.Load() {
+	s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
+	if s.rules.custom {
 		return f.LookupFlow(&Flow{Dst: wire.Addr4From(dst)})
 	}
+	var nh *nexthop.Nexthop
+	if s.fast != nil {
+		nh, _ = s.fast.Lookup(dst)
+	} else {
+		nh, _ = s.table.Lookup(dst)
+	}
+	if nh == nil {
+		return f.lookupDefaultTable(s, dst)
+	}
+	return nh
+}
+
+// lookupDefaultTable is the default rules' last step, table default, after
+// local and main (merged) had no route.
+func (f *FIB) lookupDefaultTable(s *state, dst netip.Addr) *nexthop.Nexthop {
+	if s.dflt == nil {
+		return nil
+	}
+	nh, _ := tableLookup(s.dflt, dst, -1)
 	return nh
 }
 

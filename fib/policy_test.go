@@ -322,3 +322,27 @@ func TestLookupFlowAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per LookupFlow", n)
 	}
 }
+
+// TestLookupWithRulesAllocs: the flow-less lookups build their flow on the
+// stack, with custom rules, in both modes.
+func TestLookupWithRulesAllocs(t *testing.T) {
+	for _, compiled := range []bool{false, true} {
+		g := &policyGen{r: rand.New(rand.NewPCG(2, 2))}
+		f := New(Options{Compiled: compiled})
+		g.populate(t, f)
+		g.rules(t, f, 10)
+		dsts := make([]wire.Addr4, 64)
+		for i := range dsts {
+			dsts[i] = wire.Addr4From(g.addr())
+		}
+		out, idx := make([]*nexthop.Nexthop, len(dsts)), make([]uint32, len(dsts))
+		if n := testing.AllocsPerRun(200, func() {
+			f.LookupBatch4(dsts, out, idx)
+			for _, d := range dsts {
+				f.Lookup(d.Netip())
+			}
+		}); n != 0 {
+			t.Fatalf("compiled %t: %v allocations", compiled, n)
+		}
+	}
+}
