@@ -98,8 +98,11 @@ type FlowQuery struct {
 	Mark         uint32
 	TOS, Proto   uint8
 	SPort, DPort uint16
-	// L3mdev is the VRF table of IIF or OIF (0: none).
-	L3mdev uint32
+	// VRF is `route get ... vrf NAME`: the lookup in that VRF (the kernel
+	// makes the VRF device the output interface). Without it, an IIF or
+	// OIF enslaved to a VRF puts the lookup in that VRF, with the VRF
+	// device as the input interface, as Linux's l3mdev does.
+	VRF string
 }
 
 // LookupRoute answers like `ip route get`: the full route as configured.
@@ -123,9 +126,22 @@ func (f *FIB) LookupRouteFlow(q FlowQuery) (Result, bool) {
 		return Result{}, false
 	}
 	k := Flow{Dst: wire.Addr4From(q.Dst), OIF: f.DevIndex(q.OIF), Mark: q.Mark, TOS: q.TOS, Proto: q.Proto,
-		SPort: q.SPort, DPort: q.DPort, L3mdev: q.L3mdev, IIF: 1}
+		SPort: q.SPort, DPort: q.DPort, IIF: 1}
 	if q.IIF != "" {
 		k.IIF = f.DevIndex(q.IIF)
+	}
+	switch {
+	case q.VRF != "":
+		t, ok := s.vrfs[q.VRF]
+		if !ok {
+			return Result{}, false
+		}
+		k.L3mdev, k.OIF = t, f.DevIndex(q.VRF)
+	case s.devVRF[q.IIF] != "":
+		k.IIF = f.DevIndex(s.devVRF[q.IIF])
+		k.L3mdev = s.vrfs[s.devVRF[q.IIF]]
+	case s.devVRF[q.OIF] != "":
+		k.L3mdev = s.vrfs[s.devVRF[q.OIF]]
 	}
 	if q.Src.Is4() {
 		k.Src = wire.Addr4From(q.Src)
