@@ -22,10 +22,10 @@ const (
 	DropEtherType   // neither IPv4 nor ARP
 	DropIfaceDown   // ingress interface is down
 	DropTTLExpired  // TTL would reach 0 (ICMP time exceeded sent when allowed)
-	DropNoRoute     // no route (ICMP net unreachable)
-	DropBlackhole   // blackhole route: silent
+	DropNoRoute     // no route, or an unreachable rule (ICMP net unreachable)
+	DropBlackhole   // blackhole route or rule: silent
 	DropUnreachable // unreachable route (ICMP host unreachable)
-	DropProhibit    // prohibit route (ICMP administratively prohibited)
+	DropProhibit    // prohibit route or rule (ICMP administratively prohibited)
 	DropFragNeeded  // too big with DF set (ICMP fragmentation needed)
 	DropNeighFailed // the next hop did not answer ARP (ICMP host unreachable)
 	DropNeighQueue  // the neighbour table refused it (full, address not resolvable) or dropped it from its queue (limit, entry removed)

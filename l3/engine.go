@@ -73,12 +73,19 @@ func (e *Engine) Stats() Stats {
 	return sumCounters(blocks)
 }
 
-// lookup is the FIB lookup of locally generated packets.
-func (e *Engine) lookup(dst wire.Addr4) *nexthop.Nexthop {
-	return e.r.fib.Lookup(dst.Netip())
+// lookupFlow is the FIB lookup of one flow: the rule walk with custom
+// rules (the forwarding path's packets then, and the router's own always),
+// the merged lookup otherwise.
+func (e *Engine) lookupFlow(k *fib.Flow) *nexthop.Nexthop {
+	return e.r.fib.LookupFlow(k)
 }
 
-// lookupBatch is the FIB lookup of the forwarding path, a batch at a time.
+// lookupBatch is the FIB lookup of the forwarding path, a batch at a time,
+// for Linux's default rules (destinations decide alone).
 func (e *Engine) lookupBatch(dsts []wire.Addr4, out []*nexthop.Nexthop, idx []uint32) {
 	e.r.fib.LookupBatch4(dsts, out, idx)
 }
+
+// customRules reports whether route decisions need whole flows (once per
+// batch).
+func (e *Engine) customRules() bool { return e.r.fib.HasCustomRules() }

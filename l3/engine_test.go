@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/l2"
@@ -242,8 +243,48 @@ func TestICMPErrorsAndEcho(t *testing.T) {
 	}
 }
 
+// Forwarding allocates nothing per packet, with Linux's default rules (the
+// batch's merged lookups) and with custom rules (each packet's flow walks
+// them): one rule, 100 rules no packet matches, one rule every packet
+// matches (its table answers), in trie and compiled mode.
 func TestForwardAllocs(t *testing.T) {
-	r := newRig(t)
+	for _, c := range []struct {
+		name     string
+		rules    []fib.RuleSpec
+		compiled bool
+	}{
+		{"default rules", nil, false},
+		{"1 rule", manyRules(1), false},
+		{"100 rules", manyRules(100), false},
+		{"1 matching rule", []fib.RuleSpec{matchAllRule}, false},
+		{"compiled/default rules", nil, true},
+		{"compiled/100 rules", manyRules(100), true},
+		{"compiled/1 matching rule", []fib.RuleSpec{matchAllRule}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := setupRig(t, l3.NewEngine(l3.EngineOptions{Clock: l2.NewManualClock(), Compiled: c.compiled}), testConfig+allocsTable)
+			addRules(t, r.e, c.rules...)
+			if got := r.e.FIB().HasCustomRules(); got != (len(c.rules) > 0) {
+				t.Fatalf("HasCustomRules %v", got)
+			}
+			q := fib.FlowQuery{Dst: mustAddr("10.0.20.5"), Src: mustAddr("10.0.10.5"), IIF: "vlan10"}
+			matching := len(c.rules) == 1 && c.rules[0].Invert
+			if res, _ := r.e.FIB().LookupRouteFlow(q); (res.Table == 100) != matching {
+				t.Fatalf("the reference answers from table %d", res.Table)
+			}
+			forwardAllocs(t, r)
+		})
+	}
+}
+
+// allocsTable is table 100 for matchAllRule: h20's subnet only.
+const allocsTable = "route add 10.0.20.0/24 dev vlan20 table 100\n"
+
+// matchAllRule selects every packet (not from a subnet nobody uses) and
+// sends it to table 100.
+var matchAllRule = rule(50, fib.RuleLookup, 100, func(r *fib.Rule) { r.Src = pfx("10.200.0.0/16"); r.Invert = true })
+
+func forwardAllocs(t *testing.T, r *rig) {
 	frame := pkt{srcMAC: r.hw["h10"], dstMAC: r.mac("vlan10"), src: "10.0.10.5", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 18}.bytes(t)
 	up := pkt{srcMAC: r.hw["uplink"], dstMAC: r.mac("eth0"), src: "8.8.8.8", dst: "10.0.20.5", ttl: 64, proto: layers.IPProtocolUDP, payload: 18}.bytes(t)
 	buf := make([]byte, len(frame))

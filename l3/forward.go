@@ -14,6 +14,7 @@ package l3
 // Locking: none (worker-local).
 
 import (
+	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/neigh"
 	"github.com/netfwd/netfwd/nexthop"
 	"github.com/netfwd/netfwd/wire"
@@ -110,10 +111,19 @@ func member(h wire.IPv4, g *nexthop.Group) *nexthop.Nexthop {
 
 // localOutput routes a packet the router originates (ICMP): frame[14:] is
 // the IPv4 packet, frame[:14] room for the Ethernet header. Its outputs carry
-// origin -1.
+// origin -1. Its lookup is an output one (iif lo) with the source the
+// packet carries; a rule's blackhole, prohibit or unreachable is an output
+// error (no ICMP about the router's own packet). A deliberate difference:
+// Linux routes an error about a transit packet before it has a source
+// (icmp_send: saddr 0, then the route's prefsrc); here the source is chosen
+// first (sourceFor) and the packet is routed with it, so a `from` rule
+// covering the router's address steers the error as it does the router's
+// other packets from that address.
 func (w *Worker) localOutput(frame []byte) {
 	h := wire.IPv4(frame[wire.EthernetHeaderLen:])
-	nh := w.e.lookup(h.Dst())
+	var k fib.Flow
+	outputFlow(&k, h) // rules.go: iif lo, the packet's source
+	nh := w.e.lookupFlow(&k)
 	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {
 		w.c.outputErrors++

@@ -255,6 +255,7 @@ func (w *Worker) ipInput(in *Iface, f []byte, l3 int, l2mc bool, ref frameRef) {
 
 // routePending looks up every pending packet of the batch in one vector
 // (one FIB snapshot, lookups overlapped) and routes each (ip_route_input).
+// With custom rules each packet's flow walks the rules instead (rules.go).
 // The vectors keep their last batch's references until overwritten: the
 // frames are the caller's long-lived buffers, and clearing costs per packet.
 func (w *Worker) routePending(t *ifaceTable) {
@@ -267,7 +268,11 @@ func (w *Worker) routePending(t *ifaceTable) {
 		w.idx = make([]uint32, n, 2*n)
 	}
 	nhs := w.nhs[:n]
-	w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
+	if w.e.customRules() {
+		w.lookupFlows(t, nhs) // rules.go
+	} else {
+		w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
+	}
 	w.c.fibLookups += uint64(n)
 	for i := range w.pending {
 		p := &w.pending[i]
@@ -278,7 +283,10 @@ func (w *Worker) routePending(t *ifaceTable) {
 	w.dsts = w.dsts[:0]
 }
 
-// route acts on a packet's FIB result.
+// route acts on a packet's FIB result. A rule's action comes back as one
+// too, with the answers of Linux's ip_error: blackhole as a Blackhole
+// nexthop (silent), prohibit as a Prohibit one (administratively
+// prohibited), unreachable as nil (network unreachable, as no route).
 func (w *Worker) route(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Nexthop, origin int32) {
 	if nh != nil && nh.Kind == nexthop.Unicast && !p.l2mc {
 		w.forward(t, p, f, nh, origin)
