@@ -11,6 +11,10 @@ package bench
 //                                  vector of 256 at a time mapped to *Nexthop
 //   compiled-nexthop               one lookup mapped to the *Nexthop (what
 //                                  FIB.Lookup returns in compiled mode)
+//   rules                          FIB.LookupFlow with 0, 1, 10, 100 policy
+//                                  routing rules (fib_rules.go); --only
+//                                  without "rules" leaves them out (the
+//                                  suite's lookups as before, for A/B runs)
 // with probes "hot" (one address, as bart's own benchmark) and "random"
 // (1M shuffled addresses inside the table's prefixes: cache-cold), plus the
 // time to load the table from a config file, the memory per route, and the
@@ -266,10 +270,14 @@ func runFIB(o Options) ([]Record, error) {
 		body              func(n int)
 	}
 	var cases []lcase
+	var fastFIB *fib.FIB
 	for _, kind := range []fib.TrieKind{fib.TrieFast, fib.TrieTable} {
 		f, err := s.BuildFIB(kind)
 		if err != nil {
 			return nil, err
+		}
+		if kind == fib.TrieFast {
+			fastFIB = f
 		}
 		impls := FIBCases(f, kind)
 		for _, probe := range []string{"hot", "random"} {
@@ -293,6 +301,16 @@ func runFIB(o Options) ([]Record, error) {
 			lcase{"compiled-nexthop", probe, "", lookupCase(cfib.Lookup, ps)},
 			lcase{"compiled-batch", probe, "", compiledBatchCase(cfib, ps)})
 	}
+	// Policy routing (fib_rules.go): LookupFlow with 0-100 rules.
+	var rcases []ruleCase
+	if o.Wants("rules") {
+		if rcases, err = ruleCases(o, s, fastFIB, cfib); err != nil {
+			return nil, err
+		}
+	}
+	for _, rc := range rcases {
+		cases = append(cases, lcase{"rules", "random", rc.trie, rc.body})
+	}
 	bodies := make([]func(n int), len(cases))
 	for i, c := range cases {
 		bodies[i] = c.body
@@ -300,14 +318,20 @@ func runFIB(o Options) ([]Record, error) {
 	for i, res := range interleaved(o, bodies) {
 		c := cases[i]
 		params := map[string]any{"probe": c.probe, "routes": routes}
-		if c.impl == "merged" || c.impl == "split" {
+		if c.impl == "merged" || c.impl == "split" || c.impl == "rules" {
 			params["trie"] = c.trie
 		}
 		if c.impl == "compiled-batch" {
 			params["batch"] = compiledBatch
 		}
-		recs = append(recs, Record{Suite: "fib", Impl: c.impl, Params: params, NsOp: res.NsOp, Mops: res.Mops(), AllocsOp: res.AllocsOp})
+		var extra map[string]any
+		if j := i - (len(cases) - len(rcases)); j >= 0 {
+			params["rules"] = rcases[j].rules
+			extra = map[string]any{"match_fraction": round2(rcases[j].match)}
+		}
+		recs = append(recs, Record{Suite: "fib", Impl: c.impl, Params: params, NsOp: res.NsOp, Mops: res.Mops(), AllocsOp: res.AllocsOp, Extra: extra})
 	}
+	ruleRatios(o, recs)
 	recs = append(recs, crecs...)
 	return recs, nil
 }

@@ -36,6 +36,8 @@ const (
 {"suite":"fib","impl":"bart-fast-raw","params":{"probe":"random","routes":1000},"ns_op":154,"mops":6.5,"allocs_op":0},
 {"suite":"fib","impl":"merged","params":{"probe":"random","routes":1000,"trie":"fast"},"ns_op":157,"mops":6.3,"allocs_op":0},
 {"suite":"fib","impl":"compiled-batch","params":{"batch":256,"probe":"random","routes":1000},"ns_op":7.8,"mops":127,"allocs_op":0},
+{"suite":"fib","impl":"rules","params":{"probe":"random","routes":1000,"rules":100,"trie":"compiled"},"ns_op":250,"mops":4,"allocs_op":0,"extra":{"vs_merged":9.5}},
+{"suite":"fib","impl":"rules","params":{"probe":"random","routes":1000,"rules":10,"trie":"fast"},"ns_op":80,"mops":12.5,"allocs_op":0,"extra":{"vs_merged":2.5}},
 {"suite":"fib","impl":"fib-update","params":{"op":"add","prefix_len":24,"routes":1000},"ns_op":7700,"mops":0.13,"allocs_op":0}]`
 	vethJSON = `[
 {"suite":"veth","impl":"linux","params":{"frame":64,"rate":"max","setup":"unpinned"},"ns_op":2207,"mops":0.453,"allocs_op":0},
@@ -129,7 +131,7 @@ func TestSuiteSVGs(t *testing.T) {
 			[]string{"hash256, uniform probes (baseline)", "30K"}},
 		{"fib", fibJSON,
 			[]string{"bart-fast-raw (before)", "merged (fast)", "FIB lookup per structure, 1000 routes (seed 004)", "compiled-batch x256", "hot probes", "random probes",
-				"ns per lookup", "load (per route)", "fib-update /24 add"},
+				"ns per lookup", "load (per route)", "fib-update /24 add", "rules 100 (compiled)", "rules 10 (fast)"},
 			[]string{"split (fast) (before)"}},
 		{"veth", vethJSON,
 			[]string{"linux (baseline)", "netfwd-afxdp", "unpinned", "onecore", "Mpps", "x Linux", "Linux = 1"},

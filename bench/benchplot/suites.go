@@ -9,8 +9,9 @@ package benchplot
 //     size on log axes; hash256 (the fixed 256-bucket hash) is the baseline.
 //   - fib: seed 004's lookup per structure, one row per structure, hot and
 //     random probes; the raw tries and the split local/main lookup are the
-//     baselines of the merged and compiled ones. Update latencies and build
-//     costs in a second panel.
+//     baselines of the merged and compiled ones; the rules rows (LookupFlow
+//     with N policy routing rules) are labelled with N. Update latencies and
+//     build costs in a second panel.
 //   - veth: forwarding rate per forwarder in each set-up, and the same as a
 //     ratio to Linux (the baseline) in the same run.
 //   - mcast, pipeline: cost per frame per case.
@@ -211,6 +212,9 @@ func fibPlots(recs []bench.Record) ([]*plot.Plot, error) {
 				routes = fmt.Sprintf(", %.0f routes", n)
 			}
 			label := r.Impl
+			if n, ok := num(r.Params, "rules"); ok { // policy routing: one row per rule count
+				label += fmt.Sprintf(" %.0f", n)
+			}
 			if t := str(r.Params, "trie"); t != "" {
 				label += " (" + t + ")"
 			}
