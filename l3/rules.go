@@ -53,7 +53,9 @@ const (
 const loIndex = 1
 
 // lookupFlows is routePending's lookup with custom rules: each pending
-// packet's flow through the rule walk, out[i] for pending[i].
+// packet's flow through the rule walk, out[i] for pending[i]. Each lookup
+// loads the published state: a commit during the batch may split it
+// between two rule lists, each packet seeing one whole list.
 func (w *Worker) lookupFlows(t *ifaceTable, out []*nexthop.Nexthop) {
 	var k fib.Flow
 	for i := range w.pending {

@@ -595,3 +595,34 @@ func BenchmarkForwardRules(b *testing.B) {
 		}
 	}
 }
+
+// The router's own packets walk the rules allocation-free too: echo
+// replies (not rate limited) with 100 rules, one of them `iif lo` that
+// steers them.
+func TestRuleOutputAllocs(t *testing.T) {
+	r := newRuleRig(t, false)
+	addRules(t, r.e, manyRules(100)...)
+	addRules(t, r.e, rule(99, fib.RuleLookup, 100, func(r *fib.Rule) { r.IIF = "lo" }))
+	src := flowPkt{in: ingresses[0], src: netip.MustParseAddr("10.0.10.5"), dst: netip.MustParseAddr("10.0.10.1"), proto: wire.ProtoICMP}.frame(r)
+	buf := make([]byte, len(src))
+	batch, port := [][]byte{buf}, r.e.Domain().Port("eth1")
+	out := 0
+	sink := func(p *l2.Port, frames [][]byte) {
+		if p.Name == "eth3" { // table 100's default
+			out += len(frames)
+		}
+	}
+	runs := 0
+	n := testing.AllocsPerRun(1000, func() {
+		copy(buf, src)
+		r.w.Receive(port, batch)
+		r.w.Flush(sink)
+		runs++
+	})
+	if n != 0 {
+		t.Errorf("%.1f allocations per echo reply", n)
+	}
+	if out != runs {
+		t.Errorf("%d echo requests, %d replies out of eth3", runs, out)
+	}
+}
