@@ -89,6 +89,20 @@ func packetFlow(k *fib.Flow, h wire.IPv4) {
 	k.SPort, k.DPort = rulePorts(h)
 }
 
+// RouteQuery is the route question the forwarding path asks for an IPv4
+// packet (the header first) received on interface in: the selectors its
+// rule walk sees, for fib.FIB.LookupRouteFlow (`ctl trace`, tests). ok is
+// false for a packet that is not a valid IPv4 header.
+func RouteQuery(pkt []byte, in string) (q fib.FlowQuery, ok bool) {
+	h, err := wire.ParseIPv4(pkt)
+	if err != 0 {
+		return q, false
+	}
+	var k fib.Flow
+	packetFlow(&k, h)
+	return fib.FlowQuery{Dst: k.Dst.Netip(), Src: k.Src.Netip(), IIF: in, TOS: k.TOS, Proto: k.Proto, SPort: k.SPort, DPort: k.DPort}, true
+}
+
 // rulePorts returns the ports a rule's sport and dport compare, as the
 // kernel's flow dissector finds them for fib rules (0, 0: none).
 func rulePorts(h wire.IPv4) (sport, dport uint16) {

@@ -464,6 +464,13 @@ func TestRuleFlowsMatchReference(t *testing.T) {
 			tx.Commit()
 			for i := 0; i < pkts; i++ {
 				p := randomPkt(rng)
+				l3off := 14
+				if p.in.vid != 0 {
+					l3off += 4
+				}
+				if q, ok := l3.RouteQuery(p.frame(r)[l3off:], p.in.iface); !ok || q != p.query() {
+					t.Fatalf("RouteQuery %+v, want %+v", q, p.query())
+				}
 				got, out := outcome(r, p)
 				if w := expected(r, p); got != w {
 					t.Fatalf("list %d packet %d: %+v\n%s, the reference says %s\nrules:\n%s\n%s", l, i, p, got, w, ruleDump(r.e), summary(out))
