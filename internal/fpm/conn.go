@@ -391,7 +391,9 @@ func (sess *session) batch() error {
 		sess.since = time.Now()
 		if bulk && sess.streaming() {
 			restore := BulkGC() // a clone allocates the tries anew: no collections over the whole heap while it copies
-			sess.prepared = s.opts.FIB.PrepareInPlace(fib.TableMain)
+			// every table the stream fills, not only main (a replay of
+			// table 100 is in place too)
+			sess.prepared = s.opts.FIB.PrepareInPlace(sess.tr.Tables()...)
 			restore()
 		}
 	}()

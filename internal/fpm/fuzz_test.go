@@ -36,7 +36,7 @@ func FuzzFrames(f *testing.F) {
 		fb := fib.New(fib.Options{})
 		tr := NewTranslator(fib.OwnerFPM, 1, ifaces, nil)
 		tr.KeepKernelProto = true
-		tr.AllTables = true
+		// every table, the default
 		var fr Frame
 		for b := data; len(b) > 0; {
 			typ, payload, n, err := NextFrame(b)

@@ -15,9 +15,15 @@ package fpm
 // (RTA_GATEWAY + RTA_OIF) or as RTA_MULTIPATH; the interface index is the
 // source's and maps to a netfwd device through the Iface hook.
 //
+// Every table is translated, as the kernel keeps every table: a route goes
+// into the table its RTA_TABLE names (which beats the header's rtm_table,
+// 252 "compat" for ids past 255; 0 means main, as in a kernel request);
+// the rules (fib.Rule) decide which tables lookups see. MainLocalOnly
+// restricts a session to main and local.
+//
 // What is not translated is counted by reason and skipped (Skipped): other
-// families, tables other than main and local, route types and features an
-// IPv4 forwarder does not have, unknown nexthop ids or interfaces.
+// families, route types and features an IPv4 forwarder does not have,
+// unknown nexthop ids or interfaces, other tables under MainLocalOnly.
 //
 // Locking: a Translator is used by one goroutine, inside FIB transactions;
 // its counters are atomic (Stats).
@@ -40,7 +46,7 @@ type IfaceFunc func(ifindex uint32) (dev string, ok bool)
 // Skip reasons (metric labels).
 const (
 	SkipFamily      = "family"           // not IPv4 (IPv6 routes and nexthops)
-	SkipTable       = "table"            // a table other than main and local
+	SkipTable       = "table"            // a table other than main and local (MainLocalOnly)
 	SkipKernelProto = "proto_kernel"     // zebra's copies of connected routes
 	SkipType        = "route_type"       // anycast, multicast, nat, ...
 	SkipUnsupported = "unsupported"      // tunnels, MPLS, source or TOS routing
@@ -110,8 +116,9 @@ type Translator struct {
 	// KeepKernelProto installs routes of protocol kernel too (zebra sends
 	// its connected routes; netfwd derives its own from its addresses).
 	KeepKernelProto bool
-	// Tables other than main and local are skipped unless AllTables.
-	AllTables bool
+	// MainLocalOnly skips tables other than main and local (by default
+	// every table is installed, as the kernel does).
+	MainLocalOnly bool
 	// Skip, if set, may refuse a route about to be installed (with its
 	// nexthop resolved): it returns the reason to count, or "".
 	Skip func(tx *fib.Txn, r *fib.LearnedRoute) string
@@ -131,6 +138,11 @@ type Translator struct {
 
 	paths   []nexthop.Spec
 	weights []uint16
+
+	// tables the session installed routes into (Tables); lastTable
+	// short-cuts the map on the hot path
+	tables    map[uint32]bool
+	lastTable uint32
 }
 
 // NewTranslator returns a translator for a session of owner.
@@ -195,13 +207,39 @@ func Mode(flags uint16) fib.LearnedMode {
 	return fib.LearnedPrepend
 }
 
-// table resolves and filters a route's table.
+// table resolves and filters a route's table (rtnl.Route.Table is
+// RTA_TABLE when present, else rtm_table).
 func (t *Translator) table(r *rtnl.Route) (uint32, bool) {
 	switch r.Table {
+	case fib.TableUnspec:
+		return fib.TableMain, true // the kernel's fib_get_table(0)
 	case fib.TableMain, fib.TableLocal:
 		return r.Table, true
 	}
-	return r.Table, t.AllTables && r.Table != 0
+	return r.Table, !t.MainLocalOnly
+}
+
+// noteTable records a table the session installed a route into.
+func (t *Translator) noteTable(id uint32) {
+	if id == t.lastTable {
+		return
+	}
+	if t.tables == nil {
+		t.tables = map[uint32]bool{}
+	}
+	t.tables[id], t.lastTable = true, id
+}
+
+// Tables returns the tables the session installed routes into, main
+// always included (the tables worth preparing for an in-place batch).
+func (t *Translator) Tables() []uint32 {
+	out := []uint32{fib.TableMain}
+	for id := range t.tables {
+		if id != fib.TableMain {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // filter applies the skip rules common to new and deleted routes.
@@ -267,6 +305,7 @@ func (t *Translator) NewRoute(tx *fib.Txn, flags uint16, r *rtnl.Route) {
 		return
 	}
 	t.Seen[r.Protocol] = true
+	t.noteTable(table)
 	switch res {
 	case fib.Added:
 		t.C.RoutesAdded.Add(1)
