@@ -194,7 +194,8 @@ func (m *Mirror) link(h rtnl.Header, body []byte) {
 	}
 }
 
-// addr records the kernel's addresses for source selection.
+// addr records the kernel's addresses for source selection (not those of
+// scope host).
 func (m *Mirror) addr(tx *fib.Txn, h rtnl.Header, body []byte) {
 	var a rtnl.Addr
 	if err := a.Decode(body); err != nil || a.Family != rtnl.AF_INET {
@@ -205,6 +206,16 @@ func (m *Mirror) addr(tx *fib.Txn, h rtnl.Header, body []byte) {
 		return
 	}
 	k := addrKey{dev, a.Prefix()}
+	if h.Type == rtnl.RTM_NEWADDR && a.Scope >= uint8(fib.ScopeHost) {
+		// 127.0.0.1 on lo: the kernel never picks a host-scope address
+		// as a source beyond the host (inet_select_addr skips scopes
+		// wider than the route's); netfwd's addresses carry no scope.
+		if _, had := m.addrs[k]; had {
+			tx.DelOwnedAddress(fib.OwnerKernel, dev, k.p)
+			delete(m.addrs, k)
+		}
+		return
+	}
 	if h.Type == rtnl.RTM_NEWADDR {
 		tx.SetOwnedAddress(fib.OwnerKernel, dev, k.p, a.Flags&rtnl.IFA_F_SECONDARY != 0)
 		m.addrs[k] = m.mark

@@ -1,18 +1,23 @@
 // Package kmirror is the kernel mirror (`netfwd run --mirror-kernel`): it
-// follows the IPv4 routes of tables main and local, the nexthop objects, the
+// follows the IPv4 routes of every table, the nexthop objects, the
 // addresses and the neighbours of the kernel in netfwd's namespace over
 // rtnetlink, so any routing daemon that programs the kernel (BIRD, FRR
 // without FPM, keepalived, a person typing `ip route`) programs netfwd too.
 // Routes become learned routes of owner fib.OwnerKernel.
 //
-// What is mirrored: every IPv4 route of tables main and local, as the kernel
-// has it (protocol, type, scope, metric, preferred source), except a
-// `proto kernel` route identical to one netfwd derived from its own
-// configured addresses (the same address configured on both sides would
-// otherwise show twice). Addresses are recorded for source selection only
-// (they derive no routes: the kernel's derived routes are mirrored as
-// such). Neighbours go to a hook (the daemon installs them). Other tables,
-// IPv6, multicast and anycast routes are counted and skipped.
+// What is mirrored: every IPv4 route of every table, each in its own table
+// (BIRD's `kernel table 100` lands in netfwd's table 100, which netfwd's
+// own rules select), as the kernel has it (protocol, type, scope, metric,
+// preferred source), except a `proto kernel` route identical to one netfwd
+// derived from its own configured addresses (the same address configured
+// on both sides would otherwise show twice). Table local included: the
+// namespace's own addresses and loopback (127.0.0.0/8 dev lo) are local
+// routes there, as in the kernel. The kernel's rules are not mirrored (a
+// rule of netfwd's config selects a mirrored table). Addresses are
+// recorded for source selection only (they derive no routes: the kernel's
+// derived routes are mirrored as such). Neighbours go to a hook (the
+// daemon installs them). IPv6, multicast and anycast routes are counted
+// and skipped.
 //
 // Flow: a NETLINK_ROUTE socket subscribed to links, IPv4 addresses, IPv4
 // routes, nexthops and neighbours, with a large receive buffer
@@ -128,6 +133,7 @@ type Mirror struct {
 	tr    *fpm.Translator
 	stats Stats
 
+	started bool // the first cycle was requested (Sync or Run)
 	mark    uint8
 	phase   int // index into phases of the running dump; -1: no cycle
 	dumpSeq uint32
@@ -245,52 +251,85 @@ func skipDerivedDuplicate(tx *fib.Txn, r *fib.LearnedRoute) string {
 // Run mirrors until stop is closed. It closes the sockets when it returns.
 func (m *Mirror) Run(stop <-chan struct{}) error {
 	defer m.Close()
-	if err := m.startCycle("start"); err != nil {
-		return err
+	if !m.started {
+		m.started = true
+		if err := m.startCycle("start"); err != nil {
+			return err
+		}
 	}
-	fds := make([]unix.PollFd, 2)
 	for {
 		select {
 		case <-stop:
 			return nil
 		default:
 		}
-		fds[0] = unix.PollFd{Fd: int32(m.conn.Fd()), Events: unix.POLLIN}
-		fds[1] = unix.PollFd{Fd: int32(m.dumpc.Fd()), Events: unix.POLLIN}
-		ready, err := unix.Poll(fds, 200)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("kmirror: poll: %w", err)
-		}
-		if ready == 0 {
-			m.burstEnded()
-		}
-		if fds[1].Revents != 0 {
-			overrun, err := m.gather(m.dumpc)
-			if err != nil {
-				return fmt.Errorf("kmirror: dump: %w", err)
-			}
-			if overrun { // a dump socket has no groups: cannot happen
-				m.trigger("dump socket overrun")
-			}
-			if err := m.apply(true); err != nil {
-				return err
-			}
-		}
-		if fds[0].Revents != 0 {
-			overrun, err := m.gather(m.conn)
-			if err != nil {
-				return fmt.Errorf("kmirror: %w", err)
-			}
-			if m.phase >= 0 {
-				m.held = append(m.held, m.raw...)
-			} else if err := m.apply(false); err != nil {
-				return err
-			}
-			if overrun {
-				m.overrun()
-			}
+		if err := m.step(200); err != nil {
+			return err
 		}
 	}
+}
+
+// Sync runs the first cycle to its end before Run: the FIB then holds the
+// kernel's routes of every table. A hot restart's successor calls it while
+// the running daemon still forwards, so no mirrored route is missing when
+// it takes over. Run goes on from where Sync left (the notifications that
+// arrive in between wait in the socket).
+func (m *Mirror) Sync(timeout time.Duration) error {
+	if !m.started {
+		m.started = true
+		if err := m.startCycle("start"); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for !m.stats.Synced.Load() || m.phase >= 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kmirror: the kernel's tables not read within %v", timeout)
+		}
+		if err := m.step(50); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step waits up to wait ms for messages on either socket and applies them.
+func (m *Mirror) step(wait int) error {
+	fds := [2]unix.PollFd{{Fd: int32(m.conn.Fd()), Events: unix.POLLIN}, {Fd: int32(m.dumpc.Fd()), Events: unix.POLLIN}}
+	ready, err := unix.Poll(fds[:], wait)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("kmirror: poll: %w", err)
+	}
+	if ready == 0 {
+		m.burstEnded()
+	}
+	if fds[1].Revents != 0 {
+		overrun, err := m.gather(m.dumpc)
+		if err != nil {
+			return fmt.Errorf("kmirror: dump: %w", err)
+		}
+		if overrun { // a dump socket has no groups: cannot happen
+			m.trigger("dump socket overrun")
+		}
+		if err := m.apply(true); err != nil {
+			return err
+		}
+	}
+	if fds[0].Revents != 0 {
+		overrun, err := m.gather(m.conn)
+		if err != nil {
+			return fmt.Errorf("kmirror: %w", err)
+		}
+		if m.phase >= 0 {
+			m.held = append(m.held, m.raw...)
+		} else if err := m.apply(false); err != nil {
+			return err
+		}
+		if overrun {
+			m.overrun()
+		}
+	}
+	return nil
 }
 
 // gather reads what arrives on c into m.raw until the batch is due: it

@@ -84,8 +84,10 @@ func (g *gen) line() string {
 		return "nexthop replace id 20 blackhole"
 	case k < 19:
 		return fmt.Sprintf("nexthop del id %d", 1+g.r.IntN(5))
-	case k < 32:
+	case k < 29:
 		return "route del " + g.prefix() + metric
+	case k < 32:
+		return "route del " + g.prefix() + metric + " table 100"
 	}
 	verb := []string{"add", "add", "append", "replace", "prepend"}[g.r.IntN(5)]
 	l := "route " + verb + " "
@@ -105,6 +107,9 @@ func (g *gen) line() string {
 	default:
 		gw, dev := g.gw()
 		l += g.prefix() + " via " + gw + " dev " + dev
+	}
+	if g.r.IntN(8) == 0 && !strings.Contains(l, "table local") {
+		l += " table 100" // the table the namespace's rule selects
 	}
 	return l + metric + proto
 }
@@ -133,7 +138,7 @@ func start(t *testing.T, ns string, tweak func(*Options)) (*Mirror, *fib.FIB) {
 	return m, f
 }
 
-// kernelTable is the kernel's tables main and local, one canonical line per
+// kernelTable is the kernel's tables (all of them), one canonical line per
 // route (numbers for types, protocols and scopes).
 func kernelTable(t *testing.T, ns string) []string {
 	out := testenv.Run(t, "ip", "-4", "-n", ns, "-j", "-N", "route", "show", "table", "all")
@@ -156,10 +161,7 @@ func kernelTable(t *testing.T, ns string) []string {
 			}
 			return s
 		}
-		table := def(r.Table, "254")
-		if table != "254" && table != "255" {
-			continue
-		}
+		table := def(r.Table, "254") // every table: the mirror keeps them all
 		dst := r.Dst
 		if dst == "default" {
 			dst = "0.0.0.0/0"
@@ -261,7 +263,7 @@ func routeGets(t *testing.T, ns string, f *fib.FIB, r *rand.Rand) {
 	for _, rt := range f.Routes(fib.TableAll) {
 		probes = append(probes, rt.Prefix.Addr(), fib.LastAddr(rt.Prefix))
 	}
-	for range 60 {
+	for range 100 {
 		probes = append(probes, netip.AddrFrom4([4]byte{10, byte(r.IntN(2)), byte(r.IntN(4)), byte(r.IntN(256))}))
 	}
 	checked := 0
@@ -320,7 +322,7 @@ func routeGets(t *testing.T, ns string, f *fib.FIB, r *rand.Rand) {
 
 // The mirror follows random `ip` configuration: after the initial dump
 // and after each batch of changes (notifications), its table equals the
-// kernel's tables main and local route for route, and `route get` answers
+// kernel's tables (main, local and 100) route for route, and `route get` answers
 // as `ip route get` does.
 func TestMirrorFollowsKernel(t *testing.T) {
 	ns := kernelNS(t)
