@@ -11,6 +11,10 @@ package daemon
 // (startRouteSources) and stops them with everything else; learned routes
 // stay in the FIB until the process ends (or their source's sweep or stale
 // timeout removes them).
+// In a hot restart the successor seeds zebra's routes and reads the
+// kernel's tables already in New (openRouteSources), while the running
+// daemon forwards: every learned route, of every table, is in its FIB
+// before it takes over.
 //
 // The interface hook (Options.IfaceMap) is where the host path maps a
 // port's twin interface to the port; by default a kernel interface maps to
@@ -116,6 +120,14 @@ func (d *Daemon) openRouteSources() error {
 		if err != nil {
 			return err
 		}
+		if d.succ != nil {
+			// A hot restart: zebra's routes (every table) are in the FIB
+			// before this process forwards, while the running one still
+			// does, so none is missing in between.
+			seed := r.seed
+			r.seed = nil
+			d.seedFPM(seed)
+		}
 	}
 	if o.MirrorKernel {
 		var err error
@@ -128,8 +140,33 @@ func (d *Daemon) openRouteSources() error {
 		if err != nil {
 			return err
 		}
+		if d.succ != nil {
+			// A hot restart: the kernel's tables are mirrored before this
+			// process forwards (Run goes on from there).
+			if err := r.mirror.Sync(mirrorSyncTimeout); err != nil {
+				d.log.Warn("kernel mirror: not synced before the takeover", "err", err)
+			}
+		}
 	}
 	return nil
+}
+
+// mirrorSyncTimeout bounds a successor's first read of the kernel's tables
+// (a full table takes a few seconds).
+const mirrorSyncTimeout = 60 * time.Second
+
+// seedFPM installs zebra's routes from the kernel's copy that seed (nil:
+// none) dumps (fpm.Server.SeedFromKernel) and closes it.
+func (d *Daemon) seedFPM(seed *rtnl.Conn) {
+	r := &d.routes
+	if seed == nil {
+		return
+	}
+	defer seed.Close()
+	seed.SetReadTimeout(5 * time.Second)
+	if _, err := r.fpm.SeedFromKernel(seed); err != nil {
+		d.log.Error("fpm: seeding from the kernel", "err", err)
+	}
 }
 
 // ifaceByName is the default interface hook: the kernel interface's name.
@@ -204,14 +241,9 @@ func (d *Daemon) startRouteSources(wg *sync.WaitGroup) {
 			defer wg.Done()
 			// zebra's routes as the kernel has them, until zebra
 			// reconnects and replays (after a restart of netfwd);
-			// zebra's connection waits in the listener's backlog.
-			if seed != nil {
-				seed.SetReadTimeout(5 * time.Second)
-				if _, err := r.fpm.SeedFromKernel(seed); err != nil {
-					d.log.Error("fpm: seeding from the kernel", "err", err)
-				}
-				seed.Close()
-			}
+			// zebra's connection waits in the listener's backlog. (A
+			// hot restart seeded them already, in openRouteSources.)
+			d.seedFPM(seed)
 			if err := r.fpm.Serve(); err != nil {
 				d.log.Error("fpm server", "err", err)
 			}
