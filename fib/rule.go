@@ -134,6 +134,9 @@ var (
 // Rules returns the published rule list, in walk order.
 func (f *FIB) Rules() []Rule { return slices.Clone(f.cur.Load().rules.list) }
 
+// Rules returns the transaction's rule list, in walk order.
+func (tx *Txn) Rules() []Rule { return slices.Clone(tx.next.rules.list) }
+
 // RuleUnresolved reports whether a goto rule's target priority has no rule.
 func RuleUnresolved(rules []Rule, r *Rule) bool {
 	if r.Action != RuleGoto {

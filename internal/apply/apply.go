@@ -359,7 +359,7 @@ func (c *Controller) prepareL2(p *pending, ops *[]l2.Op, pos *[]config.Pos, leni
 // there".
 func missing(err error) bool {
 	return errors.Is(err, fib.ErrNoRoute) || errors.Is(err, fib.ErrAddrNotFound) ||
-		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, neigh.ErrNotFound)
+		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, neigh.ErrNotFound) || errors.Is(err, fib.ErrRuleNotFound)
 }
 
 // effective combines the admin settings with the carrier state and the

@@ -41,6 +41,8 @@ package apply
 //	nh:I         nexthop I (deleting it deletes its routes and shrinks its groups)
 //	linkstate:D, mtu:D, mac:D  link settings (down and MAC changes flush neighbours)
 //	neigh:D:A    the neighbour entry
+//	rule:P       the rules of priority P (their order matters); rule:* all rules
+//	             where a file deletes or flushes rules (diff_rule.go)
 //
 // The bridge device's own VLANs and FDB entries (`dev BR`) have no reset, so
 // changing any of them re-creates the bridge (dev:BR).
@@ -209,6 +211,9 @@ func (n *normaliser) read(src commands, onCmd func(*config.Command)) (recs []rec
 			sum, own, set := n.routeRecord(c.Route)
 			recs = append(recs, rec{sum: sum, route: own, ref: ref, set: set})
 			return
+		case c.Rule != nil:
+			recs = append(recs, n.ruleRecord(n.side, ref, c, len(recs)))
+			return
 		case c.Bridge != nil:
 			if dev, self := bridgeDev(c.Bridge.Op); dev != "" && !self {
 				on := n.bridgeLogical(c, true, masters)
@@ -253,9 +258,11 @@ func (n *normaliser) settle(recs []rec, alts []bridgeAlt) {
 func diff(oldSrc, newSrc commands, opts DiffOptions, all bool, onNew func(*config.Command)) ([]Step, DiffStats, []error) {
 	n := newNormaliser()
 	a, altA, _ := n.read(oldSrc, nil)
+	n.side = 1
 	b, altB, errs := n.read(newSrc, onNew)
 	n.settle(a, altA)
 	n.settle(b, altB)
+	n.settleRules(a, b)
 	aPair, bPair := match(a, b)
 	aRedo, bRedo := make([]bool, len(a)), make([]bool, len(b))
 	var st DiffStats
@@ -514,11 +521,12 @@ func cmpKey(x, y key) int {
 // bridge deletion that resets their unit: see bridgeLogical), then the new
 // commands in file order.
 func (n *normaliser) steps(oldSrc, newSrc commands, a, b []rec, aRedo, bRedo []bool, opts DiffOptions) []Step {
-	la := n.logicalsOf(oldSrc, a, aRedo)
-	lb := n.logicalsOf(newSrc, b, bRedo)
+	la := n.logicalsOf(0, oldSrc, a, aRedo)
+	lb := n.logicalsOf(1, newSrc, b, bRedo)
 	var steps, late []Step
+	reset, skipA := n.ruleReset(aRedo, bRedo)
 	for i := len(a) - 1; i >= 0; i-- {
-		if !aRedo[i] {
+		if !aRedo[i] || skipA[i] {
 			continue
 		}
 		for _, inv := range n.logicalAt(la, a, i).inverse {
@@ -529,6 +537,9 @@ func (n *normaliser) steps(oldSrc, newSrc commands, a, b []rec, aRedo, bRedo []b
 				late = append(late, st)
 			}
 		}
+	}
+	if reset != nil {
+		late = append(late, *reset)
 	}
 	steps = append(steps, late...)
 	for j := range b {
@@ -550,7 +561,7 @@ func (n *normaliser) steps(oldSrc, newSrc commands, a, b []rec, aRedo, bRedo []b
 
 // logicalsOf reads the commands of the re-done records again and
 // normalises them (their keys are not needed: no masters).
-func (n *normaliser) logicalsOf(src commands, recs []rec, redo []bool) map[uint32][]logical {
+func (n *normaliser) logicalsOf(side int, src commands, recs []rec, redo []bool) map[uint32][]logical {
 	var refs []uint32
 	for i := range recs {
 		if redo[i] && (len(refs) == 0 || refs[len(refs)-1] != recs[i].ref) {
@@ -558,7 +569,13 @@ func (n *normaliser) logicalsOf(src commands, recs []rec, redo []bool) map[uint3
 		}
 	}
 	out := make(map[uint32][]logical, len(refs))
-	src.pick(refs, func(ref uint32, c *config.Command) { out[ref] = n.logicalOf(c, nil) })
+	src.pick(refs, func(ref uint32, c *config.Command) {
+		if c.Rule != nil {
+			out[ref] = []logical{n.ruleLogical(side, ref, c)}
+			return
+		}
+		out[ref] = n.logicalOf(c, nil)
+	})
 	return out
 }
 

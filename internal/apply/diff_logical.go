@@ -50,6 +50,8 @@ const (
 	keyMTU                             // mtu:D        a: D
 	keyMAC                             // mac:D        a: D
 	keyNeigh                           // neigh:D:A    a: D, b: A
+	keyRule                            // rule:P       a: P (diff_rule.go)
+	keyRuleAll                         // rule:*
 )
 
 // key is one object a logical command owns, depends on or pulls. Names
@@ -93,9 +95,13 @@ type normaliser struct {
 	sets    []keySet
 	setIDs  map[string]uint32
 	seeds   [2]maphash.Seed
-	buf     []byte // scratch for encodings
-	deps    []key  // scratch for route keys
-	pulls   []key
+	// rules are the two files' rule lines replayed (diff_rule.go); side
+	// is the file being read (0: old, 1: new).
+	rules [2]*ruleSim
+	side  int
+	buf   []byte // scratch for encodings
+	deps  []key  // scratch for route keys
+	pulls []key
 }
 
 func newNormaliser() *normaliser {
@@ -639,6 +645,10 @@ func (n *normaliser) keyString(k key) string {
 		return "mac:" + name(k.a)
 	case keyNeigh:
 		return "neigh:" + name(k.a) + ":" + addr()
+	case keyRule:
+		return fmt.Sprintf("rule:%d", k.a)
+	case keyRuleAll:
+		return "rule:*"
 	}
 	return "?"
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/netfwd/netfwd/internal/config"
 )
 
-// FIBCommand applies one route, address, nexthop or link-state command to
+// FIBCommand applies one route, address, nexthop, rule or link-state command to
 // tx. Commands for other subsystems (bridge, neighbours, link creation) are
 // left to the Controller; a query is an error.
 func FIBCommand(tx *fib.Txn, c *config.Command) error {
@@ -56,6 +56,8 @@ func FIBCommand(tx *fib.Txn, c *config.Command) error {
 			return tx.DelNexthop(c.Nexthop.Spec.ID)
 		}
 		return fmt.Errorf("nexthop %s: unknown operation", c.Nexthop.Op)
+	case c.Rule != nil:
+		return ruleCommand(tx, c.Rule)
 	case c.Link != nil:
 		l := c.Link
 		if l.Op == "set" && (l.Up || l.Down) {

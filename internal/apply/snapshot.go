@@ -1,7 +1,7 @@
 package apply
 
 // Snapshot: the whole configured state of an engine as text (routes of all
-// tables, addresses, nexthops, link states, router interfaces, bridges with
+// tables, addresses, nexthops, policy rules, link states, router interfaces, bridges with
 // their attributes, members, VLANs, FDB and mdb, neighbours). Reloads
 // compare the snapshot of "old file + diff" with "new file on a fresh
 // engine"; the differential tests do the same.
@@ -44,6 +44,11 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 		if nh, ok := f.Nexthop(id); ok {
 			fmt.Fprintf(&b, "nexthop id %d %s\n", id, nh)
 		}
+	}
+	rules := f.Rules()
+	for i := range rules {
+		j := show.RuleOf(rules, &rules[i])
+		b.WriteString("rule " + j.Text())
 	}
 	macs := map[string]string{}
 	for _, br := range e.Domain().Bridges() {

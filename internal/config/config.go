@@ -7,7 +7,7 @@
 // they are read.
 //
 // Flow: ParseLine turns one line into a Command: configuration (a route,
-// address, nexthop, link, bridge or neighbour change, checked for syntax
+// address, nexthop, rule, link, bridge or neighbour change, checked for syntax
 // here and for meaning by the applier, internal/apply) or a query (a typed
 // value of query.go, answered by internal/show). Parse and Stream read whole
 // texts and report every bad line as FILE:LINE: reason, with bounded output
@@ -41,6 +41,7 @@ type Command struct {
 	Link    *LinkCmd
 	Bridge  *BridgeCmd
 	Neigh   *NeighCmd
+	Rule    *RuleCmd
 	Query   Query
 }
 
@@ -172,6 +173,8 @@ func parseCommand(cmd *Command, w *words) error {
 		return err
 	case "route":
 		return parseRoute(cmd, w)
+	case "rule":
+		return parseRule(cmd, w)
 	case "address":
 		return parseAddr(cmd, w)
 	case "nexthop":

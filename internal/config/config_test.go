@@ -176,7 +176,7 @@ func TestAbbreviations(t *testing.T) {
 	// Abbreviations that name a keyword iproute2 has and netfwd does not are
 	// refused as that keyword, not taken for a later one netfwd knows.
 	for line, want := range map[string]string{
-		"ru show":                        `object "ru" (rule) is not supported`,
+		"nt show":                        `object "nt" (ntable) is not supported`,
 		"m show":                         `object "m" (maddress) is not supported`,
 		"route add 10.0.0.0/8 dev e s 1": `route argument "s" (ssthresh) is not supported`,
 		"route add 10.0.0.0/8 tos 1":     `route argument "tos" is not supported`,
@@ -361,9 +361,9 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // commands and arguments the parser takes are listed, unsupported ones not.
 func TestHelp(t *testing.T) {
 	for line, want := range map[string][]string{
-		"help":            {"OBJECT := { address | route | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload | capture | trace }", "-json"},
+		"help":            {"OBJECT := { address | route | rule | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload | capture | trace }", "-json"},
 		"?":               {"OBJECT := "},
-		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: from iif oif"},
+		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: tos from iif mark oif sport dport ipproto"},
 		"r h":             {"Usage: route {"},
 		"route show help": {"route show: table protocol scope type dev to", "route prefix selector: root match exact"},
 		"ip route add ?":  {"route add: src via metric"},

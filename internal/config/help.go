@@ -56,6 +56,10 @@ func init() {
 			"add": modify(nexthopArgs), "replace": modify(nexthopArgs), "delete": modify(nexthopArgs),
 			"show": modify(nexthopShowArgs),
 		}},
+		"rule": {ruleCommands, map[string][]*keywords{
+			"add": modify(ruleArgs, ruleActions, ruleTypes), "delete": modify(ruleArgs, ruleActions, ruleTypes),
+			"show": modify(ruleShowArgs), "flush": modify(ruleShowArgs),
+		}},
 		"stats":   {statsCommands, nil},
 		"monitor": {monitorObjects, nil},
 		"capture": {captureArgs, nil},

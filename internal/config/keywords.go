@@ -179,7 +179,7 @@ func errUnsupported(what, word, keyword string) error {
 // ipObjects is ip.c's cmds[] table, then netfwd's own objects.
 var ipObjects = table("object",
 	kw("address"), unsupported(kw("addrlabel"), kw("maddress")), kw("route"),
-	unsupported(kw("rule")), kw("neighbor", "neigh"), kw("neighbour", "neigh"),
+	kw("rule"), kw("neighbor", "neigh"), kw("neighbour", "neigh"),
 	unsupported(kw("ntable"), kw("ntbl")), kw("link"),
 	unsupported(kw("l2tp"), kw("fou"), kw("ila"), kw("macsec"), kw("tunnel"), kw("tunl"), kw("tuntap"),
 		kw("tap"), kw("token"), kw("tcpmetrics"), kw("tcp_metrics")), kw("monitor"), unsupported(kw("xfrm"), kw("mroute"),

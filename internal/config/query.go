@@ -11,6 +11,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 
 	"github.com/netfwd/netfwd/fib"
 )
@@ -84,16 +85,22 @@ type Help struct {
 	Text string
 }
 
-// RouteGet is `ip route get [to] ADDR`. Dst is kept as written: an address
-// that does not parse is answered with an error object, as `netfwd route
-// get` answers it.
+// RouteGet is `ip route get [to] ADDR [from A] [iif D] [oif D] [mark M]
+// [tos T] [ipproto P] [sport N] [dport N]`: the flow the rule walk selects
+// on (fib.FlowQuery). Dst is kept as written: an address that does not
+// parse is answered with an error object, as `netfwd route get` answers it.
 type RouteGet struct {
 	Dst string
-	// From, IIf and OIf are `from A`, `iif D`, `oif D`: OIf restricts the
-	// lookup to routes through D (flowi4_oif); From and IIf are echoed
-	// as iproute2 prints them (one FIB: no policy routing by source).
+	// From is the flow's source; IIf makes it an input lookup (the
+	// packet came in on IIf), without it the router's own (iif lo); OIf
+	// restricts the lookup to routes through OIf (flowi4_oif).
 	From     netip.Addr
 	IIf, OIf string
+	// Mark, TOS, IPProto, SPort and DPort are the flow's fwmark, TOS,
+	// IP protocol and ports (0: none).
+	Mark         uint32
+	TOS, IPProto uint8
+	SPort, DPort uint16
 }
 
 // AddrShow is `ip address show [up] [[dev] D]`.
@@ -211,13 +218,12 @@ func parseListFilter(w *words) (dev string, up bool, err error) {
 
 // routeGetArgs is iproute_get's argument table.
 var routeGetArgs = table("route get argument",
-	unsupported(exact("tos"), kw("dsfield")), kw("from"), kw("iif"), unsupported(kw("mark")), kw("oif"),
-	exact("dev", "oif"),
-	unsupported(kw("notify"), kw("connected"), kw("vrf"), kw("uid"), kw("fibmatch"), exact("as"), kw("sport"),
-		kw("dport"), kw("ipproto"), exact("flowlabel")),
+	exact("tos"), kw("dsfield", "tos"), kw("from"), kw("iif"), kw("mark"), kw("oif"), exact("dev", "oif"),
+	unsupported(kw("notify"), kw("connected"), kw("vrf"), kw("uid"), kw("fibmatch"), exact("as")), kw("sport"),
+	kw("dport"), kw("ipproto"), unsupported(exact("flowlabel")),
 )
 
-// parseRouteGet reads `[to] ADDR [from A] [iif D] [oif D]`.
+// parseRouteGet reads `[to] ADDR` and the flow's selectors.
 func parseRouteGet(w *words) (Query, error) {
 	var q RouteGet
 	for w.More() {
@@ -246,6 +252,10 @@ func parseRouteGet(w *words) (Query, error) {
 				if err := setDev(&q.OIf, v); err != nil {
 					return nil, err
 				}
+			default:
+				if err := setRouteGetFlow(&q, means, v); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -263,6 +273,30 @@ func parseRouteGet(w *words) (Query, error) {
 		return nil, fmt.Errorf("route get: missing address")
 	}
 	return q, nil
+}
+
+// setRouteGetFlow sets one of route get's flow selectors.
+func setRouteGetFlow(q *RouteGet, means, v string) error {
+	var err error
+	switch means {
+	case "tos":
+		q.TOS, err = parseDSField(v)
+	case "mark":
+		q.Mark, err = ruleU32(v, "mark")
+	case "ipproto":
+		q.IPProto, err = ParseIPProto(v)
+	case "sport", "dport":
+		n, perr := strconv.ParseUint(v, 0, 16)
+		if perr != nil {
+			return fmt.Errorf("invalid %s %s", means, Quote(v))
+		}
+		if means == "sport" {
+			q.SPort = uint16(n)
+		} else {
+			q.DPort = uint16(n)
+		}
+	}
+	return err
 }
 
 // routeShowArgs is iproute_list_flush_or_save's argument table.

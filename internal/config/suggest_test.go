@@ -73,7 +73,7 @@ func TestMessagesOfferWhatIsAccepted(t *testing.T) {
 			}
 		}
 	}
-	if got := errs[0].Error(); !strings.HasPrefix(got, "r.conf:2: unknown object \"qqq\" (want address, route, neighbor, link, nexthop, bridge, ") {
+	if got := errs[0].Error(); !strings.HasPrefix(got, "r.conf:2: unknown object \"qqq\" (want address, route, rule, neighbor, link, nexthop, bridge, ") {
 		t.Errorf("config file: %s", got)
 	}
 	if got := errs[2].Error(); got != "r.conf:4: missing route command (want add, change, replace, append, delete)" {

@@ -290,13 +290,24 @@ func (d *Daemon) explainRouter(p *port, f []byte, ex ingressExplained, hostVID u
 	}
 	dst := h.Dst().Netip()
 	steps = append(steps, traceStep{"router", fmt.Sprintf("in %s: %s -> %s ttl %d, %d bytes", inName, h.Src().Netip(), dst, h.TTL(), h.TotalLen())})
-	res, ok := d.e.FIB().LookupRoute(dst)
+	// The question the forwarding path asked: with custom rules, the
+	// packet's selectors decide which rule and table answer.
+	q, _ := l3.RouteQuery(pkt, inName)
+	res, ok := d.e.FIB().LookupRouteFlow(q)
+	ruleStep := ""
+	if res.RuleSet && d.e.FIB().HasCustomRules() {
+		ruleStep = fmt.Sprintf("rule %d (%s): ", res.Rule.Priority, ruleAction(&res.Rule))
+	}
 	if !ok {
-		steps = append(steps, traceStep{"fib", fmt.Sprintf("%s: no route (network unreachable)", dst)})
+		steps = append(steps, traceStep{"fib", fmt.Sprintf("%s%s: no route (network unreachable)", ruleStep, dst)})
 		return steps
 	}
 	rt := res.Route
-	fibStep := fmt.Sprintf("table %s %s %s", fib.TableName(rt.Table), rt.Prefix, rt.Type)
+	if !rt.Prefix.IsValid() { // the rule's own action decided
+		steps = append(steps, traceStep{"fib", fmt.Sprintf("%s%s", ruleStep, rt.Type)})
+		return append(steps, icmpSteps(c)...)
+	}
+	fibStep := fmt.Sprintf("%stable %s %s %s", ruleStep, fib.TableName(res.Table), rt.Prefix, rt.Type)
 	if rt.Proto != 0 {
 		fibStep += " proto " + rt.Proto.String()
 	}
@@ -564,4 +575,16 @@ func (r *traceRecord) text() string {
 	}
 	fmt.Fprintf(&b, "  result     %s\n", r.Result)
 	return b.String()
+}
+
+// ruleAction names what a rule does, for the trace: `lookup TABLE`, or the
+// action.
+func ruleAction(r *fib.Rule) string {
+	switch {
+	case r.L3mdev:
+		return "lookup [l3mdev-table]"
+	case r.Action == fib.RuleLookup:
+		return "lookup " + fib.TableName(r.Table)
+	}
+	return r.Action.String()
 }

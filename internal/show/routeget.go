@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/nexthop"
+	"github.com/netfwd/netfwd/wire"
 )
 
 // maxEcho bounds the bad input an answer repeats.
@@ -56,16 +58,49 @@ func AppendRouteGet(b []byte, f *fib.FIB, s string, asJSON bool) []byte {
 }
 
 // RouteGet is AppendRouteGet with the answer's exit status (0, StatusInvalid
-// or StatusFailed).
+// or StatusFailed). s is an address, or the arguments of a `route get`
+// line (`8.8.8.8 from 10.1.1.1 iif eth0 mark 5`): `netfwd route get`'s
+// input lines may carry the flow's selectors.
 func RouteGet(b []byte, f *fib.FIB, s string, asJSON bool) ([]byte, int) {
-	return appendRouteGet(b, f, config.RouteGet{Dst: s}, asJSON)
+	q := config.RouteGet{Dst: s}
+	if strings.ContainsAny(s, " \t") {
+		c, _, err := config.ParseLine(config.Pos{File: "route get", Line: 1}, "route get "+s)
+		rq, ok := c.Query.(config.RouteGet)
+		if err != nil || !ok {
+			if err == nil {
+				err = fmt.Errorf("not a route get query")
+			}
+			return appendGetError(b, s, err.Error(), asJSON), StatusInvalid
+		}
+		q = rq
+	}
+	return appendRouteGet(b, f, q, asJSON)
 }
 
-// appendRouteGet answers a `route get` query with its `from`, `iif` and
-// `oif`, and its exit status: oif restricts the lookup to routes through
-// that device; from and iif are echoed as iproute2 prints them (`ADDR from
-// A via G dev D iif I`, no src: the kernel prints none for an input route
-// or a given source).
+// appendGetError answers a query that is not one, echoing a short prefix
+// of it.
+func appendGetError(b []byte, s, msg string, asJSON bool) []byte {
+	if len(s) > maxEcho {
+		s = s[:maxEcho] + "..."
+	}
+	if asJSON {
+		b = append(b, `{"dst":`...)
+		b = strconv.AppendQuote(b, s)
+		b = append(b, `,"error":`...)
+		b = strconv.AppendQuote(b, msg)
+		return append(b, "}\n"...)
+	}
+	return append(b, s+": "+msg+"\n"...)
+}
+
+// appendRouteGet answers a `route get` query with its flow (from, iif,
+// oif, mark, tos, ipproto, sport, dport: what the rule walk selects on),
+// and its exit status: oif restricts the lookup to routes through that
+// device; from, mark and iif are echoed as iproute2 prints the kernel's
+// answer (`ADDR from A via G dev D mark M iif I`, no src: the kernel
+// prints none for an input route or a given source; tos, ipproto and
+// ports it does not echo). A rule's blackhole or prohibit answers with its
+// type and no route; a rule's unreachable as no route does.
 func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byte, int) {
 	s := q.Dst
 	a, err := netip.ParseAddr(s)
@@ -89,12 +124,15 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 	var nh *nexthop.Nexthop
 	var res fib.Result
 	var ok bool
+	fq := fib.FlowQuery{Dst: a, Src: q.From, IIF: q.IIf, OIF: q.OIf, Mark: q.Mark, TOS: q.TOS, Proto: q.IPProto,
+		SPort: q.SPort, DPort: q.DPort}
+	fast, check := fastLookup(f, fq)
 	disagree := func() bool {
-		return q.OIf == "" && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw)
+		return check && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw)
 	}
 	for try := 0; ; try++ {
-		nh = f.Lookup(a)
-		res, ok = f.LookupRouteOIF(a, q.OIf)
+		nh = fast()
+		res, ok = f.LookupRouteFlow(fq)
 		if !disagree() || try == settleTries {
 			break
 		}
@@ -116,6 +154,9 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 			return append(b, `{"dst":"`+a.String()+`","error":"network unreachable"}`+"\n"...), StatusFailed
 		}
 		return append(b, a.String()+": network unreachable\n"...), StatusFailed
+	}
+	if !res.Route.Prefix.IsValid() { // a rule's blackhole or prohibit decided
+		return appendRuleAnswer(b, a, res.Route.Type.String(), q, asJSON), StatusFailed
 	}
 	r := res.Route
 	typ := r.Type.String()
@@ -156,14 +197,7 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 		}
 		b = append(b, `,"metric":`...)
 		b = strconv.AppendUint(b, uint64(r.Metric), 10)
-		if from != "" {
-			b = append(b, `,"from":"`+from+`"`...)
-		}
-		if q.IIf != "" {
-			b = append(b, `,"iif":`...)
-			b = strconv.AppendQuote(b, q.IIf)
-		}
-		return append(b, "}\n"...), status
+		return appendFlowJSON(b, q), status
 	}
 	if typ != "unicast" {
 		b = append(b, typ+" "...)
@@ -187,8 +221,67 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 	if r.Metric != 0 {
 		b = append(b, " metric "+strconv.FormatUint(uint64(r.Metric), 10)...)
 	}
+	return appendFlowText(b, q), status
+}
+
+// fastLookup returns the datapath's lookup of the query's flow, and
+// whether its answer must agree with LookupRouteFlow's: with Linux's
+// default rules the merged lookup of the destination (selectors choose
+// nothing then); with custom rules the rule walk of an output flow (no
+// iif: a VRF would change the flow LookupRouteFlow builds). oif restricts
+// only the slow lookup, so it is never compared.
+func fastLookup(f *fib.FIB, q fib.FlowQuery) (lookup func() *nexthop.Nexthop, check bool) {
+	if !f.HasCustomRules() {
+		return func() *nexthop.Nexthop { return f.Lookup(q.Dst) }, q.OIF == ""
+	}
+	k := fib.Flow{Dst: wire.Addr4From(q.Dst), IIF: 1, Mark: q.Mark, TOS: q.TOS, Proto: q.Proto, SPort: q.SPort, DPort: q.DPort}
+	if q.Src.Is4() {
+		k.Src = wire.Addr4From(q.Src)
+	}
+	return func() *nexthop.Nexthop { return f.LookupFlow(&k) }, q.OIF == "" && q.IIF == ""
+}
+
+// appendRuleAnswer is the answer when a rule's action decided (blackhole,
+// prohibit): the type, no route (prefix, table, metric).
+func appendRuleAnswer(b []byte, a netip.Addr, typ string, q config.RouteGet, asJSON bool) []byte {
+	if asJSON {
+		b = append(b, `{"dst":"`+a.String()+`","type":"`+typ+`"`...)
+		return appendFlowJSON(b, q)
+	}
+	b = append(b, typ+" "+a.String()...)
+	if q.From.IsValid() {
+		b = append(b, " from "+q.From.String()...)
+	}
+	return appendFlowText(b, q)
+}
+
+// appendFlowJSON ends a JSON answer with the query's from, mark and iif.
+func appendFlowJSON(b []byte, q config.RouteGet) []byte {
+	if q.From.IsValid() {
+		b = append(b, `,"from":"`+q.From.String()+`"`...)
+	}
+	if q.Mark != 0 {
+		b = append(b, `,"mark":`...)
+		b = strconv.AppendUint(b, uint64(q.Mark), 10)
+	}
+	if q.IIf != "" {
+		b = append(b, `,"iif":`...)
+		b = strconv.AppendQuote(b, q.IIf)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendFlowText ends a text answer as iproute2 prints the flow the
+// kernel echoes: `mark M` (hex from 16 on), `iif D`.
+func appendFlowText(b []byte, q config.RouteGet) []byte {
+	switch {
+	case q.Mark >= 16:
+		b = append(b, " mark 0x"+strconv.FormatUint(uint64(q.Mark), 16)...)
+	case q.Mark != 0:
+		b = append(b, " mark "+strconv.FormatUint(uint64(q.Mark), 10)...)
+	}
 	if q.IIf != "" {
 		b = append(b, " iif "+q.IIf...)
 	}
-	return append(b, '\n'), status
+	return append(b, '\n')
 }

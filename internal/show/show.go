@@ -70,6 +70,8 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 		return nil
 	case config.RouteShow:
 		return RoutesFiltered(w, e.FIB(), q.RouteFilter, asJSON)
+	case config.RuleShow:
+		return Rules(w, e.FIB(), q.RuleFilter, asJSON)
 	case config.Help:
 		_, err := io.WriteString(w, q.Text)
 		return err
