@@ -343,6 +343,12 @@ func (tx *Txn) SweepLearned(owner Owner, keep uint8) int {
 	return tx.removeLearnedWhere(func(r *Route) bool { return r.Owner == owner && r.Mark != keep })
 }
 
+// SweepLearnedIn is SweepLearned limited to the tables in reports true for
+// (a source whose replay covers only some tables sweeps only those).
+func (tx *Txn) SweepLearnedIn(owner Owner, keep uint8, in func(table uint32) bool) int {
+	return tx.removeLearnedWhere(func(r *Route) bool { return r.Owner == owner && r.Mark != keep && in(r.Table) })
+}
+
 // DropLearned removes all of the owner's routes and returns how many.
 func (tx *Txn) DropLearned(owner Owner) int {
 	return tx.removeLearnedWhere(func(r *Route) bool { return r.Owner == owner })

@@ -434,7 +434,7 @@ func (s *Server) sweep(sess *session, why string) {
 			hint = f.Size() // in place: many deletions
 		}
 		tx := f.Begin(hint)
-		n = tx.SweepLearned(fib.OwnerFPM, sess.tr.Mark)
+		n = tx.SweepLearnedIn(fib.OwnerFPM, sess.tr.Mark, sess.tr.Replayed)
 		tx.Commit()
 	}
 	s.stats.Sweeps.Add(1)

@@ -123,8 +123,9 @@ func TestTableOfRoute(t *testing.T) {
 	}
 }
 
-// A reconnect's sweep covers every table: a route of table 100 zebra does
-// not replay is swept, the same prefix in main stays; the replayed routes
+// A reconnect's sweep covers every table the new session delivers: a route
+// of table 100 zebra does not replay is swept, the same prefix in main
+// stays, a table the session did not deliver at all keeps its routes; the replayed routes
 // of tables 100 and 1000 stay the same objects, and a lookup through the
 // rule that selects table 100 never misses during the resync.
 func TestReconnectSweepTables(t *testing.T) {
@@ -143,7 +144,8 @@ func TestReconnectSweepTables(t *testing.T) {
 		route("10.1.0.0/16", "192.0.2.100", 100),
 		route("10.2.0.0/16", "192.0.2.100", 100),
 		route("10.3.0.0/16", "192.0.2.100", 100),
-		route("10.9.0.0/16", "192.0.2.200", 1000))
+		route("10.9.0.0/16", "192.0.2.200", 1000),
+		route("10.10.0.0/16", "192.0.2.200", 2000))
 	c := s.dial(t)
 	s.send(t, c, first)
 	waitFor(t, "first sweep", func() bool { return s.Stats().Sweeps.Load() == 1 })
@@ -151,7 +153,7 @@ func TestReconnectSweepTables(t *testing.T) {
 	waitFor(t, "disconnect", func() bool { return !s.Stats().Connected.Load() })
 
 	before := map[string]*fib.Route{}
-	for _, table := range []uint32{fib.TableMain, 100, 1000} {
+	for _, table := range []uint32{fib.TableMain, 100, 1000, 2000} {
 		for _, r := range s.f.Routes(table) {
 			before[fmt.Sprint(table, r.Prefix)] = r
 		}
@@ -222,6 +224,11 @@ func TestReconnectSweepTables(t *testing.T) {
 	}
 	if got := tableRoutes(s.f, 1000); len(got) != 1 {
 		t.Errorf("table 1000: %q", got)
+	}
+	// Table 2000, which the new session did not deliver at all (zebra
+	// 8.4's replay skips tables other than the VRF's own), keeps its route.
+	if got := tableRoutes(s.f, 2000); !slices.Equal(got, []string{"10.10.0.0/16 via 192.0.2.200"}) {
+		t.Errorf("table 2000 (not replayed) after the sweep: %q, want its route kept", got)
 	}
 	// Lookups from the rule's source in a prefix table 100 lost fall
 	// through to main, as in the kernel.

@@ -230,6 +230,19 @@ func (t *Translator) noteTable(id uint32) {
 	t.tables[id], t.lastTable = true, id
 }
 
+// Replayed reports whether the session's sweep covers table id: main and
+// local always, another table once the session installed a route into it.
+// zebra's replay after a (re)connect walks only each VRF's own table (FRR
+// 8.4.4's dplane_fpm_nl: a route staticd put into table 100 reaches the
+// FPM when it changes, never in a replay), so a table the session did not
+// deliver keeps its routes (from an earlier session, or seeded from the
+// kernel) rather than lose them all: a route deleted from such a table
+// while zebra was away stays until the table's next delivery (or the
+// stale timeout without a session).
+func (t *Translator) Replayed(id uint32) bool {
+	return id == fib.TableMain || id == fib.TableLocal || t.tables[id]
+}
+
 // Tables returns the tables the session installed routes into, main
 // always included (the tables worth preparing for an in-place batch).
 func (t *Translator) Tables() []uint32 {

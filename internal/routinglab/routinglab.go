@@ -333,3 +333,25 @@ func (l *Lab) Birdc(ns, name string, args ...string) (string, error) {
 func (l *Lab) Vtysh(command string) (string, error) {
 	return l.Exec(l.Rtr, "vtysh", "--vty_socket", l.Dir, "-c", command)
 }
+
+// Staticd is FRR's static route daemon.
+const Staticd = "/usr/lib/frr/staticd"
+
+// StartStaticd writes conf (@DIR@ filled in) as staticd.conf and starts
+// staticd in the router namespace (zebra runs already). Its `ip route ...
+// table N` routes reach kernel table N and the FPM with RTA_TABLE in the
+// default VRF: no VRF device needed (FRR 8.4).
+func (l *Lab) StartStaticd(conf string) error {
+	if err := l.Write("staticd.conf", l.Subst(conf)); err != nil {
+		return err
+	}
+	if out, err := exec.Command("chown", "-R", "frr:frr", l.Dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("chown frr: %v: %s", err, out)
+	}
+	_, err := l.Exec(l.Rtr, Staticd, "-d", "-f", l.Dir+"/staticd.conf", "-i", l.PidFile("staticd"), "-z", l.Dir+"/zserv.api",
+		"--vty_socket", l.Dir, "-P", "0")
+	if err == nil {
+		l.started("staticd")
+	}
+	return err
+}
