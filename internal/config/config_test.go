@@ -144,6 +144,11 @@ func TestAbbreviations(t *testing.T) {
 		{"route add bl 10.0.0.0/8", "route add blackhole 10.0.0.0/8"},
 		{"route add b 10.0.0.255 dev eth0 table local", "route add broadcast 10.0.0.255 dev eth0 table local"},
 		{"route add to 10.0.0.0/8 oif eth0", "route add 10.0.0.0/8 dev eth0"},
+		// rules (iprule.c): p is pref, ta table (t is tun_id); from, to,
+		// lookup are exact; an unknown word is a rule type (b: broadcast, a nop)
+		{"ru a p 10 from 10.0.0.0/8 ta 5", "rule add preference 10 from 10.0.0.0/8 table 5"},
+		{"rule add b", "rule add nop"},
+		{"ru s", "rule show"},
 		// queries
 		{"ip -j r s", "-json route show"},
 		{"ip --json route show t all", "-j route show table all"},
@@ -177,6 +182,8 @@ func TestAbbreviations(t *testing.T) {
 	// refused as that keyword, not taken for a later one netfwd knows.
 	for line, want := range map[string]string{
 		"nt show":                        `object "nt" (ntable) is not supported`,
+		"rule add fr 10.0.0.0/8":         `unknown keyword "fr" (did you mean "from"?)`,
+		"rule add pref 5 t 5":            `rule argument "t" (tun_id) is not supported`,
 		"m show":                         `object "m" (maddress) is not supported`,
 		"route add 10.0.0.0/8 dev e s 1": `route argument "s" (ssthresh) is not supported`,
 		"route add 10.0.0.0/8 tos 1":     `route argument "tos" is not supported`,
@@ -209,6 +216,8 @@ func describe(c Command) string {
 		return c.Bridge.Op.String()
 	case c.Nexthop != nil:
 		return fmt.Sprintf("nexthop %+v", *c.Nexthop)
+	case c.Rule != nil:
+		return fmt.Sprintf("rule %+v", *c.Rule)
 	case c.Query != nil:
 		return fmt.Sprintf("query %T%+v json=%v", c.Query, c.Query, c.JSON)
 	}

@@ -90,6 +90,8 @@ var ruleArgs = table("rule argument",
 	unsupported(kw("suppress_ifgroup"), exact("sup_group")), exact("dev", "iif"), exact("iif"), exact("oif"),
 	exact("l3mdev"), unsupported(exact("uidrange"), exact("nat"), kw("map-to")), exact("ipproto"),
 	exact("sport"), exact("dport"),
+	// newer iproute2's, after 6.1's chain
+	unsupported(exact("dscp")),
 )
 
 // ruleActions is iprule_modify's last branch: `[type] help | goto N | nop

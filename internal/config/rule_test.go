@@ -64,6 +64,7 @@ func TestRuleParseErrors(t *testing.T) {
 		"rule add suppress_prefixlength -1": "suppress_prefixlength value is invalid",
 		"rule add uidrange 1-2":             `rule argument "uidrange" is not supported`,
 		"rule add tun_id 5":                 `rule argument "tun_id" is not supported`,
+		"rule add dscp 5":                   `rule argument "dscp" is not supported`,
 		"rule add suppress_ifgroup 5":       `rule argument "suppress_ifgroup" is not supported`,
 		"rule add iif a/b":                  "invalid device name",
 		"rule add from 10.0.0.0/33":         `invalid prefix "10.0.0.0/33"`,
