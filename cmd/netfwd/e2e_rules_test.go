@@ -14,18 +14,12 @@ import (
 	"github.com/netfwd/netfwd/internal/lab"
 )
 
-// rulesPending says why the test cannot run yet ("": it can).
-const rulesPending = "waits for the `rule` command in the config parser and apply (internal/config, internal/apply: `rule add ...` lines in a config file and `ctl rule del`) to land"
-
 // TestE2ERuleFromSubnet: `rule add from 10.0.20.0/24 lookup 100` in the
 // config file sends h3's traffic to table 100's default route (isp2 on
 // eth6) while h1's keeps main's (the isp on eth0); `ctl rule del` puts
 // h3's back on eth0; a `prohibit` rule added through ctl answers h1's ping
 // with "administratively prohibited" from the router.
 func TestE2ERuleFromSubnet(t *testing.T) {
-	if rulesPending != "" {
-		t.Skip(rulesPending)
-	}
 	waitingTest(t)
 	spec := combinedSpec()
 	spec.RouterConfig = append(spec.RouterConfig,
