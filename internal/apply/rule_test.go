@@ -3,6 +3,7 @@ package apply
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -146,6 +147,15 @@ func TestRuleDiffRandomPairs(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			checkDiff(t, a, b, false)
 			checkDiff(t, a, b, true)
+			// The file path (full tables) diffs rule lines alike.
+			fa := &File{Name: "a.conf", Text: []byte(fileText(r, a))}
+			fb := &File{Name: "b.conf", Text: []byte(fileText(r, b))}
+			ac, _ := fa.Commands()
+			bc, _ := fb.Commands()
+			want, wantSt := Diff(ac, bc, DiffOptions{})
+			if fd := DiffFiles(fa, fb, DiffOptions{}); !reflect.DeepEqual(fd.Steps, want) || fd.Stats != wantSt {
+				t.Fatalf("DiffFiles differs from Diff\ngot:\n%s\nwant:\n%s", renderSteps(fd.Steps), renderSteps(want))
+			}
 		})
 		checked++
 	}
