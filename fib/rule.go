@@ -204,15 +204,26 @@ func checkRule(r *Rule) error {
 		return errors.New("l3mdev rules need a lookup action")
 	case r.Action == RuleLookup && r.Table == 0 && !r.L3mdev:
 		return errors.New("Invalid table")
-	case r.SPort.Lo > r.SPort.Hi || r.DPort.Lo > r.DPort.Hi:
-		return errors.New("Invalid port range")
+	case !r.SPort.valid():
+		return errors.New("Invalid sport range")
+	case !r.DPort.valid():
+		return errors.New("Invalid dport range")
 	case r.Src.IsValid() && !r.Src.Addr().Is4() || r.Dst.IsValid() && !r.Dst.Addr().Is4():
 		return errors.New("Invalid address family")
-	case r.TOS&^0x1e != 0:
+	case r.TOS&3 != 0:
+		return errors.New("Invalid dsfield (tos): ECN bits must be 0")
+	case r.TOS&^tosRTMask != 0:
 		return errors.New("Invalid tos")
 	}
-	r.Src, r.Dst = r.Src.Masked(), r.Dst.Masked()
+	// Src and Dst keep their host bits, as the kernel keeps them: they
+	// tell rules apart (rule_exists, rule_find) though they match alike.
 	return nil
+}
+
+// valid is fib_rule_port_range_valid for a range that is set: ports 1 to
+// 65534, low to high.
+func (p PortRange) valid() bool {
+	return !p.Set() || p.Lo != 0 && p.Hi != 0 && p.Hi < 0xffff && p.Lo <= p.Hi
 }
 
 // defaultRulePriority is fib_default_rule_pref: one less than the second
@@ -225,13 +236,16 @@ func defaultRulePriority(rules []Rule) uint32 {
 }
 
 // ruleExists is the kernel's rule_exists (the check behind NLM_F_EXCL):
-// every attribute equal, except that the addresses are compared only
-// where the new rule has them and `not` is not compared at all.
+// every attribute equal, the protocol too (`ip rule add pref 0 lookup
+// local` adds a second local rule beside the kernel's), except that the
+// addresses are compared only where the new rule has them, and `not` and a
+// goto's target are not compared at all (`pref 7 goto 200` exists where
+// `pref 7 goto 100` does).
 func ruleExists(o, n *Rule) bool {
 	if o.Action != n.Action || o.Table != n.Table || o.Priority != n.Priority ||
 		o.IIF != n.IIF || o.OIF != n.OIF || o.Mark != n.Mark || o.Mask != n.Mask ||
 		o.SuppressPrefixLen != n.SuppressPrefixLen || o.L3mdev != n.L3mdev ||
-		o.IPProto != n.IPProto || o.SPort != n.SPort || o.DPort != n.DPort || o.Goto != n.Goto {
+		o.IPProto != n.IPProto || o.SPort != n.SPort || o.DPort != n.DPort || o.Proto != n.Proto {
 		return false
 	}
 	return compareAddrs(o, &n.Src, &n.Dst, n.TOS)
@@ -252,6 +266,20 @@ func compareAddrs(o *Rule, src, dst *netip.Prefix, tos uint8) bool {
 // DelRule deletes the first rule matching every attribute the spec sets
 // (rule_find), as `ip rule del` does.
 func (tx *Txn) DelRule(spec RuleSpec) error {
+	// fib_nl2rule checks a delete's goto (against priority 0 when none is
+	// given) and ports as it checks an add's.
+	prio := uint32(0)
+	if spec.PrioritySet {
+		prio = spec.Priority
+	}
+	switch {
+	case spec.ActionSet && spec.Action == RuleGoto && spec.Goto <= prio:
+		return errors.New("Backward goto not supported")
+	case !spec.SPort.valid():
+		return errors.New("Invalid sport range")
+	case !spec.DPort.valid():
+		return errors.New("Invalid dport range")
+	}
 	rules := tx.next.rules.list
 	for i := range rules {
 		if ruleMatchesSpec(&rules[i], &spec) {
