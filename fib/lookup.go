@@ -39,7 +39,7 @@ func (s *state) lookupTables(a netip.Addr, f lookupFilter, devIndex func(string)
 	if !a.Is4() {
 		return nil
 	}
-	k := Flow{Dst: wire.Addr4From(a), OIF: devIndex(f.dev)}
+	k := Flow{Dst: wire.Addr4From(a), OIF: devIndex(f.dev), IIF: 1} // the router's own lookup: iif lo
 	return walkSlow(s.rules.list, s.tables, &k, f, devIndex).route
 }
 

@@ -402,7 +402,9 @@ func (tx *Txn) gatewayRoute(gw netip.Addr, dev string, r *Route) (*Route, error)
 		tf.table, tf.onlyTable = r.Table, true
 		gr = tx.lookupSlow(gw, tf)
 	}
-	if gr == nil || gr.Type != Unicast && gr.Type != Local {
+	// Only a miss there (no route, a throw, an error route) goes on to the
+	// rule walk (fib_check_nh_v4_gw): a broadcast route refuses the gateway.
+	if gr == nil || !gr.Type.hasNexthop() {
 		gr = tx.lookupSlow(gw, f)
 	}
 	if gr == nil || gr.Type != Unicast && gr.Type != Local {
