@@ -111,7 +111,7 @@ func (f *FIB) Lookup(dst netip.Addr) *nexthop.Nexthop {
 		return f.lookupDefaultTable(f.cur.Load(), dst)
 	}
 	s := f.cur.Load() // the concrete trie is called directly: no dispatch per lookup
-	if s.rules.custom {
+	if s.custom {
 		return f.LookupFlow(&Flow{Dst: wire.Addr4From(dst)})
 	}
 	var nh *nexthop.Nexthop

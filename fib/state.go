@@ -47,8 +47,11 @@ type state struct {
 	merged  mtrie
 	// fast or table is the merged trie itself (the other is nil): the lookup
 	// calls the concrete type directly, no interface dispatch per packet.
-	fast   *bart.Fast[*nexthop.Nexthop]
-	table  *bart.Table[*nexthop.Nexthop]
+	fast  *bart.Fast[*nexthop.Nexthop]
+	table *bart.Table[*nexthop.Nexthop]
+	// custom is rules.custom beside the trie pointers, so the lookup reads
+	// it from the cache line it loads anyway.
+	custom bool
 	tables map[uint32]*routeTrie
 	// rules is the policy rule list (rule.go, policy.go); dflt is table
 	// default's trie when it has routes (the default rules' last lookup).

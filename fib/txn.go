@@ -80,7 +80,8 @@ func (tx *Txn) Commit() {
 		tx.next.dflt = t
 	}
 	f := tx.f
-	f.customRules.Store(tx.next.rules.custom)
+	tx.next.custom = tx.next.rules.custom
+	f.customRules.Store(tx.next.custom)
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
 	if len(f.obs) > 0 {
