@@ -49,10 +49,13 @@ type state struct {
 	// calls the concrete type directly, no interface dispatch per packet.
 	fast  *bart.Fast[*nexthop.Nexthop]
 	table *bart.Table[*nexthop.Nexthop]
-	// custom is rules.custom beside the trie pointers, so the lookup reads
-	// it from the cache line it loads anyway.
-	custom bool
-	tables map[uint32]*routeTrie
+	// custom is rules.custom; hotFast and hotTable are fast and table
+	// while custom is false (nil otherwise): Lookup's one nil check covers
+	// both the trie kind and the rules (set by Txn.Commit).
+	custom   bool
+	hotFast  *bart.Fast[*nexthop.Nexthop]
+	hotTable *bart.Table[*nexthop.Nexthop]
+	tables   map[uint32]*routeTrie
 	// rules is the policy rule list (rule.go, policy.go); dflt is table
 	// default's trie when it has routes (the default rules' last lookup).
 	rules *ruleSet

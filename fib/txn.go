@@ -81,6 +81,10 @@ func (tx *Txn) Commit() {
 	}
 	f := tx.f
 	tx.next.custom = tx.next.rules.custom
+	tx.next.hotFast, tx.next.hotTable = nil, nil
+	if !tx.next.custom {
+		tx.next.hotFast, tx.next.hotTable = tx.next.fast, tx.next.table
+	}
 	f.customRules.Store(tx.next.custom)
 	f.cur.Store(tx.next)
 	f.nhs.Commit()
