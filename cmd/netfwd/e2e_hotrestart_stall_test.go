@@ -43,7 +43,14 @@ func successorTestHooks(args []string) {
 		return
 	}
 	if os.Getenv(stopAfterPauseEnv) == "1" {
-		afterPause = func() { syscall.Kill(os.Getpid(), syscall.SIGSTOP) }
+		afterPause = func() {
+			// A stop signal stops a multi-threaded process asynchronously:
+			// the thread that sent it may run on into the commit before
+			// the group stop reaches it (CI saw a commit 3 s late that the
+			// old daemon took). Sleeping here lets the stop land first.
+			syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 	if v := os.Getenv(handoverProtocolEnv); v != "" {
 		p, err := handover.ParseVersion(v)
