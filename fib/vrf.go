@@ -156,3 +156,23 @@ func (f *FIB) DevVRF(dev string) (string, uint32) {
 	v := s.devVRF[dev]
 	return v, s.vrfs[v]
 }
+
+// IsVRF reports whether name is a VRF in the transaction's state.
+func (tx *Txn) IsVRF(name string) bool {
+	_, ok := tx.next.vrfs[name]
+	return ok
+}
+
+// DevVRF returns the VRF dev is enslaved to in the transaction's state
+// ("" if none) and its table.
+func (tx *Txn) DevVRF(dev string) (string, uint32) {
+	v := tx.next.devVRF[dev]
+	return v, tx.next.vrfs[v]
+}
+
+// DevVRFs returns every enslaved device's VRF in the transaction's state
+// (a copy).
+func (tx *Txn) DevVRFs() map[string]string { return maps.Clone(tx.next.devVRF) }
+
+// DevVRFs returns every enslaved device's VRF of the published state.
+func (f *FIB) DevVRFs() map[string]string { return maps.Clone(f.cur.Load().devVRF) }
