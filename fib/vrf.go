@@ -80,7 +80,7 @@ func (tx *Txn) AddVRF(name string, table uint32) error {
 
 // DelVRF removes a VRF: its devices leave it first (their derived routes
 // go back to local and main). Routes in its table stay, as Linux keeps the
-// table.
+// table. The last VRF takes the l3mdev rule the first one added.
 func (tx *Txn) DelVRF(name string) error {
 	if _, ok := tx.next.vrfs[name]; !ok {
 		return fmt.Errorf("%w %q", ErrNoSuchVRF, name)
@@ -95,6 +95,19 @@ func (tx *Txn) DelVRF(name string) error {
 	vrfs := maps.Clone(tx.next.vrfs)
 	delete(vrfs, name)
 	tx.next.vrfs = vrfs
+	if len(vrfs) == 0 {
+		// A deliberate difference: Linux keeps the l3mdev rule it added
+		// with the first VRF; netfwd removes it with the last, so the
+		// lookup gets the merged fast path back (no custom rules) and a
+		// reload that removes every VRF ends where a fresh start does.
+		// A user's own l3mdev rule (not proto kernel) stays.
+		rules := slices.DeleteFunc(slices.Clone(tx.next.rules.list), func(r Rule) bool {
+			return r.L3mdev && r.Proto == ProtoKernel
+		})
+		if len(rules) != len(tx.next.rules.list) {
+			tx.setRules(rules)
+		}
+	}
 	return nil
 }
 

@@ -109,7 +109,9 @@ func member(h wire.IPv4, g *nexthop.Group) *nexthop.Nexthop {
 	return g.Select(nexthop.FlowHash(flowKey(h)))
 }
 
-// localOutput routes a packet the router originates (ICMP): frame[14:] is
+// localOutput routes a packet the router originates (ICMP) in answer to a
+// packet received on in (nil: none; its VRF, if any, is the lookup's):
+// frame[14:] is
 // the IPv4 packet, frame[:14] room for the Ethernet header. Its outputs carry
 // origin -1. Its lookup is an output one (iif lo) with the source the
 // packet carries; a rule's blackhole, prohibit or unreachable is an output
@@ -119,10 +121,10 @@ func member(h wire.IPv4, g *nexthop.Group) *nexthop.Nexthop {
 // first (sourceFor) and the packet is routed with it, so a `from` rule
 // covering the router's address steers the error as it does the router's
 // other packets from that address.
-func (w *Worker) localOutput(frame []byte) {
+func (w *Worker) localOutput(frame []byte, in *Iface) {
 	h := wire.IPv4(frame[wire.EthernetHeaderLen:])
 	var k fib.Flow
-	outputFlow(&k, h) // rules.go: iif lo, the packet's source
+	outputFlow(&k, h, in) // rules.go: iif lo, the packet's source, the VRF of in
 	nh := w.e.lookupFlow(&k)
 	w.c.fibLookups++
 	if nh == nil || nh.Kind != nexthop.Unicast {

@@ -50,10 +50,12 @@ type Iface struct {
 	Port   *l2.Port   // IfacePort
 	Bridge *l2.Bridge // IfaceVLAN, IfaceBridge
 	VID    uint16     // IfaceVLAN: its VLAN; IfaceBridge: the bridge's untagged host VLAN
-	// VRFTable is the table of the VRF the interface belongs to (0: none)
-	// and VRFIndex the VRF device's index: a packet received here walks the
-	// rules with IIF = VRFIndex and L3mdev = VRFTable (rules.go). Nothing
-	// sets them yet: the hook for VRF devices.
+	// VRF is the VRF the interface is enslaved to ("": none), VRFTable its
+	// table and VRFIndex the VRF device's index: a packet received here
+	// walks the rules with IIF = VRFIndex and L3mdev = VRFTable (rules.go),
+	// and the router's answers to it are output lookups in the VRF
+	// (Iface.outputVRF). SyncIfaces sets them from IfaceSettings.
+	VRF                string
 	VRFTable, VRFIndex uint32
 
 	up *atomic.Bool // shared by the versions of one interface

@@ -12,6 +12,7 @@ package l3
 import (
 	"encoding/binary"
 
+	"github.com/netfwd/netfwd/fib"
 	"github.com/netfwd/netfwd/wire"
 )
 
@@ -41,13 +42,13 @@ func (w *Worker) localInput(in *Iface, f []byte, l3 int, h wire.IPv4, l2mc bool,
 		n := buildEchoReply(buf[wire.EthernetHeaderLen:], h)
 		w.c.icmpSent[icmpEchoReplyIdx]++
 		w.c.local++
-		w.localOutput(buf[:wire.EthernetHeaderLen+n])
+		w.localOutput(buf[:wire.EthernetHeaderLen+n], in)
 	case wire.ProtoUDP:
 		w.icmpError(in, h, wire.ICMPDestUnreach, wire.ICMPCodePortUnreach, 0, l2mc, icmpPortUnreachIdx)
 		w.drop(DropLocalProto)
 	case wire.ProtoTCP:
 		if !l2mc {
-			w.tcpReset(h)
+			w.tcpReset(in, h)
 		}
 		w.drop(DropLocalProto)
 	default:
@@ -75,15 +76,15 @@ func (w *Worker) icmpError(in *Iface, orig wire.IPv4, typ, code uint8, info uint
 	buf := w.tx.Alloc(wire.EthernetHeaderLen + wire.ICMPErrorMaxSize)
 	n := buildICMPError(buf[wire.EthernetHeaderLen:], orig, typ, code, info, src)
 	w.c.icmpSent[kind]++
-	w.localOutput(buf[:wire.EthernetHeaderLen+n])
+	w.localOutput(buf[:wire.EthernetHeaderLen+n], in)
 }
 
 // sourceFor picks the source address for a packet the router sends to dst:
-// the preferred source of the route towards dst, else an address of the
-// interface the trigger came in on.
+// the preferred source of the route towards dst (in the VRF of the
+// interface the trigger came in on), else an address of that interface.
 func (r *Router) sourceFor(in *Iface, dst wire.Addr4) wire.Addr4 {
 	a := dst.Netip()
-	if res, ok := r.fib.LookupRoute(a); ok && res.Prefsrc.IsValid() {
+	if res, ok := r.fib.LookupRouteFlow(fib.FlowQuery{Dst: a, VRF: in.VRF}); ok && res.Prefsrc.IsValid() {
 		return wire.Addr4From(res.Prefsrc)
 	}
 	if s := r.fib.SelectSource(in.Name, a); s.IsValid() {
@@ -94,7 +95,7 @@ func (r *Router) sourceFor(in *Iface, dst wire.Addr4) wire.Addr4 {
 
 // tcpReset answers a TCP segment to the router with a reset, as Linux's
 // tcp_v4_send_reset does for a closed port (never in reply to a reset).
-func (w *Worker) tcpReset(h wire.IPv4) {
+func (w *Worker) tcpReset(in *Iface, h wire.IPv4) {
 	seg := h[h.IHL():]
 	if len(seg) < 20 {
 		return
@@ -138,5 +139,5 @@ func (w *Worker) tcpReset(h wire.IPv4) {
 	binary.BigEndian.PutUint32(tcp[16:], 0) // checksum, urgent
 	pseudo := wire.PseudoHeaderSum(ip.Src(), ip.Dst(), wire.ProtoTCP, wire.TCPMinHeaderLen)
 	wire.TCP(tcp).SetChecksum(^wire.Fold(wire.Sum(pseudo, tcp[:wire.TCPMinHeaderLen])))
-	w.localOutput(buf)
+	w.localOutput(buf, in)
 }

@@ -92,6 +92,10 @@ type IfaceSettings struct {
 	Down bool
 	MTU  int
 	MAC  wire.MAC
+	// VRF and VRFTable: the VRF the interface is enslaved to ("": none)
+	// and its table (the FIB's; internal/apply passes them).
+	VRF      string
+	VRFTable uint32
 }
 
 // SyncIfaces rebuilds the interface table from the domain (every port
@@ -118,6 +122,9 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 			}
 			if s.MAC != (wire.MAC{}) {
 				i.MAC = s.MAC
+			}
+			if s.VRF != "" && s.VRFTable != 0 {
+				i.VRF, i.VRFTable, i.VRFIndex = s.VRF, s.VRFTable, r.IfIndex(s.VRF)
 			}
 		}
 		if i.MAC == (wire.MAC{}) {

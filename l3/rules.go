@@ -72,13 +72,19 @@ func (w *Worker) lookupFlows(t *ifaceTable, out []*nexthop.Nexthop) {
 	}
 }
 
-// outputFlow fills k for a packet the router originates: an output lookup
-// (iif lo, as ip_route_output_key_hash sets flowi4_iif), with the source
-// the packet carries.
-func outputFlow(k *fib.Flow, h wire.IPv4) {
+// outputFlow fills k for a packet the router originates in answer to one
+// received on in (nil: none): an output lookup (iif lo, as
+// ip_route_output_key_hash sets flowi4_iif), with the source the packet
+// carries. When in belongs to a VRF the output interface is the VRF
+// device and the lookup is in its table, as icmp_reply and icmp_send ask
+// (flowi4_oif = l3mdev_master_ifindex of the input device).
+func outputFlow(k *fib.Flow, h wire.IPv4, in *Iface) {
 	*k = fib.Flow{}
 	packetFlow(k, h)
 	k.IIF = loIndex
+	if in != nil && in.VRFTable != 0 {
+		k.OIF, k.L3mdev = in.VRFIndex, in.VRFTable
+	}
 }
 
 // packetFlow fills the fields of k that come from the IPv4 header h and

@@ -58,7 +58,7 @@ func TestFlowOutputAndVRF(t *testing.T) {
 	h := flowTestPacket(wire.ProtoUDP, 0, 0xb8, 0x9c, 0x40, 0x00, 0x35)
 	var k fib.Flow
 	k.Mark, k.OIF, k.L3mdev = 7, 7, 7 // cleared
-	outputFlow(&k, h)
+	outputFlow(&k, h, nil)
 	want := fib.Flow{Dst: h.Dst(), Src: h.Src(), IIF: 1, TOS: 0xb8, Proto: wire.ProtoUDP, SPort: 40000, DPort: 53}
 	if k != want {
 		t.Fatalf("output flow %+v, want %+v", k, want)
@@ -70,6 +70,13 @@ func TestFlowOutputAndVRF(t *testing.T) {
 	in.VRFTable, in.VRFIndex = 1001, 9
 	if iif, l3mdev := in.ruleInput(); iif != 9 || l3mdev != 1001 {
 		t.Fatalf("in a VRF: iif %d l3mdev %d, want the VRF device's 9 and its table 1001", iif, l3mdev)
+	}
+	// An answer to a packet received in a VRF is an output lookup there:
+	// oif the VRF device, its table as l3mdev, iif still lo.
+	outputFlow(&k, h, in)
+	want.OIF, want.L3mdev = 9, 1001
+	if k != want {
+		t.Fatalf("output flow in a VRF %+v, want %+v", k, want)
 	}
 }
 

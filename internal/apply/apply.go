@@ -248,6 +248,8 @@ func (c *Controller) applySteps(steps []Step, commit bool) error {
 	for _, n := range names {
 		switch {
 		case bridges[n] || vlanNames[n]:
+		case tx.IsVRF(n):
+			p.fail(p.names[n], errVRFDevice(n))
 		case p.unchecked[n] && !c.mayBePort(n): // a bridge or VLAN interface where it was named
 			p.fail(p.names[n], errNoDevice(n))
 		case startBridges[n]:
@@ -290,7 +292,7 @@ func (c *Controller) applySteps(steps []Step, commit bool) error {
 	// remembered, so it can go with the interface.
 	c.dropAutoHostVLANs(p.vlans, ops)
 	newAuto := c.autoHostVLANsBefore(p.vlans)
-	if err := c.e.Router().SyncIfaces(p.vlans, c.effective(p.settings)); err != nil {
+	if err := c.e.Router().SyncIfaces(p.vlans, c.effective(p.settings, tx.DevVRFs(), tx.DevVRF)); err != nil {
 		tx.Abort()
 		return err
 	}
@@ -362,9 +364,10 @@ func missing(err error) bool {
 		errors.Is(err, nexthop.ErrNotFound) || errors.Is(err, neigh.ErrNotFound) || errors.Is(err, fib.ErrRuleNotFound)
 }
 
-// effective combines the admin settings with the carrier state and the
-// kernel's MTUs.
-func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]l3.IfaceSettings {
+// effective combines the admin settings with the carrier state, the
+// kernel's MTUs and the devices' VRFs (devs: the enslaved devices of the
+// FIB state being made, devVRF: a device's VRF and table there).
+func (c *Controller) effective(settings map[string]l3.IfaceSettings, devs map[string]string, devVRF func(string) (string, uint32)) map[string]l3.IfaceSettings {
 	out := make(map[string]l3.IfaceSettings, len(settings)+len(c.carrierSeen))
 	for k, v := range settings {
 		out[k] = v
@@ -382,6 +385,7 @@ func (c *Controller) effective(settings map[string]l3.IfaceSettings) map[string]
 		s.MTU = mtu
 		out[name] = s
 	}
+	vrfSettings(out, devs, devVRF)
 	return out
 }
 
@@ -397,11 +401,13 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 	l := cmd.Link
 	switch l.Op {
 	case "add":
-		if bridges[l.Name] || vlanNames[l.Name] {
+		if bridges[l.Name] || vlanNames[l.Name] || tx.IsVRF(l.Name) {
 			p.fail(cmd.Pos, fmt.Errorf("%s: file exists", l.Name))
 			return
 		}
 		switch l.Kind {
+		case "vrf":
+			c.addVRF(p, st, bridges, vlanNames, tx)
 		case "bridge":
 			attrs, err := config.BridgeAttrs(l.Options, l.Address)
 			if err != nil {
@@ -436,6 +442,10 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 		}
 	case "delete":
 		switch {
+		case tx.IsVRF(l.Name):
+			if err := tx.DelVRF(l.Name); err != nil {
+				p.fail(cmd.Pos, err)
+			}
 		case vlanNames[l.Name]:
 			delete(vlanNames, l.Name)
 			for i, v := range p.vlans {
@@ -477,11 +487,15 @@ func (c *Controller) link(p *pending, st *Step, bridges, vlanNames map[string]bo
 			p.addL2(l2.BridgeSet{Name: l.Name, Attrs: attrs}, cmd.Pos, st.Lenient)
 			return
 		}
+		if tx.IsVRF(l.Name) {
+			c.setVRFLink(p, st)
+			return
+		}
 		if !bridges[l.Name] && !vlanNames[l.Name] && !st.Lenient && !c.declare(p, l.Name, cmd.Pos, bridges, vlanNames) {
 			return
 		}
 		if l.Master != "" || l.NoMaster {
-			p.addL2(l2.SetMaster{Port: l.Name, Master: l.Master}, cmd.Pos, st.Lenient)
+			c.setMaster(p, st, bridges, vlanNames, tx)
 		}
 		s := p.settings[l.Name]
 		if l.Up || l.Down {

@@ -36,7 +36,7 @@ func (c *Controller) SetCarrier(dev string, up bool) (changed bool, err error) {
 		tx.Abort()
 		return false, err
 	}
-	if err := c.e.Router().SyncIfaces(c.vlans, c.effective(c.settings)); err != nil {
+	if err := c.e.Router().SyncIfaces(c.vlans, c.effective(c.settings, tx.DevVRFs(), tx.DevVRF)); err != nil {
 		tx.Abort()
 		return false, err
 	}
@@ -70,7 +70,8 @@ func (c *Controller) SetKernelMTU(dev string, mtu int) (changed bool, err error)
 		return false, nil
 	}
 	c.kernelMTU[dev] = mtu
-	if err := c.e.Router().SyncIfaces(c.vlans, c.effective(c.settings)); err != nil {
+	f := c.e.FIB()
+	if err := c.e.Router().SyncIfaces(c.vlans, c.effective(c.settings, f.DevVRFs(), f.DevVRF)); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -220,6 +220,16 @@ func (n *normaliser) linkLogical(c *config.Command) []logical {
 	name := l.Name
 	switch l.Op {
 	case "add":
+		if l.Kind == "vrf" {
+			// Re-creating a VRF (another table) re-does its masters' lines
+			// (they depend on dev:NAME): the devices re-enter it.
+			return []logical{{
+				text:    fmt.Sprintf("vrf %s table %d", name, l.Table),
+				fwd:     *c,
+				inverse: []config.Command{with(c, func(x *config.Command) { x.Link = &config.LinkCmd{Op: "delete", Name: name} })},
+				own:     []key{n.named(keyDev, name)},
+			}}
+		}
 		if l.Kind == "vlan" {
 			return []logical{{
 				text:    fmt.Sprintf("vlan %s link %s id %d", name, l.Parent, l.VID),

@@ -237,6 +237,14 @@ func refLinkLogical(c *config.Command) []refLogical {
 	name := l.Name
 	switch l.Op {
 	case "add":
+		if l.Kind == "vrf" {
+			return []refLogical{{
+				text:    fmt.Sprintf("vrf %s table %d", name, l.Table),
+				fwd:     *c,
+				inverse: []config.Command{with(c, func(n *config.Command) { n.Link = &config.LinkCmd{Op: "delete", Name: name} })},
+				own:     []string{"dev:" + name},
+			}}
+		}
 		if l.Kind == "vlan" {
 			return []refLogical{{
 				text:    fmt.Sprintf("vlan %s link %s id %d", name, l.Parent, l.VID),

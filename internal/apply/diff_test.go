@@ -87,7 +87,18 @@ func genLine(r *rand.Rand) string {
 	}
 	mac := func() string { return fmt.Sprintf("02:00:00:00:%02x:%02x", r.IntN(4), r.IntN(8)) }
 	pick := func(opts ...string) string { return opts[r.IntN(len(opts))] }
-	switch r.IntN(23) {
+	vrf := pick("red", "blue")
+	switch r.IntN(26) {
+	case 23:
+		return fmt.Sprintf("link add %s type vrf table %s", vrf, pick("10", "20", "30"))
+	case 24:
+		// Routed ports, SVIs and bridge ports (moved out of their bridge).
+		return "link set " + pick(dev, dev, port) + pick(" master ", " vrf ") + vrf
+	case 25:
+		// No `link del VRF`: as for bridges, a master deleted later in the
+		// same file is not modelled by the diff's keys (a re-done master
+		// line would find it gone); ctl deletes are not diffed.
+		return fmt.Sprintf("route add 203.0.113.%d/32 dev %s table %s", r.IntN(4), dev, pick("10", "20", "30"))
 	case 0:
 		opts := ""
 		if r.IntN(2) == 0 {

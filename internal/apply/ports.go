@@ -17,37 +17,41 @@ import (
 
 // PortNamer collects the ports of the commands added to it, in file order.
 type PortNamer struct {
-	bridges, vlans map[string]bool
-	named          map[string]bool
+	bridges, vlans, vrfs map[string]bool
+	named                map[string]bool
 }
 
 // Add reads one command.
 func (p *PortNamer) Add(c *config.Command) {
 	if p.named == nil {
-		p.bridges, p.vlans, p.named = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		p.bridges, p.vlans, p.vrfs, p.named = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	}
 	switch {
 	case c.Link != nil:
 		l := c.Link
 		switch l.Op {
 		case "add":
-			if p.bridges[l.Name] || p.vlans[l.Name] {
+			if p.bridges[l.Name] || p.vlans[l.Name] || p.vrfs[l.Name] {
 				return // refused by Apply
 			}
 			switch l.Kind {
+			case "vrf":
+				p.vrfs[l.Name] = true
 			case "bridge":
 				p.bridges[l.Name] = true
 			case "vlan":
 				p.vlans[l.Name] = true
 			}
 		case "delete":
-			if p.vlans[l.Name] {
+			if p.vrfs[l.Name] {
+				delete(p.vrfs, l.Name)
+			} else if p.vlans[l.Name] {
 				delete(p.vlans, l.Name)
 			} else {
 				delete(p.bridges, l.Name)
 			}
 		case "set":
-			if l.Kind != "bridge" && !p.bridges[l.Name] && !p.vlans[l.Name] {
+			if l.Kind != "bridge" && !p.bridges[l.Name] && !p.vlans[l.Name] && !p.vrfs[l.Name] {
 				p.named[l.Name] = true
 			}
 		}
@@ -83,7 +87,7 @@ func namedDevs(c *config.Command, fn func(dev string)) {
 func (p *PortNamer) Names() []string {
 	var out []string
 	for n := range p.named {
-		if !p.bridges[n] && !p.vlans[n] {
+		if !p.bridges[n] && !p.vlans[n] && !p.vrfs[n] {
 			out = append(out, n)
 		}
 	}

@@ -1,7 +1,8 @@
 package apply
 
 // Snapshot: the whole configured state of an engine as text (routes of all
-// tables, addresses, nexthops, policy rules, link states, router interfaces, bridges with
+// tables, addresses, nexthops, VRFs, policy rules, link states, router interfaces (with
+// their VRF), bridges with
 // their attributes, members, VLANs, FDB and mdb, neighbours). Reloads
 // compare the snapshot of "old file + diff" with "new file on a fresh
 // engine"; the differential tests do the same.
@@ -45,6 +46,9 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 			fmt.Fprintf(&b, "nexthop id %d %s\n", id, nh)
 		}
 	}
+	for _, v := range f.VRFs() {
+		fmt.Fprintf(&b, "vrf %s table %d\n", v.Name, v.Table)
+	}
 	rules := f.Rules()
 	for i := range rules {
 		j := show.RuleOf(rules, &rules[i])
@@ -67,7 +71,9 @@ func (c *Controller) Snapshot(ports map[string]bool) string {
 		if i.Kind == l3.IfacePort && skipPort(i.Name) {
 			continue
 		}
-		fmt.Fprintf(&b, "iface %s kind %s mac %s mtu %d up %v fiblink %v\n", i.Name, i.Kind, mac(i.MAC.String()), i.MTU, i.Up(), f.LinkUp(i.Name))
+		vrf, _ := f.DevVRF(i.Name)
+		fmt.Fprintf(&b, "iface %s kind %s mac %s mtu %d up %v fiblink %v vrf %q table %d\n", i.Name, i.Kind, mac(i.MAC.String()), i.MTU, i.Up(), f.LinkUp(i.Name),
+			vrf, i.VRFTable)
 	}
 	for _, br := range e.Domain().Bridges() {
 		ml, _ := c.FDBMaxLearned(br.Name)

@@ -59,6 +59,14 @@ func TestParseForms(t *testing.T) {
 		{"link add link br0 name vlan10 type vlan id 10", true},
 		{"link add link br0 name vlan10 type vlan id 5000", false},
 		{"link add x type vxlan", false},
+		{"link add red type vrf table 10", true},
+		{"link add red type vrf table red", false},
+		{"link add red type vrf table 0", false},
+		{"link add red type vrf", false},
+		{"link add red type vrf id 10", false},
+		{"link set red type vrf table 11", false},
+		{"link set eth0 vrf red", true},
+		{"link add eth0 vrf red type bridge", false},
 		{"link set dev br0 type bridge ageing_time 100 vlan_filtering 1", true},
 		{"link set dev br0 type bridge", false},
 		{"link set dev br0 up type bridge ageing_time 100", false},
@@ -170,6 +178,7 @@ func TestAbbreviations(t *testing.T) {
 		{"link set eth1 n", "link set eth1 nomaster"},
 		{"link set eth1 a 02:00:00:00:00:09", "link set eth1 address 02:00:00:00:00:09"},
 		{"link add br0 ty bridge vlan_f 1 a 100", "link add br0 type bridge vlan_filtering 1 ageing_time 100"},
+		{"link add red ty vrf t 10", "link add red type vrf table 10"},
 	}
 	for _, c := range same {
 		a, b := parse(t, c.short), parse(t, c.long)
@@ -383,7 +392,7 @@ func TestHelp(t *testing.T) {
 		"ip bridge fdb ?": {"Usage: bridge fdb {"},
 		"fdb help":        {"Usage: bridge fdb {"},
 		"monitor help":    {"Usage: monitor { link | route | neigh | all | help | fdb }"},
-		"link help":       {"link add: up down name link address mtu master nomaster type dev"},
+		"link help":       {"link add: up down name link address mtu master vrf nomaster type dev"},
 	} {
 		c, ok, err := ParseLine(Pos{"t", 1}, line)
 		if err != nil || !ok {

@@ -2,6 +2,7 @@ package config
 
 // `link add NAME [address MAC] type bridge [OPTION VALUE]...`,
 // `link add link PARENT name NAME type vlan id VID`,
+// `link add NAME type vrf table TABLE`, `link set DEV vrf NAME`,
 // `link set [dev] NAME [up|down] [master M|nomaster] [mtu N] [address MAC]
 //  [type bridge OPTION VALUE...]`, `link del NAME`, and the `link show`
 // query, with iplink.c's keyword tables: `type` ends the common arguments
@@ -21,13 +22,17 @@ type LinkCmd struct {
 	Op   string // add, set, delete
 	Name string
 	// add; set with Kind "bridge" changes the bridge's attributes
-	Kind    string            // bridge, vlan
+	Kind    string            // bridge, vlan, vrf
 	Parent  string            // vlan: the bridge it sits on
 	VID     uint16            // vlan
+	Table   uint32            // vrf: the VRF's routing table
 	Options map[string]string // bridge options by their full name, e.g. vlan_filtering: 1
 	// set
 	Up, Down bool
 	Master   string
+	// VRFOnly is `vrf NAME` rather than `master NAME`: iplink.c refuses a
+	// master that is not a VRF then.
+	VRFOnly  bool
 	NoMaster bool
 	MTU      int
 	Address  net.HardwareAddr
@@ -46,7 +51,7 @@ var linkArgs = table("link argument",
 	unsupported(exact("inet"), exact("xdpgeneric"), exact("xdpdrv"), exact("xdpoffload"), exact("xdp"),
 		exact("netns"), exact("multicast"), exact("allmulticast"), exact("promisc"), exact("trailers"),
 		exact("arp"), exact("carrier"), exact("vf")),
-	kw("master"), unsupported(exact("vrf")), kw("nomaster"), unsupported(kw("dynamic")), kw("type"),
+	kw("master"), exact("vrf"), kw("nomaster"), unsupported(kw("dynamic")), kw("type"),
 	unsupported(kw("alias"), exact("group"), exact("mode"), exact("state"), kw("numtxqueues"),
 		kw("numrxqueues"), kw("addrgenmode"), kw("link-netns"), kw("link-netnsid"), exact("protodown"),
 		exact("protodown_reason"), exact("gso_max_size"), exact("gso_max_segs"), exact("gro_max_size"),
@@ -158,6 +163,12 @@ func parseLink(cmd *Command, w *words) error {
 			c.MTU = m
 		case "master":
 			err = setDev(&c.Master, v)
+		case "vrf":
+			if op != "set" {
+				return fmt.Errorf("link %s: %s is only for link set", op, Quote(a))
+			}
+			err = setDev(&c.Master, v)
+			c.VRFOnly = true
 		case "type":
 			err = parseLinkType(c, w, v)
 		}
@@ -174,7 +185,11 @@ func parseLink(cmd *Command, w *words) error {
 	if op == "add" {
 		switch c.Kind {
 		case "":
-			return errors.New("missing \"type bridge|vlan\"")
+			return errors.New("missing \"type bridge|vlan|vrf\"")
+		case "vrf":
+			if c.Table == 0 {
+				return errors.New("VRF table id is missing") // the vrf driver's extack
+			}
 		case "bridge":
 			if _, err := BridgeAttrs(c.Options, c.Address); err != nil {
 				return err
@@ -241,9 +256,35 @@ func parseLinkType(c *LinkCmd, w *words, kind string) error {
 		return nil
 	case kind == "vlan":
 		return fmt.Errorf("link %s ... type vlan: a VLAN interface's id is set when it is created", c.Op)
+	case kind == "vrf" && c.Op == "add":
+		c.Kind = kind
+		for w.More() {
+			a := w.Next()
+			if _, err := vrfLinkOptions.must(a); err != nil {
+				return err
+			}
+			v, err := w.Value(a)
+			if err != nil {
+				return err
+			}
+			t, err := parseTable(v)
+			if err != nil {
+				return fmt.Errorf("invalid table ID %s", Quote(v)) // iplink_vrf.c's invarg
+			}
+			if t == 0 {
+				return errors.New("Invalid VRF table id") // the vrf driver's extack (RT_TABLE_UNSPEC)
+			}
+			c.Table = t
+		}
+		return nil
+	case kind == "vrf":
+		return fmt.Errorf("link %s ... type vrf: a VRF's table is set when it is created", c.Op)
 	}
-	return fmt.Errorf("unsupported link type %s (want bridge or vlan)", Quote(kind))
+	return fmt.Errorf("unsupported link type %s (want bridge, vlan or vrf)", Quote(kind))
 }
+
+// vrfLinkOptions is vrf_parse_opt's chain (iplink_vrf.c).
+var vrfLinkOptions = table("vrf option", kw("table"))
 
 // parseLinkAddress reads a MAC for `address`: the kernel refuses
 // multicast (including broadcast) and all-zero addresses for an interface
