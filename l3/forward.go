@@ -75,8 +75,14 @@ func (w *Worker) forward(t *ifaceTable, p *pendingIP, f []byte, nh *nexthop.Next
 	switch w.xmit(out, next, f[l3-wire.EthernetHeaderLen:l3+len(h)], origin, mark) {
 	case xmitSent:
 		w.c.forwarded++
+		if w.vrf != 0 {
+			w.vrfForwarded()
+		}
 	case xmitQueued:
 		w.c.queued++
+		if w.vrf != 0 {
+			w.vrfForwarded()
+		}
 	case xmitNoNeigh:
 		w.drop(DropNeighQueue)
 	case xmitTooBig:

@@ -57,6 +57,7 @@ type Iface struct {
 	// (Iface.outputVRF). SyncIfaces sets them from IfaceSettings.
 	VRF                string
 	VRFTable, VRFIndex uint32
+	vrfSlot            uint8 // its per-VRF counters (vrfstats.go; 0: none)
 
 	up *atomic.Bool // shared by the versions of one interface
 }

@@ -157,6 +157,15 @@ func (w *Worker) act(a *neigh.Actions) {
 // is Released and, being sent now, Forwarded, or Expired and dropped for r;
 // the router's own packets count only when they fail.
 func (w *Worker) settle(mark xmitMark, r DropReason) {
+	// A parked packet is not the one being routed: its drop is not the
+	// current packet's VRF's (vrfstats.go).
+	v := w.vrf
+	w.vrf = 0
+	w.settleCount(mark, r)
+	w.vrf = v
+}
+
+func (w *Worker) settleCount(mark xmitMark, r DropReason) {
 	switch {
 	case mark&generated != 0:
 		if r != DropNone {

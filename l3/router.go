@@ -42,6 +42,11 @@ type Router struct {
 
 	namesMu sync.Mutex
 	names   map[string]uint32 // guarded by namesMu; never shrinks (like ifindex)
+
+	// Per-VRF counting slots (vrfstats.go): vrfSlots guarded by mu,
+	// vrfNames (slot -> name, [0] unused) published for Stats.
+	vrfSlots map[string]uint8
+	vrfNames atomic.Pointer[[]string]
 }
 
 // newRouter returns a router over a bridge domain.
@@ -52,6 +57,8 @@ func newRouter(dom *l2.Domain, opts routerOptions) *Router {
 		dom:     dom,
 		limiter: newICMPLimiter(opts.RateLimit, binary.LittleEndian.Uint64(seed[:])),
 		names:   map[string]uint32{},
+
+		vrfSlots: map[string]uint8{},
 	}
 	r.fib = fib.New(fib.Options{Trie: opts.Trie, Compiled: opts.Compiled, DevIndex: r.IfIndex})
 	neigh, err := neigh.NewTable(opts.Neigh, dom.Clock().Now())
@@ -125,6 +132,7 @@ func (r *Router) SyncIfaces(vlans []VLANIfaceSpec, settings map[string]IfaceSett
 			}
 			if s.VRF != "" && s.VRFTable != 0 {
 				i.VRF, i.VRFTable, i.VRFIndex = s.VRF, s.VRFTable, r.IfIndex(s.VRF)
+				i.vrfSlot = r.vrfSlot(s.VRF)
 			}
 		}
 		if i.MAC == (wire.MAC{}) {

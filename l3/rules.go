@@ -57,6 +57,10 @@ const loIndex = 1
 // loads the published state: a commit during the batch may split it
 // between two rule lists, each packet seeing one whole list.
 func (w *Worker) lookupFlows(t *ifaceTable, out []*nexthop.Nexthop) {
+	if cap(w.slots) < len(w.pending) {
+		w.slots = make([]uint8, len(w.pending), 2*len(w.pending))
+	}
+	slots := w.slots[:len(w.pending)]
 	var k fib.Flow
 	for i := range w.pending {
 		p := &w.pending[i]
@@ -65,11 +69,14 @@ func (w *Worker) lookupFlows(t *ifaceTable, out []*nexthop.Nexthop) {
 		k = fib.Flow{}
 		packetFlow(&k, h)
 		k.IIF, k.L3mdev = p.ifIndex, 0
+		slots[i] = 0
 		if in := t.get(p.ifIndex); in != nil {
 			k.IIF, k.L3mdev = in.ruleInput()
+			slots[i] = in.vrfSlot // vrfstats.go
 		}
 		out[i] = w.e.lookupFlow(&k)
 	}
+	w.slots = slots
 }
 
 // outputFlow fills k for a packet the router originates in answer to one

@@ -51,6 +51,7 @@ type publishedCounters struct {
 	punted                                           atomic.Uint64
 	drops                                            [dropReasonCount]atomic.Uint64
 	icmpSent                                         [numICMPKinds]atomic.Uint64
+	vrf                                              [maxVRFSlots]vrfPublished // vrfstats.go
 	_                                                [64]byte
 }
 

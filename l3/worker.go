@@ -54,6 +54,14 @@ type Worker struct {
 	nhs     []*nexthop.Nexthop
 	idx     []uint32
 
+	// Per-VRF counting (vrfstats.go): vrf is the slot of the packet being
+	// routed (0: none), slots the batch's slots (lookupFlows), vc the
+	// counters, vrfDirty the slots touched since the last publish.
+	vrf      uint8
+	slots    []uint8
+	vc       [maxVRFSlots]vrfCounters
+	vrfDirty []uint8
+
 	nw *neigh.Worker
 	// acts collects what neighbour calls ask for; handleActs works on
 	// acting, so the packets it sends may ask for more meanwhile.
@@ -111,10 +119,18 @@ func (w *Worker) FlushOrigins(send func(p *l2.Port, frames [][]byte, origins []i
 
 func (w *Worker) publish() {
 	w.pub.add(&w.c)
+	if len(w.vrfDirty) > 0 {
+		w.publishVRF()
+	}
 	w.nw.Publish()
 }
 
-func (w *Worker) drop(r DropReason) { w.c.drops[r]++ }
+func (w *Worker) drop(r DropReason) {
+	w.c.drops[r]++
+	if w.vrf != 0 {
+		w.vrfDrop(r)
+	}
+}
 
 // frameRef names an input frame of the batch being received: entry i of
 // the ReceiveGSO batch (batchFrame), or of tx.Host (hostFrame: the frames
@@ -269,10 +285,20 @@ func (w *Worker) routePending(t *ifaceTable) {
 	}
 	nhs := w.nhs[:n]
 	if w.e.customRules() {
-		w.lookupFlows(t, nhs) // rules.go
-	} else {
-		w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
+		w.lookupFlows(t, nhs) // rules.go; fills w.slots
+		w.c.fibLookups += uint64(n)
+		for i := range w.pending {
+			p := &w.pending[i]
+			f, origin := w.frame(p.ref)
+			w.vrf = w.slots[i]
+			w.route(t, p, f, nhs[i], origin)
+		}
+		w.vrf = 0
+		w.pending = w.pending[:0]
+		w.dsts = w.dsts[:0]
+		return
 	}
+	w.e.lookupBatch(w.dsts, nhs, w.idx[:n])
 	w.c.fibLookups += uint64(n)
 	for i := range w.pending {
 		p := &w.pending[i]

@@ -11,6 +11,7 @@ const (
 	metricARPReleased   = "netfwd_arp_released_total"
 	metricARPExpired    = "netfwd_arp_expired_total"
 	metricL3Drops       = "netfwd_l3_drops_total"
+	metricVRFForwarded  = "netfwd_vrf_forwarded_total"
 	metricL2Drops       = "netfwd_l2_drops_total"
 	metricICMPSent      = "netfwd_icmp_sent_total"
 	metricFDBEntries    = "netfwd_fdb_entries"

@@ -91,6 +91,12 @@ func (m emitter) router(e *l3.Engine) {
 		m.counter("l3_drops", v, r)
 	}
 	m.counter("forwarded", s.Forwarded)
+	for vrf, vs := range e.VRFStats() {
+		m.counter("vrf_forwarded", vs.Forwarded, vrf)
+		for r, v := range vs.Drops {
+			m.counter("vrf_l3_drops", v, vrf, r)
+		}
+	}
 	m.counter("arp_queued", s.Queued)
 	m.counter("arp_released", s.Released)
 	m.counter("arp_expired", s.Expired)

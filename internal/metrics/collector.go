@@ -17,6 +17,7 @@
 //	pktio_offload_total{port,kind}               gso, checksum_completed, checksum_unfixed, vlan_restored
 //	l2_drops_total{reason}, l3_drops_total{reason}   drops by reason (stable names of l2.DropReason, l3.DropReason)
 //	forwarded_total, fragmented_total, local_delivered_total, arp_received_total
+//	vrf_forwarded_total{vrf}, vrf_l3_drops_total{vrf,reason}   per VRF, from the route decision on (l3/vrfstats.go)
 //	arp_queued_total, arp_released_total, arp_expired_total   transit packets held for ARP, and how they ended
 //	fib_lookups_total                            FIB lookups (forwarding and router output)
 //	fib_routes{table,type}                       routes as configured
@@ -130,6 +131,8 @@ func NewCollector(src Source) *Collector {
 		"xdp_kick_gave_up":  desc("xdp_tx_kick_gave_up_total", "AF_XDP transmits that left frames on the TX ring for a later kick (the device made no progress).", "port"),
 		"l2_drops":          desc("l2_drops_total", "Bridge drops by reason.", "reason"),
 		"l3_drops":          desc("l3_drops_total", "Router drops by reason.", "reason"),
+		"vrf_forwarded":     desc("vrf_forwarded_total", "Transit packets received on a VRF's interfaces that the router handed to transmit (sent, or held for ARP).", "vrf"),
+		"vrf_l3_drops":      desc("vrf_l3_drops_total", "Router drops at or after the route decision of packets received on a VRF's interfaces, by reason.", "vrf", "reason"),
 		"forwarded":         desc("forwarded_total", "Packets the router forwarded (sent after the route decision, at once or released after waiting for ARP)."),
 		"arp_queued":        desc("arp_queued_total", "Transit packets held waiting for ARP resolution."),
 		"arp_released":      desc("arp_released_total", "Held transit packets sent once ARP resolved (also in forwarded_total)."),
