@@ -69,6 +69,10 @@ type Handler struct {
 	// daemon's opens the ports they newly name and makes the kernel follow
 	// them (link state, MTU: internal/daemon ctlapply.go, linkmtu.go).
 	Apply func(cmds []config.Command) error
+	// Flush runs a `route flush` / `neigh flush` line (nil: FlushSteps
+	// applied through Ctl). The daemon's refuses it while a hot restart
+	// holds the daemon and journals it as other ctl changes (flush.go).
+	Flush func(cmd config.Command) error
 	// Monitor serves `monitor` (nil: refused); Server.Close closes it.
 	Monitor *Monitor
 	// Capture serves `capture` (nil: refused): it writes pcap to w
@@ -263,6 +267,7 @@ func (h Handler) Do(req Request) Response {
 // query is a request's query line.
 type query struct {
 	line int
+	text string // the line as written (a flush is journaled as it)
 	q    config.Query
 	json bool
 }
@@ -288,10 +293,10 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 				if mon != nil {
 					errs.Add(&config.Error{Pos: pos, Err: fmt.Errorf("%s: one stream per request", cmd.Query.Name())})
 				}
-				mon = &query{i + 1, cmd.Query, cmd.JSON || req.JSON}
+				mon = &query{i + 1, cmd.Text, cmd.Query, cmd.JSON || req.JSON}
 				continue
 			}
-			queries = append(queries, query{i + 1, cmd.Query, cmd.JSON || req.JSON})
+			queries = append(queries, query{i + 1, cmd.Text, cmd.Query, cmd.JSON || req.JSON})
 		default:
 			cmds = append(cmds, cmd)
 		}
@@ -322,7 +327,7 @@ func (h Handler) serve(req Request, rw *responseWriter, slots chan struct{}) {
 			}
 			continue
 		case config.RouteFlush, config.NeighFlush:
-			if err := h.flush(q.line, qq); err != nil {
+			if err := h.flush(config.Command{Pos: config.Pos{File: "ctl", Line: q.line}, Text: q.text, Query: qq}); err != nil {
 				addJoined(&errs, err)
 			}
 			continue

@@ -422,7 +422,7 @@ func (d *Daemon) openListeners() (err error) {
 			// them to it.
 			listen, listenHandover = ctlsock.ListenAside, handover.ListenAside
 		}
-		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply,
+		if d.ctlSrv, err = listen(opts.Ctl, ctlsock.Handler{Ctl: d.ctl, Reload: d.Reload, Apply: d.ctlApply, Flush: d.ctlFlush,
 			Monitor: ctlsock.NewMonitor(d.ctl), Capture: d.Capture, Trace: d.Trace, RingDrops: d.portRingDrops}); err != nil {
 			return fmt.Errorf("ctl: %w", err)
 		}
