@@ -39,7 +39,9 @@ func (s *state) lookupTables(a netip.Addr, f lookupFilter, devIndex func(string)
 	if !a.Is4() {
 		return nil
 	}
-	k := Flow{Dst: wire.Addr4From(a), OIF: devIndex(f.dev), IIF: 1} // the router's own lookup: iif lo
+	// The router's own lookup: iif lo; a device in a VRF gives the flow the
+	// VRF's l3mdev (l3mdev_update_flow, for fib_check_nh_v4_gw's lookup).
+	k := Flow{Dst: wire.Addr4From(a), OIF: devIndex(f.dev), IIF: 1, L3mdev: s.vrfTable(f.dev)}
 	return walkSlow(s.rules.list, s.tables, &k, f, devIndex).route
 }
 

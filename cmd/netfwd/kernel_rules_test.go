@@ -104,6 +104,18 @@ type rulePart struct {
 type rgen struct {
 	kgen
 	adds [][]rulePart // the rule adds generated so far
+	// ruleDevs and routeDevs, when set, are the devices rules and routes
+	// name instead of kgen.dev's (kernel_vrf_test.go: the VRFs' ports too).
+	ruleDevs, routeDevs []string
+	prios               []uint32 // when set, the priorities instead of rulePrios
+}
+
+// prio is a rule's priority or goto target.
+func (g *rgen) prio() uint32 {
+	if len(g.prios) > 0 {
+		return g.prios[g.r.IntN(len(g.prios))]
+	}
+	return rulePrios[g.r.IntN(len(rulePrios))]
 }
 
 var (
@@ -152,17 +164,17 @@ func (g *rgen) line() rline {
 	case "":
 		switch g.r.IntN(5) {
 		case 0:
-			l += " dev " + g.dev()
+			l += " dev " + g.routeDev()
 		case 1:
-			l += " via " + g.gateway() + " dev " + g.dev() + " onlink"
+			l += " via " + g.gateway() + " dev " + g.routeDev() + " onlink"
 		default:
 			l += " via " + g.gateway()
 			if g.r.IntN(2) == 0 {
-				l += " dev " + g.dev()
+				l += " dev " + g.routeDev()
 			}
 		}
 	case "local ", "broadcast ":
-		l += " dev " + g.dev()
+		l += " dev " + g.routeDev()
 	}
 	l += table
 	if g.r.IntN(4) == 0 {
@@ -222,6 +234,17 @@ func (g *rgen) ruleDev() string {
 	if g.r.IntN(5) == 0 {
 		return "lo"
 	}
+	if len(g.ruleDevs) > 0 {
+		return g.ruleDevs[g.r.IntN(len(g.ruleDevs))]
+	}
+	return g.dev()
+}
+
+// routeDev is the device of a route line.
+func (g *rgen) routeDev() string {
+	if len(g.routeDevs) > 0 {
+		return g.routeDevs[g.r.IntN(len(g.routeDevs))]
+	}
 	return g.dev()
 }
 
@@ -230,7 +253,7 @@ func (g *rgen) selectorParts() []rulePart {
 	var ps []rulePart
 	add := func(text string, set func(*fib.RuleSpec)) { ps = append(ps, rulePart{text, set}) }
 	if g.r.IntN(4) != 0 {
-		p := rulePrios[g.r.IntN(len(rulePrios))]
+		p := g.prio()
 		add(fmt.Sprint("pref ", p), func(s *fib.RuleSpec) { s.Priority, s.PrioritySet = p, true })
 	}
 	if g.r.IntN(12) == 0 {
@@ -296,7 +319,7 @@ func (g *rgen) actionParts() []rulePart {
 		add("lookup "+name, func(s *fib.RuleSpec) { s.Table, s.TableSet = id, true })
 	case k < 60:
 	case k < 72:
-		n := rulePrios[g.r.IntN(len(rulePrios))]
+		n := g.prio()
 		add(fmt.Sprint("goto ", n), func(s *fib.RuleSpec) { s.Action, s.ActionSet, s.Goto = fib.RuleGoto, true, n })
 	case k < 79:
 		add("nop", act(fib.RuleNop))
@@ -349,7 +372,7 @@ func (g *rgen) ruleLine() rline {
 	case k < 22: // a delete of random attributes
 		parts := append(g.selectorParts(), g.actionParts()...)
 		if len(parts) == 0 || len(parts) == 1 && parts[0].text == "from all" {
-			p := rulePrios[g.r.IntN(len(rulePrios))]
+			p := g.prio()
 			parts = []rulePart{{fmt.Sprint("pref ", p), func(s *fib.RuleSpec) { s.Priority, s.PrioritySet = p, true }}}
 		}
 		return buildRule("del", parts)
@@ -551,6 +574,7 @@ type rprobe struct {
 	mark         uint32
 	tos, proto   uint8
 	sport, dport uint16
+	uid          uint32 // kernel_vrf_test.go's stand-in for `vrf NAME`
 }
 
 func (p *rprobe) line() string {
@@ -578,6 +602,9 @@ func (p *rprobe) line() string {
 	}
 	if p.dport != 0 {
 		l += fmt.Sprint(" dport ", p.dport)
+	}
+	if p.uid != 0 {
+		l += fmt.Sprint(" uid ", p.uid)
 	}
 	return l
 }
