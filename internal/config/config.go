@@ -175,6 +175,8 @@ func parseCommand(cmd *Command, w *words) error {
 		return parseRoute(cmd, w)
 	case "rule":
 		return parseRule(cmd, w)
+	case "vrfs":
+		return parseVRF(cmd, w)
 	case "address":
 		return parseAddr(cmd, w)
 	case "nexthop":

@@ -379,11 +379,11 @@ func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // commands and arguments the parser takes are listed, unsupported ones not.
 func TestHelp(t *testing.T) {
 	for line, want := range map[string][]string{
-		"help":            {"OBJECT := { address | route | rule | neighbor | link | monitor | nexthop | help | stats | bridge | fdb | vlan | reload | capture | trace }", "-json"},
+		"help":            {"OBJECT := { address | route | rule | neighbor | link | monitor | vrf | nexthop | help | stats | bridge | fdb | vlan | reload | capture | trace }", "-json"},
 		"?":               {"OBJECT := "},
-		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: tos from iif mark oif sport dport ipproto"},
+		"route help":      {"Usage: route { add | change | replace | append | delete | show | get | flush | help }", "route get: tos from iif mark oif vrf sport dport ipproto"},
 		"r h":             {"Usage: route {"},
-		"route show help": {"route show: table protocol scope type dev to", "route prefix selector: root match exact"},
+		"route show help": {"route show: table vrf protocol scope type dev to", "route prefix selector: root match exact"},
 		"ip route add ?":  {"route add: src via metric"},
 		"neigh help":      {"neigh flush: dev nud"},
 		"bridge fdb help": {"Usage: bridge fdb {", "bridge fdb show: dev br"},

@@ -61,6 +61,7 @@ func init() {
 			"show": modify(ruleShowArgs), "flush": modify(ruleShowArgs),
 		}},
 		"stats":   {statsCommands, nil},
+		"vrfs":    {vrfCommands, nil},
 		"monitor": {monitorObjects, nil},
 		"capture": {captureArgs, nil},
 		"trace":   {traceArgs, nil},

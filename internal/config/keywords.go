@@ -145,7 +145,8 @@ func (t *keywords) mustIn(word string, cfg bool) (string, error) {
 // offered where queries are answered (the control socket, `netfwd route`)
 // and never by the config file reader.
 var queryMeanings = map[string]bool{"show": true, "get": true, "stats": true, "reload": true,
-	"flush": true, "monitor": true, "help": true, "capture": true, "trace": true}
+	"flush": true, "monitor": true, "help": true, "capture": true, "trace": true,
+	"vrfs": true} // the `vrf` object: only `vrf show` (`link ... vrf NAME` is configuration)
 
 // offered reports whether a message in context cfg may offer k.
 func (k keyword) offered(cfg bool) bool {
@@ -183,7 +184,7 @@ var ipObjects = table("object",
 	unsupported(kw("ntable"), kw("ntbl")), kw("link"),
 	unsupported(kw("l2tp"), kw("fou"), kw("ila"), kw("macsec"), kw("tunnel"), kw("tunl"), kw("tuntap"),
 		kw("tap"), kw("token"), kw("tcpmetrics"), kw("tcp_metrics")), kw("monitor"), unsupported(kw("xfrm"), kw("mroute"),
-		kw("mrule"), kw("netns"), kw("netconf"), kw("vrf"), kw("sr")),
+		kw("mrule"), kw("netns"), kw("netconf")), kw("vrf", "vrfs"), unsupported(kw("sr")),
 	kw("nexthop"), unsupported(kw("mptcp"), kw("ioam")), kw("help"), kw("stats"),
 	// netfwd: `bridge ...` lines, the control socket's shorthands.
 	kw("bridge"), exact("nh", "nexthop"), kw("fdb", "bridge-fdb"), kw("vlan", "bridge-vlan"), kw("reload"),

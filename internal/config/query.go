@@ -43,6 +43,18 @@ type RouteFilter struct {
 	// containing it (`match P`); a bare prefix or `exact P` sets both
 	// (that one prefix). Invalid: not set.
 	Root, Match netip.Prefix
+	// VRF is `vrf NAME`: the VRF's table without its local and broadcast
+	// routes, as iproute2 sets filter.tb and filter.typemask. The table is
+	// the VRF's at the time of the query (InVRF), not of the parse.
+	VRF string
+	// NoLocal hides local and broadcast routes (set by InVRF).
+	NoLocal bool
+}
+
+// InVRF is the selector with its VRF resolved to table (the VRF's).
+func (f RouteFilter) InVRF(table uint32) RouteFilter {
+	f.Table, f.NoLocal = table, true
+	return f
 }
 
 // RouteFlush is `ip route flush SELECTOR`: delete the configured routes
@@ -101,6 +113,9 @@ type RouteGet struct {
 	Mark         uint32
 	TOS, IPProto uint8
 	SPort, DPort uint16
+	// VRF is `vrf NAME`: the lookup in that VRF, as the kernel's with the
+	// VRF device as the flow's output interface.
+	VRF string
 }
 
 // AddrShow is `ip address show [up] [[dev] D]`.
@@ -219,7 +234,7 @@ func parseListFilter(w *words) (dev string, up bool, err error) {
 // routeGetArgs is iproute_get's argument table.
 var routeGetArgs = table("route get argument",
 	exact("tos"), kw("dsfield", "tos"), kw("from"), kw("iif"), kw("mark"), kw("oif"), exact("dev", "oif"),
-	unsupported(kw("notify"), kw("connected"), kw("vrf"), kw("uid"), kw("fibmatch"), exact("as")), kw("sport"),
+	unsupported(kw("notify"), kw("connected")), kw("vrf"), unsupported(kw("uid"), kw("fibmatch"), exact("as")), kw("sport"),
 	kw("dport"), kw("ipproto"), unsupported(exact("flowlabel")),
 )
 
@@ -250,6 +265,10 @@ func parseRouteGet(w *words) (Query, error) {
 				}
 			case "oif":
 				if err := setDev(&q.OIf, v); err != nil {
+					return nil, err
+				}
+			case "vrf":
+				if err := setDev(&q.VRF, v); err != nil {
 					return nil, err
 				}
 			default:
@@ -302,7 +321,7 @@ func setRouteGetFlow(q *RouteGet, means, v string) error {
 // routeShowArgs is iproute_list_flush_or_save's argument table.
 var routeShowArgs = table("route show argument",
 	kw("table"),
-	unsupported(kw("vrf"), kw("cached"), kw("cloned"), exact("tos"), kw("dsfield")), kw("protocol"), kw("scope"),
+	kw("vrf"), unsupported(kw("cached"), kw("cloned"), exact("tos"), kw("dsfield")), kw("protocol"), kw("scope"),
 	kw("type"), exact("dev"), exact("oif", "dev"),
 	unsupported(exact("iif"), exact("mark"), kw("metric"), kw("priority"),
 		exact("preference"), exact("via"), exact("src"), kw("realms"), kw("from")), exact("to"),
@@ -392,6 +411,10 @@ func parseRouteFilter(w *words, dflt uint32) (RouteFilter, error) {
 			if err := setDev(&f.Dev, v); err != nil {
 				return f, err
 			}
+		case "vrf":
+			if err := setDev(&f.VRF, v); err != nil {
+				return f, err
+			}
 		}
 	}
 	return f, nil
@@ -403,6 +426,9 @@ func (f *RouteFilter) Selects(r *fib.Route) bool {
 		return false
 	}
 	if f.Proto != 0 && r.Proto != f.Proto || f.TypeSet && r.Type != f.Type || f.ScopeSet && r.Scope != f.Scope {
+		return false
+	}
+	if f.NoLocal && (r.Type == fib.Local || r.Type == fib.Broadcast) {
 		return false
 	}
 	if f.Root.IsValid() && (r.Prefix.Bits() < f.Root.Bits() || !f.Root.Contains(r.Prefix.Addr())) {

@@ -247,6 +247,21 @@ func TestCtlFlush(t *testing.T) {
 	if _, err := Do(sock, []string{"neigh flush dev eth9"}, false); err == nil {
 		t.Error("neigh flush of a missing device accepted")
 	}
+	// route flush vrf: the VRF's table, its local and broadcast routes
+	// kept (iproute2's typemask); an unknown VRF is refused.
+	if _, err := Do(sock, []string{"link add red type vrf table 10", "link set eth2 master red",
+		"address add 10.9.0.1/24 dev eth2", "route add 10.5.0.0/16 via 10.9.0.9 table 10"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Do(sock, []string{"route flush vrf red"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := show("route show table 10"); strings.Contains(got, "10.5.0.0") || !strings.Contains(got, "local 10.9.0.1") {
+		t.Errorf("after route flush vrf red:\n%s", got)
+	}
+	if _, err := Do(sock, []string{"route flush vrf blue"}, false); err == nil {
+		t.Error("route flush of a missing VRF accepted")
+	}
 }
 
 // The handler's RingDrops reach `-s link` as each port's RX missed

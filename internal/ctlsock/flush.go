@@ -67,6 +67,13 @@ func FlushSteps(c *apply.Controller, cmd config.Command) ([]apply.Step, error) {
 	e := c.Engine()
 	switch q := cmd.Query.(type) {
 	case config.RouteFlush:
+		if q.VRF != "" { // the VRF's table now, as at the line's place in a replay
+			t, ok := e.FIB().VRFTable(q.VRF)
+			if !ok {
+				return nil, fmt.Errorf("%s: %w %q (no such VRF)", cmd.Pos, ErrFlushNoDevice, q.VRF)
+			}
+			q.RouteFilter = q.RouteFilter.InVRF(t)
+		}
 		for _, r := range e.FIB().Routes(q.Table) {
 			if r.Owner != fib.OwnerConfig || !q.Selects(r) {
 				continue

@@ -27,6 +27,10 @@ type Link struct {
 	Stats64   *Stats64 `json:"stats64,omitempty"` // `-s`
 }
 
+// vrfMTU is the MTU Linux gives a vrf device (drivers/net/vrf.c: 64 KiB
+// + an IPv6 header).
+const vrfMTU = 65575
+
 // linkList returns the interfaces a `link show` query selects; an unknown
 // device is an error, as iproute2's.
 func linkList(st State, q config.LinkShow) ([]Link, error) {
@@ -35,9 +39,21 @@ func linkList(st State, q config.LinkShow) ([]Link, error) {
 	seen := map[string]bool{}
 	for _, i := range e.Router().Ifaces() {
 		seen[i.Name] = true
-		j := Link{Ifindex: i.Index, Ifname: i.Name, MTU: i.MTU, LinkType: "ether", Address: i.MAC.String(), Kind: i.Kind.String()}
+		j := Link{Ifindex: i.Index, Ifname: i.Name, MTU: i.MTU, LinkType: "ether", Address: i.MAC.String(), Kind: i.Kind.String(),
+			Master: i.VRF}
 		j.Operstate, j.Flags = linkState(st, i.Name, i.Up())
 		list = append(list, j)
+	}
+	// The VRF devices, as Linux shows a vrf link: a master without ARP,
+	// up, of the vrf driver's MTU. netfwd gives them no index of their
+	// own in `link show` (their flows' VRF index is internal).
+	for _, v := range e.FIB().VRFs() {
+		if seen[v.Name] {
+			continue
+		}
+		seen[v.Name] = true
+		list = append(list, Link{Ifname: v.Name, Flags: []string{"NOARP", "MASTER", "UP", "LOWER_UP"}, MTU: vrfMTU,
+			Operstate: "UP", LinkType: "ether", Kind: "vrf"})
 	}
 	for _, p := range e.Domain().Ports() {
 		if seen[p.Name] || p.Bridge() == nil {

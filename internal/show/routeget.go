@@ -125,7 +125,7 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 	var res fib.Result
 	var ok bool
 	fq := fib.FlowQuery{Dst: a, Src: q.From, IIF: q.IIf, OIF: q.OIf, Mark: q.Mark, TOS: q.TOS, Proto: q.IPProto,
-		SPort: q.SPort, DPort: q.DPort}
+		SPort: q.SPort, DPort: q.DPort, VRF: q.VRF}
 	fast, check := fastLookup(f, fq)
 	disagree := func() bool {
 		return check && (ok != (nh != nil) || ok && res.Route.NH != nh && res.Route.Type != fib.Throw)
@@ -228,17 +228,17 @@ func appendRouteGet(b []byte, f *fib.FIB, q config.RouteGet, asJSON bool) ([]byt
 // whether its answer must agree with LookupRouteFlow's: with Linux's
 // default rules the merged lookup of the destination (selectors choose
 // nothing then); with custom rules the rule walk of an output flow (no
-// iif: a VRF would change the flow LookupRouteFlow builds). oif restricts
+// iif or vrf: a VRF changes the flow LookupRouteFlow builds). oif restricts
 // only the slow lookup, so it is never compared.
 func fastLookup(f *fib.FIB, q fib.FlowQuery) (lookup func() *nexthop.Nexthop, check bool) {
 	if !f.HasCustomRules() {
-		return func() *nexthop.Nexthop { return f.Lookup(q.Dst) }, q.OIF == ""
+		return func() *nexthop.Nexthop { return f.Lookup(q.Dst) }, q.OIF == "" && q.VRF == ""
 	}
 	k := fib.Flow{Dst: wire.Addr4From(q.Dst), IIF: 1, Mark: q.Mark, TOS: q.TOS, Proto: q.Proto, SPort: q.SPort, DPort: q.DPort}
 	if q.Src.Is4() {
 		k.Src = wire.Addr4From(q.Src)
 	}
-	return func() *nexthop.Nexthop { return f.LookupFlow(&k) }, q.OIF == "" && q.IIF == ""
+	return func() *nexthop.Nexthop { return f.LookupFlow(&k) }, q.OIF == "" && q.IIF == "" && q.VRF == ""
 }
 
 // appendRuleAnswer is the answer when a rule's action decided (blackhole,

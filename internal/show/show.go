@@ -60,6 +60,11 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 				return fmt.Errorf("Cannot find device %q", dev)
 			}
 		}
+		if q.VRF != "" {
+			if _, ok := e.FIB().VRFTable(q.VRF); !ok {
+				return errInvalidVRF(q.VRF)
+			}
+		}
 		b, status := appendRouteGet(nil, e.FIB(), q, asJSON)
 		if _, err := w.Write(b); err != nil {
 			return err
@@ -69,7 +74,17 @@ func Answer(w io.Writer, st State, q config.Query, asJSON bool) error {
 		}
 		return nil
 	case config.RouteShow:
-		return RoutesFiltered(w, e.FIB(), q.RouteFilter, asJSON)
+		f := q.RouteFilter
+		if f.VRF != "" {
+			t, ok := e.FIB().VRFTable(f.VRF)
+			if !ok {
+				return errInvalidVRF(f.VRF)
+			}
+			f = f.InVRF(t)
+		}
+		return RoutesFiltered(w, e.FIB(), f, asJSON)
+	case config.VRFShow:
+		return vrfs(w, e.FIB(), q, asJSON)
 	case config.RuleShow:
 		return Rules(w, e.FIB(), q.RuleFilter, asJSON)
 	case config.Help:
