@@ -184,7 +184,7 @@ func TestE2ECtlShow(t *testing.T) {
 
 	// help at every level.
 	wantLines(t, "help", e.ctl("help"), `OBJECT := \{ address \| route`)
-	wantLines(t, "route help", e.ctl("route help"), `route flush: table protocol scope type dev`, `route get: tos from iif mark oif sport dport ipproto`)
+	wantLines(t, "route help", e.ctl("route help"), `route flush: table vrf protocol scope type dev`, `route get: tos from iif mark oif vrf sport dport ipproto`)
 	wantLines(t, "neigh ?", e.ctl("neigh ?"), `neigh flush: dev nud`)
 }
 
