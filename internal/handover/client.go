@@ -161,14 +161,28 @@ func (cl *Client) Done() error {
 	return nil
 }
 
-// WaitExit waits up to d for the old process to exit.
+// WaitExit waits up to d for the old process to exit. It looks at the
+// pidfd without blocking and sleeps between looks: a poll(2) that blocks
+// holds its P (GOMAXPROCS) for the whole wait, and the workers, which
+// forward while the old process shuts down, would wait for the runtime's
+// sysmon (up to 10 ms a time) to take it back: frames lost to a full
+// ring on a machine with as many Ps as workers.
 func (cl *Client) WaitExit(d time.Duration) bool {
 	if cl.pidfd < 0 {
 		return true
 	}
 	pfd := []unix.PollFd{{Fd: int32(cl.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, int(d.Milliseconds()))
-	return err == nil && n > 0
+	for deadline := time.Now().Add(d); ; {
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
+			return true
+		} else if err != nil && err != unix.EINTR {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Close ends the connection (after Pause without Done: the old daemon
