@@ -56,7 +56,6 @@ import (
 	"github.com/netfwd/netfwd/internal/fpm"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/rtnl"
-	"golang.org/x/sys/unix"
 )
 
 // Options configure a Mirror.
@@ -129,9 +128,14 @@ type Mirror struct {
 	log   *slog.Logger
 	conn  *rtnl.Conn // subscribed
 	dumpc *rtnl.Conn // dump requests
-	links *rtnl.LinkTable
-	tr    *fpm.Translator
-	stats Stats
+	// either waits for conn or dumpc, waits[c] for one of them: in the
+	// netpoller (pktio.Poller), not in poll(2), which would hold a P from
+	// the forwarding workers for the whole wait.
+	either *pktio.Poller
+	waits  map[*rtnl.Conn]*pktio.Poller
+	links  *rtnl.LinkTable
+	tr     *fpm.Translator
+	stats  Stats
 
 	started bool // the first cycle was requested (Sync or Run)
 	mark    uint8
@@ -222,7 +226,15 @@ func (m *Mirror) Links() *rtnl.LinkTable { return m.links }
 // Close closes the sockets (after Run returned, or instead of Run).
 func (m *Mirror) Close() error {
 	var err error
-	m.closeOnce.Do(func() { err = errors.Join(m.conn.Close(), m.dumpc.Close()) })
+	m.closeOnce.Do(func() {
+		err = errors.Join(m.conn.Close(), m.dumpc.Close())
+		if m.either != nil {
+			m.either.Close()
+		}
+		for _, w := range m.waits {
+			w.Close()
+		}
+	})
 	return err
 }
 
@@ -295,15 +307,18 @@ func (m *Mirror) Sync(timeout time.Duration) error {
 
 // step waits up to wait ms for messages on either socket and applies them.
 func (m *Mirror) step(wait int) error {
-	fds := [2]unix.PollFd{{Fd: int32(m.conn.Fd()), Events: unix.POLLIN}, {Fd: int32(m.dumpc.Fd()), Events: unix.POLLIN}}
-	ready, err := unix.Poll(fds[:], wait)
-	if err != nil && !errors.Is(err, unix.EINTR) {
-		return fmt.Errorf("kmirror: poll: %w", err)
+	if err := m.initWaits(); err != nil {
+		return err
 	}
-	if ready == 0 {
+	ready, err := m.either.WaitFor(time.Duration(wait) * time.Millisecond)
+	if err != nil {
+		return fmt.Errorf("kmirror: wait: %w", err)
+	}
+	if !ready {
 		m.burstEnded()
+		return nil
 	}
-	if fds[1].Revents != 0 {
+	if pktio.Readable(m.dumpc.Fd()).Ready() {
 		overrun, err := m.gather(m.dumpc)
 		if err != nil {
 			return fmt.Errorf("kmirror: dump: %w", err)
@@ -315,7 +330,7 @@ func (m *Mirror) step(wait int) error {
 			return err
 		}
 	}
-	if fds[0].Revents != 0 {
+	if pktio.Readable(m.conn.Fd()).Ready() {
 		overrun, err := m.gather(m.conn)
 		if err != nil {
 			return fmt.Errorf("kmirror: %w", err)
@@ -332,6 +347,40 @@ func (m *Mirror) step(wait int) error {
 	return nil
 }
 
+// initWaits makes the waiters on first use.
+func (m *Mirror) initWaits() error {
+	if m.either != nil {
+		return nil
+	}
+	mk := func(cs ...*rtnl.Conn) (*pktio.Poller, error) {
+		w, err := pktio.NewPoller()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if err := w.Add(pktio.Readable(c.Fd())); err != nil {
+				w.Close()
+				return nil, err
+			}
+		}
+		return w, nil
+	}
+	m.waits = map[*rtnl.Conn]*pktio.Poller{}
+	for _, c := range []*rtnl.Conn{m.conn, m.dumpc} {
+		w, err := mk(c)
+		if err != nil {
+			return fmt.Errorf("kmirror: %w", err)
+		}
+		m.waits[c] = w
+	}
+	w, err := mk(m.conn, m.dumpc)
+	if err != nil {
+		return fmt.Errorf("kmirror: %w", err)
+	}
+	m.either = w
+	return nil
+}
+
 // gather reads what arrives on c into m.raw until the batch is due: it
 // holds 1/8 of the FIB's prefixes (at least 4096 messages: in place pays),
 // or the socket stayed empty for IdleCommit, or MaxBatchDelay passed. The
@@ -342,7 +391,10 @@ func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 	start := time.Now()
 	target := max(4096, m.opts.FIB.Size()/8)
 	n := 0
-	fds := []unix.PollFd{{Fd: int32(c.Fd()), Events: unix.POLLIN}}
+	if err := m.initWaits(); err != nil {
+		return false, err
+	}
+	wait := m.waits[c]
 	for time.Since(start) < m.opts.MaxBatchDelay && n < target && len(m.raw) < 64<<20 {
 		b, err := c.TryReceive()
 		if errors.Is(err, rtnl.ErrOverrun) {
@@ -352,7 +404,7 @@ func (m *Mirror) gather(c *rtnl.Conn) (bool, error) {
 			return false, err
 		}
 		if b == nil {
-			if k, _ := unix.Poll(fds, int(m.opts.IdleCommit.Milliseconds())); k <= 0 {
+			if ok, err := wait.WaitFor(m.opts.IdleCommit); err != nil || !ok {
 				break // idle: the burst is over
 			}
 			continue

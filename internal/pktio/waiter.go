@@ -19,7 +19,9 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +37,7 @@ type Poller struct {
 	wakeFn func(uintptr) bool
 
 	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 // NewPoller returns an empty Poller.
@@ -109,6 +112,48 @@ func (w *Poller) Wait() error {
 	return err
 }
 
+// WaitFor is Wait bounded by d: false when d passed first. Like Wait it
+// parks the goroutine in the netpoller, never in a blocking system call: a
+// goroutine blocked in poll(2) holds its P, and with as many Ps as workers
+// a worker woken meanwhile waits for the runtime to take it back (up to a
+// sysmon period, 10 ms when the process is quiet).
+func (w *Poller) WaitFor(d time.Duration) (bool, error) {
+	if w.check(0) {
+		return true, nil
+	}
+	if err := w.file.SetReadDeadline(time.Now().Add(d)); err != nil {
+		if errors.Is(err, os.ErrClosed) || w.closed.Load() {
+			return false, ErrClosed
+		}
+		return false, err
+	}
+	err := w.rc.Read(w.wakeFn)
+	w.file.SetReadDeadline(time.Time{})
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case errors.Is(err, os.ErrClosed) || w.closed.Load():
+		return false, ErrClosed
+	}
+	return false, err
+}
+
+// Readable is a Waitable for any pollable fd (a netlink socket): ready
+// when a read would not block, asked with a poll(2) that does not wait.
+type Readable int
+
+// PollFd implements Waitable.
+func (r Readable) PollFd() int { return int(r) }
+
+// Ready implements Waitable.
+func (r Readable) Ready() bool {
+	pfd := [1]unix.PollFd{{Fd: int32(r), Events: unix.POLLIN}}
+	n, _ := unix.Poll(pfd[:], 0)
+	return n > 0 && pfd[0].Revents != 0
+}
+
 // check is the netpoller callback: true when Wait may return. Before
 // reporting "not ready" it drains the epoll instance's ready list, so the
 // next kernel wake-up is a new edge for the netpoller.
@@ -150,6 +195,7 @@ func (w *Poller) Wake() {
 func (w *Poller) Close() error {
 	var err error
 	w.closeOnce.Do(func() {
+		w.closed.Store(true)
 		err = errors.Join(w.file.Close(), unix.Close(w.evfd))
 	})
 	return err
