@@ -421,66 +421,16 @@ func kernelRulesRound(t *testing.T, seed uint64) {
 	for len(lines) < 450 {
 		lines = append(lines, g.line())
 	}
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.text
-	}
-	file := filepath.Join(t.TempDir(), "rules.batch")
-	if err := os.WriteFile(file, []byte(strings.Join(texts, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := testenv.Output("ip", "-n", ns, "-force", "-batch", file)
-	kernelFailed := map[int]string{}
-	prev := ""
-	for _, l := range strings.Split(out, "\n") {
-		if m := failedLine.FindStringSubmatch(l); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			kernelFailed[n] = prev
-		}
-		prev = l
-	}
-
-	parseRules := ruleParserLanded()
 	f := fib.New(fib.Options{})
 	tx := f.Begin(len(lines))
-	ours := map[int]string{}
-	for i, l := range lines {
-		var err error
-		if l.spec != nil && !parseRules {
-			if l.del {
-				err = tx.DelRule(*l.spec)
-			} else {
-				err = tx.AddRule(*l.spec)
-			}
-		} else {
-			cmd, ok, perr := config.ParseLine(config.Pos{File: "rules.batch", Line: i + 1}, l.text)
-			err = perr
-			if err == nil && ok {
-				err = apply.FIBCommand(tx, &cmd)
-			}
-		}
-		if err != nil {
-			ours[i+1] = err.Error()
-		}
-	}
-	tx.Commit()
-	for n := 1; n <= len(lines); n++ {
-		k, kf := kernelFailed[n]
-		o, of := ours[n]
-		if kf != of {
-			t.Errorf("line %d %q: kernel failed=%t (%s), netfwd failed=%t (%s)", n, texts[n-1], kf, k, of, o)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	ours := batchBoth(t, ns, tx, "rules.batch", lines)
 	nrules := 0
 	for _, l := range lines {
 		if l.spec != nil {
 			nrules++
 		}
 	}
-	t.Logf("%d lines (%d rule lines, parsed: %t), %d refused by both", len(lines), nrules, parseRules, len(ours))
+	t.Logf("%d lines (%d rule lines, parsed: %t), %d refused by both", len(lines), nrules, ruleParserLanded(), len(ours))
 
 	// The rule lists: same rules, same order.
 	kout, err := testenv.Output("ip", "-n", ns, "-d", "-j", "rule", "show")
@@ -1074,4 +1024,63 @@ func netfwdRuleKey(r *fib.Rule) string {
 		proto = "kernel"
 	}
 	return strings.Join(w, " ") + " proto " + proto
+}
+
+// batchBoth gives lines to the kernel of namespace ns (`ip -force -batch`)
+// and to tx (rule specs directly until the rule parser landed, else the
+// config lines), commits tx, and fails t now where the two differ on which
+// lines they refuse. It returns netfwd's refusals by line number.
+func batchBoth(t *testing.T, ns string, tx *fib.Txn, name string, lines []rline) map[int]string {
+	t.Helper()
+	texts := make([]string, len(lines))
+	for i, l := range lines {
+		texts[i] = l.text
+	}
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(strings.Join(texts, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := testenv.Output("ip", "-n", ns, "-force", "-batch", file)
+	kernelFailed := map[int]string{}
+	prev := ""
+	for _, l := range strings.Split(out, "\n") {
+		if m := failedLine.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			kernelFailed[n] = prev
+		}
+		prev = l
+	}
+	parseRules := ruleParserLanded()
+	ours := map[int]string{}
+	for i, l := range lines {
+		var err error
+		if l.spec != nil && !parseRules {
+			if l.del {
+				err = tx.DelRule(*l.spec)
+			} else {
+				err = tx.AddRule(*l.spec)
+			}
+		} else {
+			cmd, ok, perr := config.ParseLine(config.Pos{File: name, Line: i + 1}, l.text)
+			err = perr
+			if err == nil && ok {
+				err = apply.FIBCommand(tx, &cmd)
+			}
+		}
+		if err != nil {
+			ours[i+1] = err.Error()
+		}
+	}
+	tx.Commit()
+	for n := 1; n <= len(lines); n++ {
+		k, kf := kernelFailed[n]
+		o, of := ours[n]
+		if kf != of {
+			t.Errorf("line %d %q: kernel failed=%t (%s), netfwd failed=%t (%s)", n, texts[n-1], kf, k, of, o)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return ours
 }

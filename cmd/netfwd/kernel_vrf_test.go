@@ -77,7 +77,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -273,57 +272,8 @@ func kernelVRFRound(t *testing.T, seed uint64) {
 		}
 		lines = append(lines, l)
 	}
-	texts := make([]string, len(lines))
-	for i, l := range lines {
-		texts[i] = l.text
-	}
-	file := filepath.Join(t.TempDir(), "vrf.batch")
-	if err := os.WriteFile(file, []byte(strings.Join(texts, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, _ := testenv.Output("ip", "-n", ns, "-force", "-batch", file)
-	kernelFailed := map[int]string{}
-	prev := ""
-	for _, l := range strings.Split(out, "\n") {
-		if m := failedLine.FindStringSubmatch(l); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			kernelFailed[n] = prev
-		}
-		prev = l
-	}
-	parseRules := ruleParserLanded()
 	tx = f.Begin(len(lines))
-	ours := map[int]string{}
-	for i, l := range lines {
-		var err error
-		if l.spec != nil && !parseRules {
-			if l.del {
-				err = tx.DelRule(*l.spec)
-			} else {
-				err = tx.AddRule(*l.spec)
-			}
-		} else {
-			cmd, ok, perr := config.ParseLine(config.Pos{File: "vrf.batch", Line: i + 1}, l.text)
-			err = perr
-			if err == nil && ok {
-				err = apply.FIBCommand(tx, &cmd)
-			}
-		}
-		if err != nil {
-			ours[i+1] = err.Error()
-		}
-	}
-	tx.Commit()
-	for n := 1; n <= len(lines); n++ {
-		k, kf := kernelFailed[n]
-		o, of := ours[n]
-		if kf != of {
-			t.Errorf("line %d %q: kernel failed=%t (%s), netfwd failed=%t (%s)", n, texts[n-1], kf, k, of, o)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	ours := batchBoth(t, ns, tx, "vrf.batch", lines)
 	t.Logf("%d lines (%d left out), %d refused by both", len(lines), skipped, len(ours))
 
 	// The rule lists, the emulating block standing for the l3mdev rule.
