@@ -40,11 +40,11 @@ func parseAddr(cmd *Command, w *words) error {
 		return err
 	}
 	if op == "show" {
-		dev, up, err := parseListFilter(w)
+		f, err := parseListFilter(w)
 		if err != nil {
 			return err
 		}
-		cmd.Query = AddrShow{Dev: dev, Up: up}
+		cmd.Query = AddrShow{ListFilter: f}
 		return nil
 	}
 	c := &AddrCmd{Op: op}

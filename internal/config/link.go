@@ -92,11 +92,11 @@ func parseLink(cmd *Command, w *words) error {
 		return err
 	}
 	if op == "show" {
-		dev, up, err := parseListFilter(w)
+		f, err := parseListFilter(w)
 		if err != nil {
 			return err
 		}
-		cmd.Query = LinkShow{Dev: dev, Up: up}
+		cmd.Query = LinkShow{ListFilter: f}
 		return nil
 	}
 	c := &LinkCmd{Op: op, Options: map[string]string{}}

@@ -120,15 +120,13 @@ type RouteGet struct {
 
 // AddrShow is `ip address show [up] [[dev] D]`.
 type AddrShow struct {
-	Dev   string
-	Up    bool // only interfaces that are up
+	ListFilter
 	Brief bool // `ip -br address show`
 }
 
 // LinkShow is `ip link show [up] [[dev] D]`.
 type LinkShow struct {
-	Dev   string
-	Up    bool
+	ListFilter
 	Stats bool // `ip -s link show`: the counters under each interface
 	Brief bool // `ip -br link show`: one line per interface
 }
@@ -198,37 +196,59 @@ func parseStats(w *words) (Query, error) {
 // address show`, and `ip link show`, which is the same function).
 var listFilters = table("address/link show argument",
 	unsupported(exact("to"), exact("scope")), exact("up"),
-	unsupported(exact("down"), exact("label"), exact("group"), exact("master"), exact("vrf"),
-		exact("nomaster"), exact("type"), exact("proto"), exact("novf")),
+	unsupported(exact("down"), exact("label"), exact("group")), exact("master"), exact("vrf"),
+	unsupported(exact("nomaster"), exact("type"), exact("proto"), exact("novf")),
 	exact("dev"),
 )
 
-// parseListFilter reads `[up] [[dev] D]`.
-func parseListFilter(w *words) (dev string, up bool, err error) {
+// ListFilter is the selector of `ip link show` and `ip address show`:
+// `[up] [master DEV | vrf NAME] [[dev] D]`.
+type ListFilter struct {
+	Dev string
+	Up  bool
+	// Master selects the devices enslaved to it (a bridge's ports, a VRF's
+	// devices); VRF says it was given as `vrf NAME`, which must name a VRF.
+	Master string
+	VRF    bool
+}
+
+// parseListFilter reads a ListFilter.
+func parseListFilter(w *words) (ListFilter, error) {
+	var f ListFilter
 	for w.More() {
 		a := w.Next()
 		means, ok, err := listFilters.lookup(a)
 		if err != nil {
-			return "", false, err
+			return f, err
 		}
 		switch {
 		case ok && means == "up":
-			up = true
+			f.Up = true
+			continue
+		case ok && (means == "master" || means == "vrf"):
+			v, err := w.Value(a)
+			if err != nil {
+				return f, err
+			}
+			if err := setDev(&f.Master, v); err != nil {
+				return f, err
+			}
+			f.VRF = means == "vrf"
 			continue
 		case ok && means == "dev":
 			if a, err = w.Value(a); err != nil {
-				return "", false, err
+				return f, err
 			}
 		}
-		if dev != "" {
-			return "", false, fmt.Errorf("either \"dev\" is duplicate, or %s is garbage", Quote(a))
+		if f.Dev != "" {
+			return f, fmt.Errorf("either \"dev\" is duplicate, or %s is garbage", Quote(a))
 		}
 		if err := checkDevName(a); err != nil {
-			return "", false, err
+			return f, err
 		}
-		dev = a
+		f.Dev = a
 	}
-	return dev, up, nil
+	return f, nil
 }
 
 // routeGetArgs is iproute_get's argument table.

@@ -33,12 +33,16 @@ type AddrInfo struct {
 
 // addressList returns the addresses an `address show` query selects, by
 // interface index.
-func addressList(st State, q config.AddrShow) []Address {
+func addressList(st State, q config.AddrShow) ([]Address, error) {
+	if err := checkMaster(st.Engine(), q.ListFilter); err != nil {
+		return nil, err
+	}
 	e := st.Engine()
 	byDev := map[string][]fib.Address{}
 	var order []string
+	masters := mastersOf(e)
 	for _, a := range e.FIB().Addresses() {
-		if q.Dev != "" && a.Dev != q.Dev || q.Up && st.AdminDown(a.Dev) {
+		if q.Dev != "" && a.Dev != q.Dev || q.Up && st.AdminDown(a.Dev) || q.Master != "" && masters[a.Dev] != q.Master {
 			continue
 		}
 		if _, ok := byDev[a.Dev]; !ok {
@@ -63,14 +67,17 @@ func addressList(st State, q config.AddrShow) []Address {
 		}
 		list = append(list, j)
 	}
-	return list
+	return list, nil
 }
 
 // addresses answers `ip address show`.
 func addresses(w io.Writer, st State, q config.AddrShow, asJSON bool) error {
-	list := addressList(st, q)
+	list, err := addressList(st, q)
+	if err != nil {
+		return err
+	}
 	if q.Brief {
-		links, err := linkList(st, config.LinkShow{Dev: q.Dev, Up: q.Up})
+		links, err := linkList(st, config.LinkShow{ListFilter: q.ListFilter})
 		if err != nil {
 			return err
 		}

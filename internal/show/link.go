@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/l3"
 )
 
 // Link is an interface in `ip -j link show` form.
@@ -25,6 +26,39 @@ type Link struct {
 	Kind      string   `json:"kind"`
 	Master    string   `json:"master,omitempty"`
 	Stats64   *Stats64 `json:"stats64,omitempty"` // `-s`
+}
+
+// mastersOf maps each enslaved device to its master: the VRF of a router
+// interface, the bridge of a bridge port.
+func mastersOf(e *l3.Engine) map[string]string {
+	m := e.FIB().DevVRFs()
+	if m == nil {
+		m = map[string]string{}
+	}
+	for _, p := range e.Domain().Ports() {
+		if b := p.Bridge(); b != nil {
+			m[p.Name] = b.Name
+		}
+	}
+	return m
+}
+
+// checkMaster refuses a `master DEV` naming no device and a `vrf NAME`
+// naming no VRF, in iproute2's words.
+func checkMaster(e *l3.Engine, f config.ListFilter) error {
+	if f.Master == "" {
+		return nil
+	}
+	if _, ok := e.FIB().VRFTable(f.Master); ok {
+		return nil
+	}
+	if f.VRF {
+		return fmt.Errorf("Not a valid VRF name: %s", f.Master)
+	}
+	if e.Router().Iface(f.Master) == nil && e.Domain().Bridge(f.Master) == nil {
+		return fmt.Errorf("Device %q does not exist.", f.Master)
+	}
+	return nil
 }
 
 // vrfMTU is the MTU Linux gives a vrf device (drivers/net/vrf.c: 64 KiB
@@ -66,10 +100,17 @@ func linkList(st State, q config.LinkShow) ([]Link, error) {
 		}
 		list = append(list, j)
 	}
+	if err := checkMaster(e, q.ListFilter); err != nil {
+		return nil, err
+	}
 	out := list[:0]
 	found := false
 	for _, l := range list {
 		if q.Dev != "" && l.Ifname != q.Dev {
+			continue
+		}
+		if q.Master != "" && l.Master != q.Master {
+			found = true // the device exists; it is not the master's
 			continue
 		}
 		found = true

@@ -170,7 +170,7 @@ func TestLinkAndAddressOutput(t *testing.T) {
 		t.Fatalf("link show up: %s", got)
 	}
 	var b strings.Builder
-	if err := show.Answer(&b, c, config.LinkShow{Dev: "nosuch"}, false); err == nil || err.Error() != `Device "nosuch" does not exist.` {
+	if err := show.Answer(&b, c, config.LinkShow{ListFilter: config.ListFilter{Dev: "nosuch"}}, false); err == nil || err.Error() != `Device "nosuch" does not exist.` {
 		t.Fatalf("unknown device: %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestLinkStatsMissedIsRingDrops(t *testing.T) {
 	text := func(s show.State, dev string) string {
 		t.Helper()
 		var b strings.Builder
-		if err := show.Answer(&b, s, config.LinkShow{Dev: dev, Stats: true}, false); err != nil {
+		if err := show.Answer(&b, s, config.LinkShow{ListFilter: config.ListFilter{Dev: dev}, Stats: true}, false); err != nil {
 			t.Fatal(err)
 		}
 		return b.String()

@@ -1,6 +1,7 @@
 package show_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +47,32 @@ func TestVRFOutput(t *testing.T) {
 	if got := answer(t, c, "link show dev blue", true); !strings.Contains(got, `"ifname":"blue"`) || !strings.Contains(got, `"kind":"vrf"`) {
 		t.Errorf("link show dev blue: %s", got)
 	}
+	// link show / address show master|vrf: only the devices enslaved to it.
+	for line, want := range map[string][]string{
+		"link show vrf red":        {"eth1"},
+		"link show master blue":    {"eth2"},
+		"-br address show vrf red": {"eth1"},
+	} {
+		got := answer(t, c, line, false)
+		for _, dev := range []string{"eth1", "eth2"} {
+			if strings.Contains(got, dev) != slices.Contains(want, dev) {
+				t.Errorf("%s: %q, want only %v", line, got, want)
+			}
+		}
+	}
+	for line, want := range map[string]string{
+		"link show vrf eth1":      "Not a valid VRF name: eth1",
+		"link show master nosuch": `Device "nosuch" does not exist.`,
+		"address show vrf nosuch": "Not a valid VRF name: nosuch",
+	} {
+		cmd, _, err := config.ParseLine(config.Pos{File: "q", Line: 1}, line)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if err := show.Answer(&strings.Builder{}, c, cmd.Query, false); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %q", line, err, want)
+		}
+	}
 	if got := answer(t, c, "vrf show red", false); got != "red 10\n" {
 		t.Errorf("vrf show red: %q", got)
 	}
@@ -72,6 +99,24 @@ func TestVRFOutput(t *testing.T) {
 		}
 		if err := show.Answer(&strings.Builder{}, c, cmd.Query, false); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", line, err, want)
+		}
+	}
+}
+
+// `link show master BRIDGE` lists the bridge's ports, not the VRF's devices.
+func TestLinkShowMasterBridge(t *testing.T) {
+	c := setup(t, l2.NewManualClock(),
+		"link add br0 type bridge",
+		"link set eth1 master br0",
+		"link set eth2 master br0",
+		"link add red type vrf table 10",
+		"link set eth3 master red",
+		"address add 10.0.0.1/24 dev eth3",
+	)
+	got := answer(t, c, "-j link show master br0", false)
+	for dev, want := range map[string]bool{"eth1": true, "eth2": true, "eth3": false, "red": false} {
+		if strings.Contains(got, `"ifname":"`+dev+`"`) != want {
+			t.Errorf("link show master br0 lists %s: %v; want %v\n%s", dev, !want, want, got)
 		}
 	}
 }
