@@ -9,6 +9,7 @@ package bench
 //	netfwd-afxdp     `netfwd run --io afxdp`
 //	netfwd-afpacket-baseline  the defaults of a router binary built from an
 //	                 earlier commit (NETFWD_NDR_BASELINE=EXE): before/after in one run
+//	netfwd-afxdp-baseline     the same binary with --io afxdp
 //
 // each on its own copy of the veth suite's topology (vethnet.go: H1 ->
 // R -> H2, a tc drop counter on H2). The generator is trafgen paced the
@@ -126,10 +127,16 @@ func runNDR(opts Options) (recs []Record, err error) {
 			impls = append(impls, &ndrImpl{name: c.name, io: c.io})
 		}
 	}
-	// NETFWD_NDR_BASELINE=EXE: the same default path with a router binary
-	// built from an earlier commit, in the same run (netfwd-afpacket-baseline).
-	if exe := os.Getenv("NETFWD_NDR_BASELINE"); exe != "" && opts.Wants("netfwd-afpacket-baseline") {
-		impls = append(impls, &ndrImpl{name: "netfwd-afpacket-baseline", io: "auto", exe: exe})
+	// NETFWD_NDR_BASELINE=EXE: the same paths with a router binary built
+	// from an earlier commit, in the same run (netfwd-afpacket-baseline,
+	// netfwd-afxdp-baseline).
+	if exe := os.Getenv("NETFWD_NDR_BASELINE"); exe != "" {
+		if opts.Wants("netfwd-afpacket-baseline") {
+			impls = append(impls, &ndrImpl{name: "netfwd-afpacket-baseline", io: "auto", exe: exe})
+		}
+		if opts.Wants("netfwd-afxdp-baseline") {
+			impls = append(impls, &ndrImpl{name: "netfwd-afxdp-baseline", io: "afxdp", exe: exe})
+		}
 	}
 	results := map[string]float64{}
 	curves := map[string][]ndrTrial{}

@@ -69,7 +69,7 @@ type WorkerConfig struct {
 	// sends in copy mode (the kernel's default is 32, its range 32..RingSize;
 	// larger values are lowered to RingSize). Default 256.
 	TxBudget int
-	// Spin is how long Wait polls the rings before it blocks in poll(2).
+	// Spin is how long Wait polls the rings before it parks in the netpoller.
 	// Spinning saves the wake-up (a few microseconds) when frames arrive
 	// back to back, and burns a core when they do not. Default 50 µs;
 	// negative: never spin.

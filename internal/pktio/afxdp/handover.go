@@ -334,12 +334,15 @@ func adoptWorker(st WorkerState, memfd int, mem []byte, socks []AdoptedSocket) (
 		}
 		w.socks[ss.Slot] = s
 		w.live++
+		if aerr := w.poller.Add(s); aerr != nil {
+			err = aerr
+		}
 		a.Port.mu.Lock()
 		a.Port.socks[s] = struct{}{}
 		a.Port.mu.Unlock()
 	}
 	w.setFillTarget()
-	w.rebuildPoll()
+	w.rebuildList()
 	if err != nil {
 		w.Close()
 		return nil, err

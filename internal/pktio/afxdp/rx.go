@@ -22,6 +22,7 @@ package afxdp
 
 import (
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -76,6 +77,10 @@ func (s *Socket) Headroom() int { return s.headroom }
 // Ready reports whether TryRecv would return frames now.
 func (s *Socket) Ready() bool { return s.rx.peekReady() }
 
+// PollFd is the socket's fd: readable (xsk_poll) while its RX ring holds
+// frames; the worker's poller waits on it (pktio.Waitable).
+func (s *Socket) PollFd() int { return s.fd }
+
 // TryRecv returns up to min(len(frames), len(meta)) received frames
 // without waiting: frames[i][s.Headroom():] is frame i, in place in the
 // worker's UMEM, meta[i] describes it. The frames of the previous Recv on
@@ -126,24 +131,23 @@ func (s *Socket) TryRecv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	return k, nil
 }
 
-// Recv is TryRecv that waits for at least one frame on this socket
-// (spinning, then blocking in poll(2); a worker serving several sockets
-// uses Worker.Wait and TryRecv instead). It returns ErrClosed after
-// Shutdown.
+// Recv is TryRecv that waits for at least one frame on this socket,
+// parked in the worker's poller (which also returns when another socket
+// of the worker is ready: a worker serving several sockets uses
+// Worker.Wait and TryRecv instead). It returns ErrClosed after Shutdown.
 func (s *Socket) Recv(frames [][]byte, meta []pktio.Meta) (int, error) {
 	for {
 		n, err := s.TryRecv(frames, meta)
 		if n > 0 || err != nil || len(frames) == 0 || len(meta) == 0 {
 			return n, err
 		}
-		pfds := [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.w.evfd), Events: unix.POLLIN}}
-		timeout := 1000
+		timeout := time.Second
 		if s.tx.pending() != 0 {
 			s.kick()
-			timeout = 1
+			timeout = time.Millisecond
 		}
 		if !s.Ready() {
-			if err := s.w.block(pfds[:], timeout); err != nil {
+			if err := s.w.park(timeout); err != nil {
 				return 0, err
 			}
 		}

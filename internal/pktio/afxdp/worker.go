@@ -25,15 +25,21 @@ package afxdp
 // open: a completion that arrives before the batch's Release parks it in
 // doneHeld. A frame already sent once (a flood's second output) is copied.
 //
-// Waiting (Wait): spin over the sockets' RX rings for cfg.Spin, then block
-// in poll(2) on all their fds and an eventfd that Shutdown writes. With
+// Waiting (Wait): spin over the sockets' RX rings for cfg.Spin, then park
+// the goroutine in the Go netpoller (a pktio.Poller: one epoll instance
+// holding the sockets' fds, the watched queues' and an eventfd that Wake and
+// Shutdown write), never in a blocking poll(2): a goroutine blocked in a
+// system call keeps its P, and with as many Ps as workers a worker woken
+// meanwhile waits for sysmon to take it back (up to 10 ms on a quiet
+// process) while its ring fills. With
 // cfg.NAPIBusyPoll every spin round first asks the kernel to busy-poll
 // each socket's NAPI instance (recvfrom), which fills the RX rings in the
 // worker's thread.
 //
 // Locking: none on the datapath; one owner goroutine calls Bind, Wait, the
 // sockets' Recv/TryRecv/Release/Send and Close. Shutdown (any goroutine)
-// sets an atomic flag and writes the eventfd. Counters are atomics.
+// sets an atomic flag and wakes the poller (evmu orders that before Close
+// closes it). Counters are atomics.
 
 import (
 	"errors"
@@ -78,16 +84,16 @@ type Worker struct {
 	// every frame.
 	reserve int
 
-	socks      []*Socket // by slot; nil: slot unused
-	live       int       // non-nil socks
-	list       []*Socket // the non-nil socks in slot order (Sockets)
-	fillTarget int       // frames each socket keeps in its fill ring
-	zeroCopy   bool      // the UMEM's mode, fixed by its first socket
-	pfds       []unix.PollFd
+	socks      []*Socket        // by slot; nil: slot unused
+	live       int              // non-nil socks
+	list       []*Socket        // the non-nil socks in slot order (Sockets)
+	fillTarget int              // frames each socket keeps in its fill ring
+	zeroCopy   bool             // the UMEM's mode, fixed by its first socket
+	poller     *pktio.Poller    // the sockets and watched queues; Wait parks in it
 	watched    []pktio.Waitable // queues of other backends Wait also waits for (Add)
 
-	evmu      sync.Mutex // orders Shutdown's eventfd write before Close closes it
-	evfd      int
+	evmu      sync.Mutex // orders Wake's and Shutdown's poller wake-ups before Close closes it
+	pollDone  bool       // the poller is closed (under evmu)
 	closed    atomic.Bool
 	unmapped  bool
 	spinIters int // Wait's spin rounds between clock reads
@@ -144,19 +150,18 @@ func newWorkerOn(cfg WorkerConfig, memfd int, mem []byte) (*Worker, error) {
 	if len(mem) != size {
 		return nil, fmt.Errorf("pktio: UMEM of %d bytes for %d frames of %d", len(mem), cfg.Frames, cfg.FrameSize)
 	}
-	evfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	poller, err := pktio.NewPoller()
 	if err != nil {
 		if mapped {
 			unix.Munmap(mem) // else the caller's
 		}
-		return nil, fmt.Errorf("pktio: eventfd: %w", err)
+		return nil, fmt.Errorf("pktio: AF_XDP worker's poller: %w", err)
 	}
 	w := &Worker{cfg: cfg, umem: mem, memfd: memfd, base: uintptr(unsafe.Pointer(&mem[0])),
 		shift: uint(bits.TrailingZeros(uint(cfg.FrameSize))),
 		state: make([]uint8, cfg.Frames), owner: make([]uint16, cfg.Frames),
-		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, evfd: evfd, spinIters: 64,
+		free: make([]uint32, cfg.Frames), nfree: cfg.Frames, poller: poller, spinIters: 64,
 		reserve: max(64, cfg.Frames/8)}
-	w.rebuildPoll() // Wait polls the eventfd even before the first Bind (or if every Bind fails)
 	return w, nil
 }
 
@@ -221,11 +226,15 @@ func (w *Worker) Bind(p *Port, q int) (*Socket, error) {
 	w.live++
 	w.setFillTarget()
 	s.refill()
+	if err := w.poller.Add(s); err != nil {
+		w.closeSocket(s)
+		return nil, fmt.Errorf("pktio: %s queue %d: %w", p.Name, q, err)
+	}
 	if err := p.addSocket(s); err != nil {
 		w.closeSocket(s)
 		return nil, fmt.Errorf("pktio: %s queue %d: %w", p.Name, q, err)
 	}
-	w.rebuildPoll()
+	w.rebuildList()
 	return s, nil
 }
 
@@ -255,22 +264,14 @@ func (w *Worker) setFillTarget() {
 	}
 }
 
-// rebuildPoll renews the poll set and the socket list after a change.
-func (w *Worker) rebuildPoll() {
-	w.pfds = w.pfds[:0]
+// rebuildList renews the socket list after a change.
+func (w *Worker) rebuildList() {
 	w.list = make([]*Socket, 0, w.live) // a new array: a caller may still range over the old one
 	for _, s := range w.socks {
 		if s != nil {
-			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(s.fd), Events: unix.POLLIN})
 			w.list = append(w.list, s)
 		}
 	}
-	for _, q := range w.watched {
-		if fd := q.PollFd(); fd >= 0 {
-			w.pfds = append(w.pfds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
-		}
-	}
-	w.pfds = append(w.pfds, unix.PollFd{Fd: int32(w.evfd), Events: unix.POLLIN})
 }
 
 // pushFree returns frame f to the free list.
@@ -320,8 +321,8 @@ func (w *Worker) Ready() bool {
 
 // Wait returns when a socket of the worker has frames (then TryRecv each
 // socket), after a while without any (nil, nothing ready), or with
-// ErrClosed after Shutdown. It spins for cfg.Spin before blocking in
-// poll(2); frames left on a transmit ring by a busy device are kicked
+// ErrClosed after Shutdown. It spins for cfg.Spin before it parks in the
+// netpoller; frames left on a transmit ring by a busy device are kicked
 // again on the way.
 func (w *Worker) Wait() error {
 	if w.closed.Load() {
@@ -355,14 +356,14 @@ func (w *Worker) Wait() error {
 		}
 	}
 	w.blocks.Add(1)
-	timeout := 1000
+	timeout := time.Second
 	for _, s := range w.socks {
 		if s != nil && s.tx.pending() != 0 {
 			s.kick()
-			timeout = 1
+			timeout = time.Millisecond
 		}
 	}
-	err := w.block(w.pfds, timeout)
+	err := w.park(timeout)
 	if w.Ready() {
 		w.lastBusy = time.Now()
 	}
@@ -386,7 +387,7 @@ func (w *Worker) pollNAPI() {
 
 // spinFor is how long Wait spins before it blocks: BusyPoll while frames
 // came within the last BusyPoll (traffic flows: the next burst is
-// probably a few microseconds away, and a wake-up from poll(2) costs a
+// probably a few microseconds away, and a wake-up from the netpoller costs a
 // context switch, more on a loaded machine), Spin otherwise.
 func (w *Worker) spinFor() time.Duration {
 	if w.cfg.BusyPoll > w.cfg.Spin && time.Since(w.lastBusy) < w.cfg.BusyPoll {
@@ -396,7 +397,7 @@ func (w *Worker) spinFor() time.Duration {
 }
 
 // WaitStats count the worker's Waits that found nothing ready at once
-// (Waits) and those of them that blocked in poll(2) after spinning
+// (Waits) and those of them that parked in the netpoller after spinning
 // (Blocked): a wake-up each. Any goroutine.
 type WaitStats struct {
 	Waits, Blocked uint64
@@ -410,22 +411,14 @@ func (w *Worker) WaitStats() WaitStats {
 	return WaitStats{Waits: w.waits.Load(), Blocked: w.blocks.Load(), NAPIPolls: w.napiPolls.Load()}
 }
 
-// block polls pfds (the last one is the eventfd) for up to timeout ms.
-func (w *Worker) block(pfds []unix.PollFd, timeout int) error {
-	for {
-		_, err := unix.Poll(pfds, timeout)
-		if w.closed.Load() {
-			return pktio.ErrClosed
-		}
-		if err == unix.EINTR {
-			continue
-		}
-		if ev := &pfds[len(pfds)-1]; ev.Revents&unix.POLLIN != 0 {
-			var b [8]byte
-			unix.Read(w.evfd, b[:]) // a Wake: reset the counter
-		}
-		return err
+// park waits in the netpoller until a socket or a watched queue is ready,
+// Wake or Shutdown was called, or timeout passed (nil then too).
+func (w *Worker) park(timeout time.Duration) error {
+	_, err := w.poller.WaitFor(timeout)
+	if w.closed.Load() {
+		return pktio.ErrClosed
 	}
+	return err
 }
 
 // Wake makes a current or the next Wait return (nil) without shutting the
@@ -433,10 +426,8 @@ func (w *Worker) block(pfds []unix.PollFd, timeout int) error {
 func (w *Worker) Wake() {
 	w.evmu.Lock()
 	defer w.evmu.Unlock()
-	if w.evfd >= 0 {
-		var one [8]byte
-		one[0] = 1
-		unix.Write(w.evfd, one[:])
+	if !w.pollDone {
+		w.poller.Wake()
 	}
 }
 
@@ -444,8 +435,10 @@ func (w *Worker) Wake() {
 // (an AF_PACKET Queue of a port that could not take AF_XDP), has frames
 // (pktio.Waiter). Owner goroutine.
 func (w *Worker) Add(q pktio.Waitable) error {
+	if err := w.poller.Add(q); err != nil {
+		return err
+	}
 	w.watched = append(w.watched, q)
-	w.rebuildPoll()
 	return nil
 }
 
@@ -454,7 +447,7 @@ func (w *Worker) Remove(q pktio.Waitable) {
 	for i, x := range w.watched {
 		if x == q {
 			w.watched = append(w.watched[:i], w.watched[i+1:]...)
-			w.rebuildPoll()
+			w.poller.Remove(q)
 			return
 		}
 	}
@@ -467,13 +460,7 @@ func (w *Worker) Shutdown() {
 	if w.closed.Swap(true) {
 		return
 	}
-	w.evmu.Lock()
-	defer w.evmu.Unlock()
-	if w.evfd >= 0 {
-		var one [8]byte
-		one[0] = 1 // eventfd counters are host-endian; any non-zero value wakes
-		unix.Write(w.evfd, one[:])
-	}
+	w.Wake()
 }
 
 // Close shuts the worker down, closes its sockets (taking them out of
@@ -511,8 +498,8 @@ func (w *Worker) Close() error {
 	errs = append(errs, unix.Munmap(w.umem), unix.Close(w.memfd))
 	w.umem = nil
 	w.evmu.Lock()
-	errs = append(errs, unix.Close(w.evfd))
-	w.evfd = -1
+	errs = append(errs, w.poller.Close())
+	w.pollDone = true
 	w.evmu.Unlock()
 	return errors.Join(errs...)
 }
@@ -523,6 +510,10 @@ func (w *Worker) Close() error {
 func (w *Worker) closeSocket(s *Socket) error {
 	s.Release()
 	s.port.removeSocket(s)
+	// Out of the epoll set before the fd closes: a handed-over socket's
+	// file lives on in the successor, and epoll would keep a closed fd's
+	// registration for as long as its file lives.
+	w.poller.Remove(s)
 	err := s.close()
 	for f, st := range w.state {
 		if int(w.owner[f]) != s.slot {
@@ -538,7 +529,7 @@ func (w *Worker) closeSocket(s *Socket) error {
 	w.socks[s.slot] = nil
 	w.live--
 	w.setFillTarget()
-	w.rebuildPoll()
+	w.rebuildList()
 	return err
 }
 

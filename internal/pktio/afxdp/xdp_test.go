@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -746,4 +748,57 @@ func TestXDPWaitBusyPoll(t *testing.T) {
 	}
 	c.sa.Release()
 	c.w.checkFrames(t)
+}
+
+// TestXDPWaitParksInNetpoller: an idle worker's Wait parks its goroutine in
+// the Go netpoller ("IO wait" in a goroutine dump), not in a blocking
+// poll(2) ("syscall"), which would keep its P: with as many Ps as workers,
+// a worker woken meanwhile would wait for the runtime to take that P back
+// while its ring fills. A frame then wakes it.
+func TestXDPWaitParksInNetpoller(t *testing.T) {
+	c := newXDPChain(t, WorkerConfig{Spin: -1})
+	gen := newUDPSender(t, c.nsA, "a", c.fa.MAC, 1)
+	done := make(chan error, 1)
+	go func() { done <- c.w.Wait() }()
+	state := ""
+	for range 500 { // up to ~5 s for the goroutine to get there
+		state = waitState(t, "(*Worker).Wait")
+		if state != "" && state != "runnable" && state != "running" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.HasPrefix(state, "IO wait") {
+		t.Fatalf("idle Wait's goroutine is in state %q, want IO wait (parked in the netpoller)", state)
+	}
+	gen.Send(t, 1)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a frame did not wake the parked Wait")
+	}
+	if !c.w.Ready() {
+		t.Error("Wait returned with nothing ready")
+	}
+}
+
+// waitState returns the state of the goroutine whose stack contains fn
+// ("IO wait", "syscall", ...), "" when there is none.
+func waitState(t *testing.T, fn string) string {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, fn) {
+			continue
+		}
+		head, _, _ := strings.Cut(g, "\n") // goroutine 7 [IO wait]:
+		if i, j := strings.Index(head, "["), strings.LastIndex(head, "]"); i >= 0 && j > i {
+			return head[i+1 : j]
+		}
+	}
+	return ""
 }
