@@ -170,6 +170,12 @@ func (f *FIB) DevVRF(dev string) (string, uint32) {
 	return v, s.vrfs[v]
 }
 
+// VRFTable returns the table of VRF name in the transaction's state.
+func (tx *Txn) VRFTable(name string) (uint32, bool) {
+	t, ok := tx.next.vrfs[name]
+	return t, ok
+}
+
 // IsVRF reports whether name is a VRF in the transaction's state.
 func (tx *Txn) IsVRF(name string) bool {
 	_, ok := tx.next.vrfs[name]

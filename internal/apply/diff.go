@@ -227,6 +227,12 @@ func (n *normaliser) read(src commands, onCmd func(*config.Command)) (recs []rec
 			if l.Op == "add" && l.Kind == "bridge" {
 				n.bridges[l.Name] = true
 			}
+			if l.Op == "add" && l.Kind == "vrf" {
+				n.vrfTables[n.side][l.Name] = l.Table
+			}
+			if l.Op == "delete" {
+				delete(n.vrfTables[n.side], l.Name)
+			}
 			defer func() {
 				if l.Op == "set" && (l.Master != "" || l.NoMaster) {
 					masters[l.Name] = l.Master

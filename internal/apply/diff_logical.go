@@ -99,14 +99,18 @@ type normaliser struct {
 	// is the file being read (0: old, 1: new).
 	rules [2]*ruleSim
 	side  int
-	buf   []byte // scratch for encodings
-	deps  []key  // scratch for route keys
-	pulls []key
+	// vrfTables are each file's VRFs as declared so far in it (side as
+	// rules): a `route ... vrf NAME` line's key is its table's.
+	vrfTables [2]map[string]uint32
+	buf       []byte // scratch for encodings
+	deps      []key  // scratch for route keys
+	pulls     []key
 }
 
 func newNormaliser() *normaliser {
 	return &normaliser{ids: map[string]uint32{}, bridges: map[string]bool{}, setIDs: map[string]uint32{},
-		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+		seeds:     [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+		vrfTables: [2]map[string]uint32{{}, {}}}
 }
 
 // id interns a name.
@@ -473,15 +477,18 @@ func routeTable(s *fib.RouteSpec) uint32 {
 func (n *normaliser) routeLogical(c *config.Command) logical {
 	r := c.Route
 	s := &r.Spec
-	lg := logical{fwd: *c, own: []key{n.routeKey(routeTable(s), s.Prefix)}}
+	lg := logical{fwd: *c, own: []key{n.routeKey(n.routeTableOf(r), s.Prefix)}}
 	lg.deps, lg.pulls = n.routeDeps(s, nil, nil)
+	if r.VRF != "" {
+		lg.deps = append(lg.deps, n.named(keyDev, r.VRF))
+	}
 	if r.Op != "delete" {
 		inv := *s
 		if inv.Proto == 0 {
 			inv.Proto = fib.ProtoBoot
 		}
 		inv.TypeSet = true
-		lg.inverse = []config.Command{with(c, func(x *config.Command) { x.Route = &config.RouteCmd{Op: "delete", Spec: inv} })}
+		lg.inverse = []config.Command{with(c, func(x *config.Command) { x.Route = &config.RouteCmd{Op: "delete", Spec: inv, VRF: r.VRF} })}
 	}
 	return lg
 }
@@ -523,8 +530,22 @@ func (n *normaliser) routeDeps(s *fib.RouteSpec, deps, pulls []key) ([]key, []ke
 func (n *normaliser) routeRecord(r *config.RouteCmd) (sum [2]uint64, own key, set uint32) {
 	s := &r.Spec
 	n.deps, n.pulls = n.routeDeps(s, n.deps[:0], n.pulls[:0])
+	if r.VRF != "" { // re-done when the VRF is (another table)
+		n.deps = append(n.deps, n.named(keyDev, r.VRF))
+	}
 	set = n.set(nil, n.deps, n.pulls)
-	return n.routeSum(r), n.routeKey(routeTable(s), s.Prefix), set
+	return n.routeSum(r), n.routeKey(n.routeTableOf(r), s.Prefix), set
+}
+
+// routeTableOf is the table a route line's key names: its VRF's as
+// declared so far in the file being read, 0 for a VRF the file does not
+// declare (one made by ctl: resolved when applied, keyed apart from every
+// real table).
+func (n *normaliser) routeTableOf(r *config.RouteCmd) uint32 {
+	if r.VRF != "" {
+		return n.vrfTables[n.side][r.VRF]
+	}
+	return routeTable(&r.Spec)
 }
 
 // routeSum hashes a route line's canonical form: every field of its
@@ -534,6 +555,7 @@ func (n *normaliser) routeSum(r *config.RouteCmd) [2]uint64 {
 	s := &r.Spec
 	b := append(n.buf[:0], 0) // no text sum starts with a 0 byte
 	b = appendString(b, r.Op)
+	b = appendString(b, r.VRF)
 	b, _ = s.Prefix.AppendBinary(b)
 	b = binary.LittleEndian.AppendUint32(b, s.Table)
 	b = append(b, byte(s.Owner), byte(s.Type), flag(s.TypeSet), byte(s.Proto), byte(s.Scope), flag(s.ScopeSet))

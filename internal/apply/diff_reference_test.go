@@ -183,9 +183,10 @@ type refLogical struct {
 func refNormalise(cmds []config.Command, bridges map[string]bool) []refLogical {
 	var out []refLogical
 	masters := map[string]string{} // each port's bridge at this point of the file
+	vrfs := map[string]uint32{}    // the VRFs declared so far: a `route ... vrf NAME` line's table
 	for i := range cmds {
 		c := &cmds[i]
-		lgs := refLogicalOf(c, bridges)
+		lgs := refLogicalOf(c, bridges, vrfs)
 		if c.Bridge != nil {
 			// A port's lines also own its bridge's brports key (see
 			// bridgeSetLogicals).
@@ -201,7 +202,11 @@ func refNormalise(cmds []config.Command, bridges map[string]bool) []refLogical {
 		if l := c.Link; l != nil && l.Op == "set" && (l.Master != "" || l.NoMaster) {
 			masters[l.Name] = l.Master
 		}
+		if l := c.Link; l != nil && l.Op == "add" && l.Kind == "vrf" {
+			vrfs[l.Name] = l.Table
+		}
 		if l := c.Link; l != nil && l.Op == "delete" {
+			delete(vrfs, l.Name)
 			for p, m := range masters {
 				if m == l.Name {
 					delete(masters, p)
@@ -213,7 +218,7 @@ func refNormalise(cmds []config.Command, bridges map[string]bool) []refLogical {
 	return out
 }
 
-func refLogicalOf(c *config.Command, bridges map[string]bool) []refLogical {
+func refLogicalOf(c *config.Command, bridges map[string]bool, vrfs map[string]uint32) []refLogical {
 	switch {
 	case c.Link != nil:
 		return refLinkLogical(c)
@@ -222,7 +227,7 @@ func refLogicalOf(c *config.Command, bridges map[string]bool) []refLogical {
 	case c.Addr != nil:
 		return []refLogical{refAddrLogical(c)}
 	case c.Route != nil:
-		return []refLogical{refRouteLogical(c)}
+		return []refLogical{refRouteLogical(c, vrfs)}
 	case c.Nexthop != nil:
 		return []refLogical{refNexthopLogical(c)}
 	case c.Neigh != nil:
@@ -451,11 +456,20 @@ func refRouteKey(table uint32, p netip.Prefix) string { return fmt.Sprintf("rout
 
 // routeLogical: a route depends on its nexthop object, on the addresses of
 // its devices (a device losing its last address flushes its routes), and on
-// every address when a gateway's device is not given or a source is.
-func refRouteLogical(c *config.Command) refLogical {
+// every address when a gateway's device is not given or a source is; a
+// `vrf NAME` route on its VRF (keyed by the VRF's table as declared so far
+// in the file, 0 if it is not declared there).
+func refRouteLogical(c *config.Command, vrfs map[string]uint32) refLogical {
 	r := c.Route
 	s := r.Spec
-	lg := refLogical{text: fmt.Sprintf("route %s %+v", r.Op, s), fwd: *c, own: []string{refRouteKey(routeTable(&s), s.Prefix)}}
+	table := routeTable(&s)
+	if r.VRF != "" {
+		table = vrfs[r.VRF]
+	}
+	lg := refLogical{text: fmt.Sprintf("route %s vrf %q %+v", r.Op, r.VRF, s), fwd: *c, own: []string{refRouteKey(table, s.Prefix)}}
+	if r.VRF != "" {
+		lg.deps = append(lg.deps, "dev:"+r.VRF)
+	}
 	if s.NhID != 0 {
 		lg.deps = append(lg.deps, fmt.Sprintf("nh:%d", s.NhID))
 	}
@@ -484,7 +498,7 @@ func refRouteLogical(c *config.Command) refLogical {
 			inv.Proto = fib.ProtoBoot
 		}
 		inv.TypeSet = true
-		lg.inverse = []config.Command{with(c, func(n *config.Command) { n.Route = &config.RouteCmd{Op: "delete", Spec: inv} })}
+		lg.inverse = []config.Command{with(c, func(n *config.Command) { n.Route = &config.RouteCmd{Op: "delete", Spec: inv, VRF: r.VRF} })}
 	}
 	return lg
 }

@@ -98,7 +98,10 @@ func genLine(r *rand.Rand) string {
 		// No `link del VRF`: as for bridges, a master deleted later in the
 		// same file is not modelled by the diff's keys (a re-done master
 		// line would find it gone); ctl deletes are not diffed.
-		return fmt.Sprintf("route add 203.0.113.%d/32 dev %s table %s", r.IntN(4), dev, pick("10", "20", "30"))
+		// `vrf NAME` names the VRF's table as declared at that point
+		// (a table 10 route and a `vrf red` one with red on 10 are one key).
+		return fmt.Sprintf("route add 203.0.113.%d/32 dev %s %s", r.IntN(4), dev,
+			pick("table 10", "table 20", "table 30", "vrf red", "vrf blue"))
 	case 0:
 		opts := ""
 		if r.IntN(2) == 0 {

@@ -25,17 +25,25 @@ func FIBCommand(tx *fib.Txn, c *config.Command) error {
 	switch {
 	case c.Route != nil:
 		r := c.Route
+		spec := r.Spec
+		if r.VRF != "" { // `vrf NAME`: its table now (iproute2 asks the kernel at the same point)
+			t, ok := tx.VRFTable(r.VRF)
+			if !ok {
+				return fmt.Errorf("invalid VRF %q: no VRF of that name", r.VRF)
+			}
+			spec.Table = t
+		}
 		switch r.Op {
 		case "add":
-			return tx.AddRoute(r.Spec)
+			return tx.AddRoute(spec)
 		case "append":
-			return tx.AppendRoute(r.Spec)
+			return tx.AppendRoute(spec)
 		case "replace":
-			return tx.ReplaceRoute(r.Spec)
+			return tx.ReplaceRoute(spec)
 		case "change":
-			return tx.ChangeRoute(r.Spec)
+			return tx.ChangeRoute(spec)
 		case "delete":
-			return tx.DelRoute(r.Spec)
+			return tx.DelRoute(spec)
 		}
 		return fmt.Errorf("route %s: unknown operation", r.Op)
 	case c.Addr != nil:

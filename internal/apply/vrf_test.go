@@ -159,3 +159,68 @@ func TestApplyVRFErrors(t *testing.T) {
 		}
 	}
 }
+
+// `route add|del ... vrf NAME` puts the route in (takes it from) the VRF's
+// table, the last of `table` and `vrf` winning as in iproute2; an unknown
+// VRF is refused with the line named; a reload that moves the VRF to
+// another table moves its `vrf NAME` routes with it.
+func TestApplyRouteVRF(t *testing.T) {
+	c := newTestController()
+	if err := c.Apply(parseLines(t, "vrf.conf", []string{
+		"link add red type vrf table 10",
+		"link add blue type vrf table 20",
+		"route add 198.51.100.0/24 dev p1 vrf red",
+		"route add 198.51.100.64/26 dev p1 table 30 vrf blue",
+		"route add 198.51.100.128/26 dev p1 vrf blue table 30",
+	})); err != nil {
+		t.Fatal(err)
+	}
+	f := c.Engine().FIB()
+	has := func(table uint32, pfx string) bool {
+		for _, r := range f.Routes(table) {
+			if r.Prefix.String() == pfx {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		table uint32
+		pfx   string
+	}{{10, "198.51.100.0/24"}, {20, "198.51.100.64/26"}, {30, "198.51.100.128/26"}} {
+		if !has(tc.table, tc.pfx) {
+			t.Errorf("table %d lacks %s", tc.table, tc.pfx)
+		}
+	}
+	if has(fib.TableMain, "198.51.100.0/24") || has(30, "198.51.100.64/26") {
+		t.Error("a vrf route landed outside its VRF's table")
+	}
+	if err := c.Apply(parseLines(t, "del.conf", []string{"route del 198.51.100.0/24 dev p1 vrf red"})); err != nil {
+		t.Fatal(err)
+	}
+	if has(10, "198.51.100.0/24") {
+		t.Error("route del ... vrf red left the route in table 10")
+	}
+	before := c.Snapshot(nil)
+	err := c.Apply(parseLines(t, "bad.conf", []string{"route add 203.0.113.0/24 dev p1 vrf nosuch"}))
+	if err == nil || !strings.Contains(err.Error(), "bad.conf:1") || !strings.Contains(err.Error(), `invalid VRF "nosuch"`) {
+		t.Errorf("unknown VRF: error %v, want bad.conf:1 and invalid VRF", err)
+	}
+	if after := c.Snapshot(nil); after != before {
+		t.Fatalf("a refused line changed the state:\n%s", lineDiff(after, before))
+	}
+	// Reload: red moves from table 10 to 40, its route with it; a line
+	// that changes from `table 20` to `vrf blue` (the same table) is the
+	// same key.
+	checkDiff(t, []string{
+		"link add red type vrf table 10",
+		"link add blue type vrf table 20",
+		"route add 198.51.100.0/24 dev p1 vrf red",
+		"route add 203.0.113.0/24 dev p1 table 20",
+	}, []string{
+		"link add red type vrf table 40",
+		"link add blue type vrf table 20",
+		"route add 198.51.100.0/24 dev p1 vrf red",
+		"route add 203.0.113.0/24 dev p1 vrf blue",
+	}, false)
+}

@@ -36,6 +36,9 @@ func TestParseForms(t *testing.T) {
 		{"route add throw 10.0.0.0/8 table local", true},
 		{"route add unreachable 10.0.0.0/8", true},
 		{"route add prohibit 10.0.0.0/8", true},
+		{"route add 10.0.0.0/8 dev eth0 vrf red", true},
+		{"route del 10.0.0.0/8 vrf red", true},
+		{"route add 10.0.0.0/8 dev eth0 vrf", false},
 		{"route add 10.0.0.0/33 dev eth0", false},
 		{"route add 2001:db8::/32 dev eth0", false},
 		{"route add 10.0.0.0/8 via", false},
@@ -146,6 +149,9 @@ func TestAbbreviations(t *testing.T) {
 		// exact), pro protocol, types abbreviate (b broadcast, u unreachable)
 		{"route add 10.0.0.0/8 dev eth0 m 5", "route add 10.0.0.0/8 dev eth0 metric 5"},
 		{"route add 10.0.0.0/8 dev eth0 t 100", "route add 10.0.0.0/8 dev eth0 table 100"},
+		// `vrf NAME` and `table T`: the last one wins (iproute_modify)
+		{"route add 10.0.0.0/8 dev eth0 t 100 vrf red", "route add 10.0.0.0/8 dev eth0 vrf red"},
+		{"route add 10.0.0.0/8 dev eth0 vrf red t 100", "route add 10.0.0.0/8 dev eth0 table 100"},
 		{"route add 10.0.0.0/8 dev eth0 pro static", "route add 10.0.0.0/8 dev eth0 protocol static"},
 		{"route add 10.0.0.0/8 dev eth0 p 7", "route add 10.0.0.0/8 dev eth0 metric 7"},
 		{"route add u 10.0.0.0/8", "route add unreachable 10.0.0.0/8"},

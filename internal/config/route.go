@@ -1,9 +1,14 @@
 package config
 
 // `route add|append|replace|change|delete [TYPE] PREFIX [via GW] [dev D]
-//  [nhid N] [nexthop via GW dev D weight W ...] [table T] [metric M]
-//  [proto P] [scope S] [src A] [onlink]`, and the `route show|get` queries,
-// with iproute.c's keyword tables.
+//  [nhid N] [nexthop via GW dev D weight W ...] [table T | vrf NAME]
+//  [metric M] [proto P] [scope S] [src A] [onlink]`, and the `route
+// show|get` queries, with iproute.c's keyword tables.
+//
+// `vrf NAME` names a table through a VRF, as iproute2 does (the last of
+// `table` and `vrf` wins); the name is resolved when the line is applied
+// (apply.FIBCommand: the VRF's table at that point), not here, where no
+// VRF is known.
 
 import (
 	"errors"
@@ -18,6 +23,9 @@ import (
 type RouteCmd struct {
 	Op   string // add, append, replace, change, delete
 	Spec fib.RouteSpec
+	// VRF is `vrf NAME`: the route goes in (or is deleted from) NAME's
+	// table, Spec.Table being 0. Empty: Spec.Table says.
+	VRF string
 }
 
 const (
@@ -40,7 +48,7 @@ var routeArgs = table("route argument",
 	unsupported(exact("mtu"), exact("hoplimit"), exact("advmss"), kw("reordering"), exact("rtt"), exact("rto_min"),
 		kw("window"), kw("cwnd"), kw("initcwnd"), kw("initrwnd"), kw("features"), kw("quickack"), kw("congctl"),
 		kw("rttvar"), kw("ssthresh"), kw("realms")),
-	exact("onlink"), exact("nexthop"), exact("nhid"), kw("protocol"), kw("table"), unsupported(kw("vrf")),
+	exact("onlink"), exact("nexthop"), exact("nhid"), kw("protocol"), kw("table"), kw("vrf"),
 	exact("dev"), exact("oif", "dev"),
 	unsupported(kw("pref"), exact("encap"), exact("ttl-propagate"), kw("fastopen_no_cookie")),
 )
@@ -78,14 +86,14 @@ func parseRoute(cmd *Command, w *words) error {
 		return err
 	}
 	c := &RouteCmd{Op: op}
-	if err := parseRouteSpec(w, &c.Spec); err != nil {
+	if err := parseRouteSpec(w, &c.Spec, &c.VRF); err != nil {
 		return err
 	}
 	cmd.Route = c
 	return nil
 }
 
-func parseRouteSpec(w *words, s *fib.RouteSpec) error {
+func parseRouteSpec(w *words, s *fib.RouteSpec, vrf *string) error {
 	havePrefix := false
 	for w.More() {
 		a := w.Next()
@@ -157,6 +165,9 @@ func parseRouteSpec(w *words, s *fib.RouteSpec) error {
 			if s.Table, err = parseTable(v); err != nil {
 				return err
 			}
+			*vrf = ""
+		case "vrf":
+			*vrf, s.Table = v, 0
 		case "dev":
 			if err := setDev(&s.Dev, v); err != nil {
 				return err
