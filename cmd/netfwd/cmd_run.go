@@ -75,7 +75,7 @@ func runDaemon(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ctlPath := fs.String("ctl", defaultCtl, "control socket path (off: none)")
 	ioKind := fs.String("io", "auto", "packet I/O: auto, afxdp or afpacket")
 	xdpMode := fs.String("xdp-mode", "auto", "AF_XDP ports: how the steering program attaches: auto (native, else generic), native or generic")
-	xdpBusy := fs.Duration("xdp-busy-poll", 0, "AF_XDP workers: while traffic flows, spin this long on the rings before sleeping in poll(2) (0: pktio's default)")
+	xdpBusy := fs.Duration("xdp-busy-poll", 0, "AF_XDP workers: while traffic flows, spin this long on the rings before parking in the netpoller (0: pktio's default)")
 	afpRing := fs.String("afpacket-ring", "v2", "AF_PACKET receive ring: v2 (a slot per frame, handed over at once: low latency, TCP) or v3 (frames packed in blocks handed over when full or after 1 ms: more 64-byte frames per second; docs/pktio.md)")
 	workers := fs.Int("workers", 0, "datapath workers = receive queues per port (0: GOMAXPROCS)")
 	fibKind := fs.String("fib", "compiled", "FIB lookup structure: compiled or trie (they answer identically)")
