@@ -113,9 +113,10 @@ func TestE2EVRFTwoCustomers(t *testing.T) {
 
 	// ctl makes a third VRF and moves customer B (both its ports) into
 	// it, through the journal: its traffic still reaches s2 after a hot
-	// restart, from table 30; moved back, it is blue's again.
+	// restart, from table 30 (its default route added with `vrf green`);
+	// moved back, it is blue's again.
 	e.ctl("link add green type vrf table 30", "link set eth2 master green", "link set eth4 vrf green",
-		"route add default via 192.0.2.2 dev eth4 table 30")
+		"route add default via 192.0.2.2 dev eth4 vrf green") // table 30, by the VRF's name
 	green := func(stage string) {
 		t.Helper()
 		pingVia("c2", "s2")
