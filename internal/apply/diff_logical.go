@@ -478,10 +478,7 @@ func (n *normaliser) routeLogical(c *config.Command) logical {
 	r := c.Route
 	s := &r.Spec
 	lg := logical{fwd: *c, own: []key{n.routeKey(n.routeTableOf(r), s.Prefix)}}
-	lg.deps, lg.pulls = n.routeDeps(s, nil, nil)
-	if r.VRF != "" {
-		lg.deps = append(lg.deps, n.named(keyDev, r.VRF))
-	}
+	lg.deps, lg.pulls = n.routeDeps(r, nil, nil)
 	if r.Op != "delete" {
 		inv := *s
 		if inv.Proto == 0 {
@@ -496,9 +493,14 @@ func (n *normaliser) routeLogical(c *config.Command) logical {
 // routeDeps appends a route's dependencies: its nexthop object, the
 // addresses of its devices (a device losing its last address flushes its
 // routes), every address when a gateway's device is not given or a source
-// is; and what it pulls: the link state of its devices (every device's for
-// a gateway without a device).
-func (n *normaliser) routeDeps(s *fib.RouteSpec, deps, pulls []key) ([]key, []key) {
+// is, the VRF a `vrf NAME` line names (re-done when the VRF is: another
+// table); and what it pulls: the link state of its devices (every
+// device's for a gateway without a device).
+func (n *normaliser) routeDeps(r *config.RouteCmd, deps, pulls []key) ([]key, []key) {
+	s := &r.Spec
+	if r.VRF != "" {
+		deps = append(deps, n.named(keyDev, r.VRF))
+	}
 	if s.NhID != 0 {
 		deps = append(deps, key{kind: keyNexthop, a: s.NhID})
 	}
@@ -529,10 +531,7 @@ func (n *normaliser) routeDeps(s *fib.RouteSpec, deps, pulls []key) ([]key, []ke
 // the dependency set is known).
 func (n *normaliser) routeRecord(r *config.RouteCmd) (sum [2]uint64, own key, set uint32) {
 	s := &r.Spec
-	n.deps, n.pulls = n.routeDeps(s, n.deps[:0], n.pulls[:0])
-	if r.VRF != "" { // re-done when the VRF is (another table)
-		n.deps = append(n.deps, n.named(keyDev, r.VRF))
-	}
+	n.deps, n.pulls = n.routeDeps(r, n.deps[:0], n.pulls[:0])
 	set = n.set(nil, n.deps, n.pulls)
 	return n.routeSum(r), n.routeKey(n.routeTableOf(r), s.Prefix), set
 }
