@@ -46,6 +46,17 @@ type sink struct {
 	lnk    link.Link
 }
 
+// TCDropSink attaches the H2 sink (count and drop every frame at iface's
+// tcx ingress, in namespace ns) for callers outside the suites, such as
+// the hot restart rate test; it returns the count and the detach.
+func TCDropSink(ns, iface string) (count func() (uint64, error), detach func(), err error) {
+	s, err := newSink(ns, iface, sinkTC)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.Count, s.close, nil
+}
+
 // newSink attaches a counting drop program to iface in namespace ns.
 func newSink(ns, iface string, kind sinkKind) (*sink, error) {
 	s := &sink{}

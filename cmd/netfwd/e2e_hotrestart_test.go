@@ -22,10 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
-
+	"github.com/netfwd/netfwd/bench"
 	"github.com/netfwd/netfwd/internal/handover"
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
@@ -444,16 +441,21 @@ func TestHotRestartRate(t *testing.T) {
 	e := newE2EExe(t, attackNet(), nil, exe, args...)
 	e.pingOK("a", attackBIP, 63)
 	b := e.host("b")
-	// A bound socket: no ICMP port unreachable (nor ARP) from b. It reads
-	// and times the arrivals only with NETFWD_HOTRESTART_SILENCES set: a
-	// reader at 100 kpps takes a good part of a core on this machine,
-	// from the generator and the router.
-	// NETFWD_HOTRESTART_SINK=tc: b drops every frame at its tc ingress
-	// instead (the NDR suite's sink, bench/sink.go): on veth the sink's receive path runs in the router's
-	// transmit system calls, and a UDP socket's costs more than a drop.
+	// The sink on b: a bound socket (no ICMP port unreachable, nor ARP,
+	// from b). It reads and times the arrivals only with
+	// NETFWD_HOTRESTART_SILENCES set: a reader at 100 kpps takes a good
+	// part of a core on this machine, from the generator and the router.
+	// With NETFWD_HOTRESTART_SINK=tc, b drops every frame at its tcx
+	// ingress instead (the NDR suite's sink): on veth the sink's receive
+	// path runs in the router's transmit system calls, and a socket's
+	// costs more than a drop.
 	var rx *udpCounter
 	if os.Getenv("NETFWD_HOTRESTART_SINK") == "tc" {
-		defer attachTCDrop(t, b.NS, b.Iface)()
+		_, detach, err := bench.TCDropSink(b.NS, b.Iface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer detach()
 	} else if os.Getenv("NETFWD_HOTRESTART_SILENCES") != "" {
 		rx = startUDPCounter(t, b.NS, 9000, 0)
 		defer rx.close()
@@ -598,29 +600,4 @@ func softnetDrops(t *testing.T) uint64 {
 		sum += v
 	}
 	return sum
-}
-
-// attachTCDrop drops every frame iface in ns receives, at its tcx ingress
-// (a two-instruction program: TC_ACT_SHOT); the device's receive counter
-// still counts them. It returns the detach.
-func attachTCDrop(t *testing.T, ns, iface string) func() {
-	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "drop_all", Type: ebpf.SchedCLS, License: "Dual BSD/GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lnk link.Link
-	if err := pktio.InNetns(ns, func() error {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return err
-		}
-		lnk, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
-		return err
-	}); err != nil {
-		prog.Close()
-		t.Fatalf("tc drop on %s: %v", iface, err)
-	}
-	return func() { lnk.Close(); prog.Close() }
 }
