@@ -28,7 +28,7 @@ func (f *fakeSource) Prepare() (Prepared, error) {
 	return Prepared{PID: os.Getpid(), Listeners: map[string]Listener{}}, nil
 }
 func (f *fakeSource) Pause() (Paused, error) { f.paused.Add(1); return Paused{}, nil }
-func (f *fakeSource) Yield()                 { f.yielded.Add(1) }
+func (f *fakeSource) Yield(bool)             { f.yielded.Add(1) }
 func (f *fakeSource) Resume()                { f.resumed.Add(1) }
 func (f *fakeSource) Finish(err error) {
 	f.finishErr.Store(&err)

@@ -60,8 +60,11 @@ type Source interface {
 	Pause() (Paused, error)
 	// Yield: the successor reads the rings from now on (it committed, or
 	// speaks 1.0 and was answered pause); this process only waits, and
-	// must leave the CPU to the successor's workers.
-	Yield()
+	// must leave the CPU to the successor's workers. committed: for good
+	// (Resume never follows), so this process may let go of the rings'
+	// sockets; false for a 1.0 successor, which may still fail before
+	// done and leave them to this process.
+	Yield(committed bool)
 	// Resume forwards again after a Pause whose successor failed (before
 	// it committed). Never after a commit.
 	Resume()
@@ -350,7 +353,7 @@ func (x *exchange) pause() bool {
 	}
 	x.c.SetWriteDeadline(time.Time{})
 	if x.paused && !x.peer.Has(1) {
-		x.s.src.Yield() // 1.0: the successor reads from now on
+		x.s.src.Yield(false) // 1.0: the successor reads from now on
 	}
 	return x.paused
 }
@@ -369,7 +372,7 @@ func (x *exchange) commit() bool {
 		x.s.log("handover: the successor went away as it committed; forwarding again", "pid", x.pid, "err", err)
 		return false
 	}
-	x.s.src.Yield()
+	x.s.src.Yield(true)
 	return true
 }
 

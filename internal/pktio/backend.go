@@ -49,13 +49,17 @@ type Waitable interface {
 }
 
 // Waiter parks its owner goroutine until one of its queues has frames or
-// Wake is called. Add, Remove and Wait belong to the owner; Wake to any
-// goroutine.
+// Wake is called. Add, Remove, Wait, Detach and Attach belong to the
+// owner; Wake to any goroutine.
 type Waiter interface {
 	Add(q Waitable) error
 	Remove(q Waitable)
 	Wait() error
 	Wake()
+	// Detach stops the queues' wake-ups from reaching the waiter (their
+	// fds leave its epoll set) until Attach; owner goroutine.
+	Detach()
+	Attach() error
 }
 
 var _ Waiter = (*Poller)(nil)

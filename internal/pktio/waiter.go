@@ -12,8 +12,14 @@ package pktio
 // when none has does the goroutine park. A socket's wake-up (the kernel
 // retiring a ring block) reaches the inner epoll, which wakes the netpoller.
 //
-// Locking: one owner goroutine calls Add, Remove and Wait; Wake and Close may
-// be called from any goroutine.
+// Detach and Attach take the queues' fds out of the epoll set and put them
+// back: a hot restart's predecessor shares its sockets with the successor,
+// and every frame the successor receives would otherwise wake the
+// predecessor's netpoller (a thread woken per frame, on the CPU the new
+// workers need while they catch up).
+//
+// Locking: one owner goroutine calls Add, Remove, Wait, Detach and Attach;
+// Wake and Close may be called from any goroutine.
 
 import (
 	"errors"
@@ -35,6 +41,9 @@ type Poller struct {
 	items  []Waitable
 	buf    [16]unix.EpollEvent
 	wakeFn func(uintptr) bool
+	// detached: the items' fds are out of the epoll set (Detach); Add
+	// and Remove keep the list only.
+	detached bool
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -76,7 +85,7 @@ func NewPoller() (*Poller, error) {
 
 // Add makes Wait return when q has frames.
 func (w *Poller) Add(q Waitable) error {
-	if fd := q.PollFd(); fd >= 0 {
+	if fd := q.PollFd(); fd >= 0 && !w.detached {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			return os.NewSyscallError("epoll_ctl", err)
@@ -91,12 +100,48 @@ func (w *Poller) Remove(q Waitable) {
 	for i, it := range w.items {
 		if it == q {
 			w.items = append(w.items[:i], w.items[i+1:]...)
-			if fd := q.PollFd(); fd >= 0 {
+			if fd := q.PollFd(); fd >= 0 && !w.detached {
 				unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 			}
 			return
 		}
 	}
+}
+
+// Detach takes the queues' fds out of the epoll set: their wake-ups no
+// longer reach this process. Wait then returns only for Wake (or a queue
+// it finds ready when it looks). The Poller keeps the queues for Attach.
+// Detach before the fds close if they are shared with another process:
+// an epoll registration outlives this process's fd while another holds
+// the socket, and then cannot be removed.
+func (w *Poller) Detach() {
+	if w.detached {
+		return
+	}
+	w.detached = true
+	for _, q := range w.items {
+		if fd := q.PollFd(); fd >= 0 {
+			unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+		}
+	}
+}
+
+// Attach puts the queues' fds back into the epoll set after Detach.
+func (w *Poller) Attach() error {
+	if !w.detached {
+		return nil
+	}
+	w.detached = false
+	var errs []error
+	for _, q := range w.items {
+		if fd := q.PollFd(); fd >= 0 {
+			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+			if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+				errs = append(errs, os.NewSyscallError("epoll_ctl", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Wait returns when one of the queues is ready or Wake was called. It

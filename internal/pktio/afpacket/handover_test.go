@@ -113,3 +113,73 @@ func TestAdoptRefusesOtherSockets(t *testing.T) {
 		t.Error("the refused fd was left open")
 	}
 }
+
+// TestHandedOverLetsGo: once HandedOver, a port's process holds no
+// descriptor of the receive sockets it shared (each would stay in its Go
+// netpoller and be woken by every frame the new owner reads), the new
+// owner reads on, and Close afterwards still unmaps cleanly.
+func TestHandedOverLetsGo(t *testing.T) {
+	p := pktiotest.NewPair(t)
+	old := openIn(t, p.NsB, p.B, Config{Ring: RingV2})
+	st, err := old.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fds []int
+	inodes := map[int]uint64{}
+	for _, fd := range st.FDs {
+		var s unix.Stat_t
+		if err := unix.Fstat(fd, &s); err != nil {
+			t.Fatal(err)
+		}
+		inodes[fd] = s.Ino
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, d)
+	}
+	pos, err := old.QueuePositions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adopted *Port
+	if err := pktio.InNetns(p.NsB, func() error {
+		var err error
+		adopted, err = Adopt(st, fds)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
+	if err := adopted.SetQueuePositions(pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.HandedOver(); err != nil {
+		t.Fatal(err)
+	}
+	for fd, ino := range inodes {
+		var s unix.Stat_t
+		if err := unix.Fstat(fd, &s); err == nil && s.Ino == ino {
+			t.Errorf("fd %d still holds the handed-over socket", fd)
+		}
+	}
+	if _, err := old.Queue(0).TryRecv(make([][]byte, 1), make([]pktio.Meta, 1)); err != pktio.ErrClosed {
+		t.Errorf("the handed-over queue reads: %v", err)
+	}
+	c := pktiotest.RawSender(t, p.NsA, p.A)
+	dst, src := pktiotest.MAC(t, p.NsB, p.B), pktiotest.MAC(t, p.NsA, p.A)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var sent [][]byte
+	for range 50 {
+		sent = append(sent, pktiotest.Frame(rng, dst, src, 60+rng.IntN(1400)))
+	}
+	pktiotest.Send(t, c, sent...)
+	got, _ := pktiotest.RecvN(t, adopted.Queue(0), len(sent), 2*time.Second)
+	if len(got) != len(sent) {
+		t.Fatalf("the new owner read %d of %d frames", len(got), len(sent))
+	}
+	if err := old.Close(); err != nil {
+		t.Fatalf("Close after HandedOver: %v", err)
+	}
+}

@@ -211,6 +211,26 @@ func (p *Port) shutdownLocked() {
 	}
 }
 
+// HandedOver: another process reads the port's queues from now on (a hot
+// restart's successor committed; it holds the same sockets). The port
+// shuts down, and this process closes its descriptors of the receive
+// sockets at once, not at Close: a descriptor in the Go netpoller is woken
+// by every frame the other process receives (sock_def_readable reaches
+// every epoll set of the socket), and the kernel's clear-on-read ring
+// statistics are the other process's to read. The rings stay mapped until
+// Close. The owners of the queues must not read them again (they are
+// parked, and exit).
+func (p *Port) HandedOver() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shutdownLocked()
+	var errs []error
+	for _, q := range p.queues {
+		errs = append(errs, q.sock.close())
+	}
+	return errors.Join(errs...)
+}
+
 // Close shuts the port down and unmaps its rings. Call it after the owner
 // goroutines of its queues and Tx handles have returned: frames they still
 // hold point into the rings.

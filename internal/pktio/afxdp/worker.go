@@ -146,6 +146,7 @@ func newWorkerOn(cfg WorkerConfig, memfd int, mem []byte) (*Worker, error) {
 		if mem, err = unix.Mmap(memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 			return nil, fmt.Errorf("pktio: UMEM of %d bytes: %w", size, err)
 		}
+		pktio.Prefault(mem) // before frames go through it (pktio/prefault.go)
 	}
 	if len(mem) != size {
 		return nil, fmt.Errorf("pktio: UMEM of %d bytes for %d frames of %d", len(mem), cfg.Frames, cfg.FrameSize)
@@ -452,6 +453,14 @@ func (w *Worker) Remove(q pktio.Waitable) {
 		}
 	}
 }
+
+// Detach takes the sockets and watched queues out of the poller's epoll
+// set until Attach (pktio.Waiter): a hot restart's predecessor, whose
+// sockets the successor reads, is not woken by its frames. Owner goroutine.
+func (w *Worker) Detach() { w.poller.Detach() }
+
+// Attach undoes Detach. Owner goroutine.
+func (w *Worker) Attach() error { return w.poller.Attach() }
 
 // Shutdown makes Wait, Recv, TryRecv and Send return ErrClosed (a blocked
 // owner wakes at once). Any goroutine, any number of times; UMEM and rings
