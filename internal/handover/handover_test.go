@@ -98,7 +98,7 @@ func TestSuccessorGoneResumes(t *testing.T) {
 // TestTakeoverFinishes: prepare, pause, done: the daemon finishes, the
 // server stops, and TakeFD duplicates a descriptor of the daemon.
 func TestTakeoverFinishes(t *testing.T) {
-	src, _, path, done := serve(t)
+	src, srv, path, done := serve(t)
 	c, err := Dial(path)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +162,15 @@ func TestTakeoverFinishes(t *testing.T) {
 	}
 	if err := c.Commit(); err != nil {
 		t.Fatal(err)
+	}
+	// Committed, the hold lasts as long as the process: a prepare meanwhile
+	// is refused at once, not after waiting claimWait for an end that comes
+	// only as the process exits (the waiting successor read EOF then).
+	srv.mu.Lock()
+	final := srv.holder.final
+	srv.mu.Unlock()
+	if !final {
+		t.Error("the committed successor's hold is not final")
 	}
 	if err := c.Done(); err != nil {
 		t.Fatal(err)

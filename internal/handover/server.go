@@ -90,6 +90,11 @@ type Server struct {
 	holder struct {
 		pid  int
 		conn uint64
+		// final: the holder committed; the hold ends only with this
+		// process, so a prepare is refused at once instead of waiting
+		// claimWait for an end that comes as the process exits (the
+		// waiting successor then read EOF, not the refusal).
+		final bool
 	}
 	conns uint64 // connections accepted, numbering them; guarded by mu
 }
@@ -173,15 +178,25 @@ func (s *Server) claim(conn uint64, pid int) (int, bool) {
 	deadline := time.Now().Add(claimWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.holder.pid != 0 && conn != 0 && time.Now().Before(deadline) {
+	for s.holder.pid != 0 && !s.holder.final && conn != 0 && time.Now().Before(deadline) {
 		s.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
 		s.mu.Lock()
 	}
 	if s.holder.pid == 0 {
-		s.holder.pid, s.holder.conn = pid, conn
+		s.holder.pid, s.holder.conn, s.holder.final = pid, conn, false
 	}
 	return s.holder.pid, s.holder.conn == conn && s.holder.pid == pid
+}
+
+// holdForGood marks the hold of connection conn of pid final (it
+// committed: the hold lasts as long as this process).
+func (s *Server) holdForGood(conn uint64, pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holder.pid == pid && s.holder.conn == conn {
+		s.holder.final = true
+	}
 }
 
 // release ends the hold of connection conn (0: Hold) of pid.
@@ -189,7 +204,7 @@ func (s *Server) release(conn uint64, pid int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.holder.pid == pid && s.holder.conn == conn {
-		s.holder.pid, s.holder.conn = 0, 0
+		s.holder.pid, s.holder.conn, s.holder.final = 0, 0, false
 	}
 }
 
@@ -372,6 +387,7 @@ func (x *exchange) commit() bool {
 		x.s.log("handover: the successor went away as it committed; forwarding again", "pid", x.pid, "err", err)
 		return false
 	}
+	x.s.holdForGood(x.id, x.pid)
 	x.s.src.Yield(true)
 	return true
 }
