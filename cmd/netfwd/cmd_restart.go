@@ -115,6 +115,25 @@ func runRestart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		pfd := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 		if n, _ := unix.Poll(pfd, 50); n > 0 { // the old daemon is gone
+			// Gone for this successor, or for another restart's (this one
+			// was refused, or failed): its status line says which.
+			var why string
+			select {
+			case why = <-statusLine:
+			case <-time.After(time.Until(deadline)):
+				why = "no status within the timeout"
+			}
+			if why != "ok" {
+				if busy, ok := handover.ParseBusy(why); ok {
+					fmt.Fprintf(stderr, "netfwd restart: %v\n", busy)
+					return 1
+				}
+				if why == "" {
+					why = "it exited without a status"
+				}
+				fmt.Fprintf(stderr, "netfwd restart: the new process (pid %d) failed: %s; pid %d exited meanwhile\n", cmd.Process.Pid, why, oldPid)
+				return 1
+			}
 			if _, err := ctlsock.Do(*ctl, []string{"link show"}, false); err != nil {
 				fmt.Fprintf(stderr, "netfwd restart: pid %d exited but the new process (pid %d) does not answer: %v\n", oldPid, cmd.Process.Pid, err)
 				return 1
