@@ -174,7 +174,8 @@ func (s *rawSocket) setRing(opt int, req *unix.TpacketReq3) error {
 	return nil
 }
 
-// mmap maps size bytes of the socket's rings (RX ring first, then TX).
+// mmap maps size bytes of the socket's rings (RX ring first, then TX),
+// every page touched (pktio.Prefault).
 func (s *rawSocket) mmap(size int) ([]byte, error) {
 	var b []byte
 	err := s.control(func(fd int) error {
@@ -185,6 +186,7 @@ func (s *rawSocket) mmap(size int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap ring %d bytes: %w", size, err)
 	}
+	pktio.Prefault(b) // before frames go through this mapping (prefault.go)
 	return b, nil
 }
 

@@ -240,6 +240,10 @@ func MapUMEM(memfd int) (*UMEM, error) {
 		unix.Close(memfd)
 		return nil, fmt.Errorf("pktio: UMEM handed over (%d bytes): %w", size, err)
 	}
+	// This mapping is new, its frames the predecessor's: touched now, before
+	// the pause, not frame by frame while the rings' backlog waits
+	// (pktio/prefault.go).
+	pktio.Prefault(mem)
 	return &UMEM{memfd: memfd, mem: mem}, nil
 }
 

@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netfwd/netfwd/internal/pktio"
 )
 
 // xdpRing is the part common to all four rings.
@@ -44,6 +46,7 @@ func mapRing(fd int, pgoff int64, off unix.XDPRingOffset, entries, entrySize int
 	if err != nil {
 		return xdpRing{}, fmt.Errorf("mmap ring at %#x (%d bytes): %w", pgoff, size, err)
 	}
+	pktio.Prefault(mem) // pktio/prefault.go
 	return xdpRing{
 		mem:      mem,
 		producer: (*uint32)(unsafe.Pointer(&mem[off.Producer])),
