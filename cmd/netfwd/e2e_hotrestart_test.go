@@ -306,6 +306,18 @@ func (e *e2e) hotRestart() int {
 	return newPid
 }
 
+// freezeDaemon stops the harness's daemon for d (SIGSTOP, SIGCONT).
+func (e *e2e) freezeDaemon(d time.Duration) {
+	pid := e.daemonPid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		e.t.Fatal(err)
+	}
+	time.Sleep(d)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // TestHotRestartConcurrent: three `netfwd restart`s at once. One takes
 // over; each other one says "another restart (pid N) is in progress", N
 // the new process that took over, and exits 1 (or, come after that one
@@ -435,6 +447,15 @@ func TestHotRestartRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// NETFWD_HOTRESTART_FREEZE=DURATION: window B stops the running daemon
+	// (SIGSTOP) for DURATION instead of restarting it: what a warm
+	// process's rings and catch-up absorb, to set beside a takeover's gap.
+	var freeze time.Duration
+	if v := os.Getenv("NETFWD_HOTRESTART_FREEZE"); v != "" {
+		if freeze, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("NETFWD_HOTRESTART_FREEZE: %v", err)
+		}
+	}
 	exe := optimizedNetfwd(t)
 	// NETFWD_HOTRESTART_ARGS: more flags for the daemon ("--fib trie", ...).
 	args := append([]string{"--workers", "2"}, strings.Fields(os.Getenv("NETFWD_HOTRESTART_ARGS"))...)
@@ -488,7 +509,11 @@ func TestHotRestartRate(t *testing.T) {
 		}
 		if restart {
 			time.Sleep(time.Second)
-			e.hotRestart()
+			if freeze > 0 {
+				e.freezeDaemon(freeze)
+			} else {
+				e.hotRestart()
+			}
 		}
 		if rate == 0 {
 			time.Sleep(time.Until(t0.Add(3 * time.Second)))
