@@ -105,8 +105,9 @@ func (tr *failedRestartTraffic) finish(t *testing.T) (sent, lost int) {
 }
 
 // startRestart runs `netfwd restart` (this test binary) in the background;
-// its output is read once it exited.
-func (e *e2e) startRestart() (*exec.Cmd, *bytes.Buffer) {
+// its output may be read while it runs (a failure message), so it goes to
+// a syncBuffer.
+func (e *e2e) startRestart() (*exec.Cmd, *syncBuffer) {
 	e.t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -114,12 +115,12 @@ func (e *e2e) startRestart() (*exec.Cmd, *bytes.Buffer) {
 	}
 	cmd := exec.Command(exe, "restart", "--ctl", e.CtlPath)
 	cmd.Env = append(os.Environ(), "NETFWD_TEST_MAIN=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	return cmd, &out
+	return cmd, out
 }
 
 // procStat is a process's parent pid and state letter (R, S, T, Z, ...);

@@ -57,31 +57,13 @@ func testHandoverKeepsRing(t *testing.T, ring Ring) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fds []int
-	for _, fd := range st.FDs {
-		d, err := unix.Dup(fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fds = append(fds, d)
-	}
+	fds := dupFDs(t, st.FDs)
 	// The old owner goes away entirely: its fds closed, its ring unmapped.
 	old.Shutdown()
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var adopted *Port
-	if err := pktio.InNetns(p.NsB, func() error {
-		var err error
-		adopted, err = Adopt(st, fds)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
-	if err := adopted.SetQueuePositions(pos); err != nil {
-		t.Fatal(err)
-	}
+	adopted := adoptIn(t, p.NsB, st, fds, pos)
 	pktiotest.Send(t, c, sent[100:]...) // while nobody reads: they wait in the ring
 	rest, _ := pktiotest.RecvN(t, adopted.Queue(0), len(sent)-len(got), 2*time.Second)
 	got = append(got, rest...)
@@ -125,7 +107,6 @@ func TestHandedOverLetsGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fds []int
 	inodes := map[int]uint64{}
 	for _, fd := range st.FDs {
 		var s unix.Stat_t
@@ -133,28 +114,13 @@ func TestHandedOverLetsGo(t *testing.T) {
 			t.Fatal(err)
 		}
 		inodes[fd] = s.Ino
-		d, err := unix.Dup(fd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fds = append(fds, d)
 	}
+	fds := dupFDs(t, st.FDs)
 	pos, err := old.QueuePositions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var adopted *Port
-	if err := pktio.InNetns(p.NsB, func() error {
-		var err error
-		adopted, err = Adopt(st, fds)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
-	if err := adopted.SetQueuePositions(pos); err != nil {
-		t.Fatal(err)
-	}
+	adopted := adoptIn(t, p.NsB, st, fds, pos)
 	if err := old.HandedOver(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,4 +148,38 @@ func TestHandedOverLetsGo(t *testing.T) {
 	if err := old.Close(); err != nil {
 		t.Fatalf("Close after HandedOver: %v", err)
 	}
+}
+
+// dupFDs duplicates a port's descriptors, as pidfd_getfd gives them to
+// another process.
+func dupFDs(t *testing.T, fds []int) []int {
+	t.Helper()
+	var out []int
+	for _, fd := range fds {
+		d, err := unix.Dup(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// adoptIn adopts a described port's duplicated descriptors in namespace
+// ns and continues its queues at pos; the port is closed at the test's end.
+func adoptIn(t *testing.T, ns string, st PortState, fds []int, pos []QueuePosition) *Port {
+	t.Helper()
+	var adopted *Port
+	if err := pktio.InNetns(ns, func() error {
+		var err error
+		adopted, err = Adopt(st, fds)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
+	if err := adopted.SetQueuePositions(pos); err != nil {
+		t.Fatal(err)
+	}
+	return adopted
 }
