@@ -62,7 +62,6 @@ import (
 
 	"github.com/netfwd/netfwd/internal/config"
 	"github.com/netfwd/netfwd/internal/handover"
-	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"github.com/netfwd/netfwd/internal/pktio/afxdp"
 	"github.com/netfwd/netfwd/neigh"
@@ -113,21 +112,16 @@ func (iw *ioWorker) parkIfPaused() bool {
 }
 
 // detachQueues takes the worker's queues out of its waiters' epoll sets
-// (pktio.Poller.Detach); attachQueues puts them back when a pause ends
+// (pktio.Poller.Detach; the waiter may be the poller itself, and both
+// calls are idempotent); attachQueues puts them back when a pause ends
 // without a takeover.
 func (iw *ioWorker) detachQueues() {
 	iw.waiter.Detach()
-	if iw.waiter != pktio.Waiter(iw.poller) {
-		iw.poller.Detach()
-	}
+	iw.poller.Detach()
 }
 
 func (iw *ioWorker) attachQueues() {
-	err := iw.waiter.Attach()
-	if iw.waiter != pktio.Waiter(iw.poller) {
-		err = errors.Join(err, iw.poller.Attach())
-	}
-	if err != nil {
+	if err := errors.Join(iw.waiter.Attach(), iw.poller.Attach()); err != nil {
 		iw.d.log.Error("worker resumes: its queues' wake-ups", "worker", iw.idx, "err", err)
 	}
 }
