@@ -139,15 +139,24 @@ func procStat(pid int) (ppid int, state byte, ok bool) {
 	return ppid, f[0][0], true
 }
 
-// childOf is a child process of pid (0: none yet).
-func childOf(pid int) int {
+// successorOf is the child of `netfwd restart` (pid) that runs
+// `run --takeover` (0: none yet). Not just any child: before its first
+// fork, Go's os/exec probes clone(CLONE_PIDFD) with a child that exits at
+// once (syscall.checkClonePidfd); CI once took that probe for the
+// successor and found it "gone". The probe shares its parent's memory, so
+// its command line is restart's.
+func successorOf(pid int) int {
 	ents, _ := os.ReadDir("/proc")
 	for _, ent := range ents {
 		c, err := strconv.Atoi(ent.Name())
 		if err != nil {
 			continue
 		}
-		if pp, _, ok := procStat(c); ok && pp == pid {
+		if pp, _, ok := procStat(c); !ok || pp != pid {
+			continue
+		}
+		argv, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if err == nil && slices.Contains(strings.Split(string(argv), "\x00"), "--takeover") {
 			return c
 		}
 	}
@@ -185,7 +194,7 @@ func TestHotRestartStalledSuccessor(t *testing.T) {
 	var stoppedAt time.Time
 	for deadline := time.Now().Add(90 * time.Second); stoppedAt.IsZero(); time.Sleep(2 * time.Millisecond) {
 		if succ == 0 {
-			succ = childOf(restart.Process.Pid)
+			succ = successorOf(restart.Process.Pid)
 		} else if _, st, ok := procStat(succ); !ok {
 			t.Fatalf("the successor (pid %d) is gone before it stopped; restart: %s\nlog:\n%s", succ, out, lastBytes(e.stderr.String(), 4000))
 		} else if st == 'T' {
