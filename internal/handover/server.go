@@ -190,12 +190,13 @@ func (s *Server) claim(conn uint64, pid int) (int, bool) {
 }
 
 // holdForGood marks the hold of connection conn of pid final (it
-// committed: the hold lasts as long as this process).
-func (s *Server) holdForGood(conn uint64, pid int) {
+// committed: the hold lasts as long as this process), or not (the commit's
+// answer was not written).
+func (s *Server) holdForGood(conn uint64, pid int, final bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.holder.pid == pid && s.holder.conn == conn {
-		s.holder.final = true
+		s.holder.final = final
 	}
 }
 
@@ -380,14 +381,18 @@ func (x *exchange) commit() bool {
 		return false
 	}
 	x.paused, x.committed = false, true // the end no longer resumes
+	// Final before the answer: a prepare that comes once the successor
+	// has read it must find the hold final (CI caught a test's check
+	// between the answer and this).
+	x.s.holdForGood(x.id, x.pid, true)
 	if err := x.enc.Encode(commitReply{Committed: true}); err != nil {
 		// Not written: the successor's end is gone, so it never read the
 		// answer, and it reads no ring without it.
 		x.paused, x.committed = true, false
+		x.s.holdForGood(x.id, x.pid, false)
 		x.s.log("handover: the successor went away as it committed; forwarding again", "pid", x.pid, "err", err)
 		return false
 	}
-	x.s.holdForGood(x.id, x.pid)
 	x.s.src.Yield(true)
 	return true
 }
