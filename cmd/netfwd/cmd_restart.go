@@ -8,9 +8,10 @@ package main
 // network namespace, working directory and environment (NOTIFY_SOCKET
 // included: under systemd the new process reports itself as the main pid),
 // detached in a session of its own, with the daemon's stderr where it can
-// be opened (a pipe, a file, a terminal; else this command's). The new
-// process takes the ports over while the old one forwards
-// (internal/handover); this command waits, at nice 19, until the old one
+// be opened (a pipe, a file, a terminal; else this command's), at the
+// background priority (internal/daemon/priority.go). The new process
+// takes the ports over while the old one forwards (internal/handover);
+// this command waits, at the background priority too, until the old one
 // has exited and the new one answers, and reports both pids. Exit 0 on
 // success; 1 when the new process failed (the old one then forwards on:
 // nothing changed), or when another restart was in progress: the running
@@ -248,8 +249,8 @@ func (s *statusPipe) failed(err error) {
 }
 
 // startInNetnsOf starts cmd in the network namespace of process pid (a
-// daemon started with `ip netns exec` lives in one) at nice 19: from a
-// thread moved there, whose namespace and priority the child inherits;
+// daemon started with `ip netns exec` lives in one) at the background
+// priority: from a thread moved there, whose namespace and priority the child inherits;
 // the thread is not given back to Go.
 func startInNetnsOf(pid int, cmd *exec.Cmd) error {
 	target, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
@@ -276,10 +277,11 @@ func startInNetnsOf(pid int, cmd *exec.Cmd) error {
 				return
 			}
 		}
-		// The successor prepares at nice 19 and takes the running daemon's
-		// priority when it takes over (internal/daemon/nice.go): its start
-		// must not take CPU from the forwarding it is about to replace.
-		unix.Setpriority(unix.PRIO_PROCESS, 0, 19)
+		// The successor prepares at the background priority and takes
+		// the running daemon's when it takes over
+		// (internal/daemon/priority.go): its start must not take CPU from
+		// the forwarding it is about to replace.
+		daemon.LowerThreadForSuccessor()
 		errc <- cmd.Start()
 	}()
 	return <-errc

@@ -27,6 +27,7 @@ import (
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/pktio/afpacket"
+	"golang.org/x/sys/unix"
 )
 
 // udpCounter receives the stream's datagrams in a namespace and keeps
@@ -303,7 +304,35 @@ func (e *e2e) hotRestart() int {
 			t.Fatal("the old daemon still runs 10 s after the restart returned")
 		}
 	}
+	checkForwardingPriority(t, newPid)
 	return newPid
+}
+
+// checkForwardingPriority: every thread of pid runs at this test's own
+// priority, which the harness's daemon inherited and each successor takes
+// from its predecessor, not at the background priority a successor
+// starts at (nice 19: internal/daemon/priority.go).
+func checkForwardingPriority(t *testing.T, pid int) {
+	t.Helper()
+	want, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ent := range ents {
+		tid, _ := strconv.Atoi(ent.Name())
+		got, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if got.Policy != want.Policy || got.Nice != want.Nice {
+			t.Errorf("pid %d thread %d forwards at policy %d nice %d, want policy %d nice %d (the predecessor's)",
+				pid, tid, got.Policy, got.Nice, want.Policy, want.Nice)
+		}
+	}
 }
 
 // freezeDaemon stops the harness's daemon for d (SIGSTOP, SIGCONT).

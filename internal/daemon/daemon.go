@@ -209,11 +209,11 @@ type Daemon struct {
 	parkedNote  chan struct{} // a worker parked (buffered: never blocks it)
 	handedOver  atomic.Bool
 	// handoverNeigh are the neighbours a prepare sent to a successor;
-	// niceBeforePause is the priority a pause lowered (-1: none).
+	// priorityBeforePause is the priority Yield lowered (nil: none).
 	// Both are the handover server goroutine's.
-	handoverNeigh   map[handover.Neighbour]bool
-	niceBeforePause int
-	finish          chan struct{}
+	handoverNeigh       map[handover.Neighbour]bool
+	priorityBeforePause *schedPriority
+	finish              chan struct{}
 	// finishErr is why a successor that had taken the rings over failed
 	// (handoverSource.Finish): Run returns it. Written before finish is
 	// closed.
@@ -293,7 +293,7 @@ func New(opts Options) (d *Daemon, err error) {
 			return nil, fmt.Errorf("--fib %s: %w", opts.FIB, err)
 		}
 	}
-	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{}), niceBeforePause: -1,
+	nd := &Daemon{opts: opts, log: log, e: e, ctl: apply.New(e), conf: conf, stop: make(chan struct{}), finish: make(chan struct{}),
 		parkedNote: make(chan struct{}, 64)}
 	nd.ctl.SetDeviceCheck(deviceCheck(opts.Netns, nd.hasPort))
 	nd.ports.Store(&portTable{})

@@ -12,10 +12,12 @@ package daemon
 // neighbours learned since prepare (prepare carried the others); it
 // resumes if the successor has not committed within
 // handover.CommitTimeout (or goes away before); committed, it drops to
-// nice 19 until done and closes its descriptors of the receive sockets,
-// whose wake-ups its parked workers had already taken out of their epoll
-// sets (each frame the successor reads would wake this process); on done it marks its AF_XDP ports handed over (their
-// Close leaves map entries, program and NAPI settings to the successor)
+// the background priority (priority.go) until done and closes its
+// descriptors of the receive sockets, whose wake-ups its parked workers
+// had already taken out of their epoll sets (each frame the successor
+// reads would wake this process); on done it marks its AF_XDP ports
+// handed over (their Close leaves map entries, program and NAPI settings
+// to the successor)
 // and shuts down as on SIGTERM, closing only its own copies of the
 // descriptors (and exits 1 if the connection ends without done after the
 // commit: the rings are the successor's, this process cannot resume them).
@@ -288,9 +290,9 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 // workers took the queues out of their own epoll sets when they parked.
 func (s handoverSource) Yield(committed bool) {
 	d := s.d
-	if nice, err := processNice(os.Getpid()); err == nil && d.niceBeforePause < 0 {
-		d.niceBeforePause = nice
-		setProcessNice(niceIdle)
+	if p, err := threadPriority(os.Getpid()); err == nil && d.priorityBeforePause == nil {
+		d.priorityBeforePause = &p
+		setProcessPriority(background())
 	}
 	if !committed {
 		return
@@ -321,9 +323,11 @@ func (d *Daemon) pauseNeighbours() []handover.Neighbour {
 
 func (s handoverSource) Resume() {
 	d := s.d
-	if d.niceBeforePause >= 0 {
-		setProcessNice(d.niceBeforePause)
-		d.niceBeforePause = -1
+	if d.priorityBeforePause != nil {
+		if err := setProcessPriority(*d.priorityBeforePause); err != nil {
+			d.log.Warn("hot restart: restoring the priority after the pause", "err", err)
+		}
+		d.priorityBeforePause = nil
 	}
 	d.paused.Store(false)
 	d.pauseMu.Lock()
@@ -339,7 +343,7 @@ func (s handoverSource) Resume() {
 // said done); this process shuts down, leaving the ports to it, and Run
 // returns err.
 func (s handoverSource) Finish(err error) {
-	setProcessNice(niceIdle) // the shutdown must not take CPU from the successor's workers (nice.go)
+	setProcessPriority(background()) // the shutdown must not take CPU from the successor's workers (priority.go)
 	for _, pt := range s.d.ports.Load().list {
 		if pt.xp != nil {
 			pt.xp.HandOver() // the successor holds map, program and link now
@@ -678,7 +682,7 @@ func (d *Daemon) takeOver() error {
 		d.handoverSrv.Hold(os.Getpid())
 	}
 	// The priority of the predecessor (read before it changes).
-	nice, niceErr := processNice(d.succ.prep.PID)
+	prio, prioErr := threadPriority(d.succ.prep.PID)
 	defer d.succ.closeUMEMs() // those of workers that did not take theirs
 	if err := d.mapUMEMs(); err != nil {
 		return err
@@ -693,11 +697,15 @@ func (d *Daemon) takeOver() error {
 	// Collect now, not in the milliseconds the rings fill up while
 	// nobody reads them: the start made garbage (config, engine, FIB).
 	runtime.GC()
-	// The predecessor's priority from now on (nice.go): this process
+	// The predecessor's priority from now on (priority.go): this process
 	// forwards next. Not earlier: everything above ran with what the
-	// forwarder leaves.
-	if niceErr == nil {
-		setProcessNice(nice)
+	// forwarder leaves. Not knowing it, the default: never the background.
+	if prioErr != nil {
+		d.log.Warn("hot restart: the previous process's priority; taking the default", "err", prioErr)
+		prio = schedPriority{policy: unix.SCHED_NORMAL}
+	}
+	if err := setProcessPriority(prio); err != nil {
+		d.log.Warn("hot restart: taking the previous process's priority", "err", err)
 	}
 	s := d.succ
 	s.start = time.Now()

@@ -20,7 +20,7 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	tp.writeConfig(t, tp.baseConfig()...)
 	d := tp.start(t)
 	ctl := filepath.Join(tp.dir, "ctl.sock")
-	nice0, err := processNice(os.Getpid())
+	prio0, err := threadPriority(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	}
 	// Paused, not committed: the daemon must answer the commit at once,
 	// at its priority.
-	if n, err := processNice(os.Getpid()); err != nil || n != nice0 {
-		t.Errorf("paused: nice %d (%v), want %d until the commit", n, err, nice0)
+	if p, err := threadPriority(os.Getpid()); err != nil || p != prio0 {
+		t.Errorf("paused: priority %+v (%v), want %+v until the commit", p, err, prio0)
 	}
 
 	// The successor goes away: forwarding resumes.
@@ -73,7 +73,7 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer waitNice(t, nice0) // the rest of the package runs at its priority
+	defer waitPriority(t, prio0) // the rest of the package runs at its priority
 	defer cl.Close()
 	if prep, err = cl.Prepare(); err != nil {
 		t.Fatal(err)
@@ -87,23 +87,23 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	if len(p.Neighbours) != 0 {
 		t.Fatalf("pause repeated neighbours prepare carried: %v", p.Neighbours)
 	}
-	// Committed, the daemon only waits for done, at nice 19 (every
-	// thread); done ends it.
+	// Committed, the daemon only waits for done, at the background
+	// priority (every thread); done ends it.
 	if err := cl.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	// (Lowered right after the answer, which comes first.)
 	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		ns := threadNices(t)
+		ps := threadPriorities(t)
 		idle := true
-		for _, n := range ns {
-			idle = idle && n == niceIdle
+		for _, p := range ps {
+			idle = idle && p == background()
 		}
 		if idle {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("committed: threads at nice %v, want all at %d", ns, niceIdle)
+			t.Errorf("committed: threads at %+v, want all at %+v", ps, background())
 			break
 		}
 	}
@@ -115,7 +115,7 @@ func TestPauseSendsNeighboursLearnedSincePrepare(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("done did not finish the daemon")
 	}
-	setProcessNice(nice0) // this process's: the daemon left it at nice 19
+	setProcessPriority(prio0) // this process's: the daemon left it in the background
 }
 
 // neighbourIPs maps each neighbour's address to its device.
@@ -127,34 +127,71 @@ func neighbourIPs(ns []handover.Neighbour) map[string]string {
 	return m
 }
 
-// waitNice waits until this process's priority is nice again.
-func waitNice(t *testing.T, nice int) {
+// waitPriority waits until this process's priority is p again.
+func waitPriority(t *testing.T, p schedPriority) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		n, err := processNice(os.Getpid())
-		if err == nil && n == nice {
+		got, err := threadPriority(os.Getpid())
+		if err == nil && got == p {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("resumed: nice %d (%v), want %d back", n, err, nice)
+			t.Fatalf("resumed: priority %+v (%v), want %+v back", got, err, p)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// threadNices is the nice value of each thread of this process.
-func threadNices(t *testing.T) map[int]int {
+// threadPriorities is the priority of each thread of this process.
+func threadPriorities(t *testing.T) map[int]schedPriority {
 	t.Helper()
 	tids, err := threadIDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]int{}
+	out := map[int]schedPriority{}
 	for _, tid := range tids {
-		if n, err := processNice(tid); err == nil {
-			out[tid] = n
+		if p, err := threadPriority(tid); err == nil {
+			out[tid] = p
 		}
 	}
 	return out
+}
+
+// TestResumeRestoresNegativeNice: a daemon run at a negative nice (a
+// router given priority) that yields to a successor which then goes away
+// gets its own priority back. The saved value used -1 for "none": a
+// daemon at nice -1..-20 stayed at nice 19 after a failed restart.
+func TestResumeRestoresNegativeNice(t *testing.T) {
+	prio0, err := threadPriority(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	high := schedPriority{policy: prio0.policy, nice: -3}
+	if err := setProcessPriority(high); err != nil {
+		t.Skipf("cannot raise this process's priority: %v", err)
+	}
+	defer setProcessPriority(prio0)
+	tp := newTopo(t)
+	tp.writeConfig(t, tp.baseConfig()...)
+	d := tp.start(t)
+	src := handoverSource{d}
+	if _, err := src.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	src.Yield(false) // protocol 1.0: it reads from the pause on
+	if p, err := threadPriority(os.Getpid()); err != nil || p != background() {
+		t.Fatalf("yielded: %+v (%v), want the background %+v", p, err, background())
+	}
+	src.Resume() // it went away
+	waitPriority(t, high)
+	for tid, p := range threadPriorities(t) {
+		if p != high {
+			t.Errorf("resumed: thread %d at %+v, want %+v", tid, p, high)
+		}
+	}
+	if err := tp.ping(tp.h1, "10.2.0.2", 2); err != nil {
+		t.Fatalf("after the resume: %v", err)
+	}
 }
