@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +185,75 @@ func adoptIn(t *testing.T, ns string, st PortState, fds []int, pos []QueuePositi
 		t.Fatal(err)
 	}
 	return adopted
+}
+
+// TestAdoptedStaysOutOfNetpoller: until SetQueuePositions (the takeover),
+// no epoll set of the adopting process watches the adopted sockets: the
+// running daemon still reads them, and every frame it received woke the
+// successor's netpoller for the whole of its start. After it, the
+// netpoller has them (the owner's reads wait there).
+func TestAdoptedStaysOutOfNetpoller(t *testing.T) {
+	p := pktiotest.NewPair(t)
+	old := openIn(t, p.NsB, p.B, Config{Ring: RingV2})
+	st, err := old.Describe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := dupFDs(t, st.FDs)
+	var adopted *Port
+	if err := pktio.InNetns(p.NsB, func() error {
+		var err error
+		adopted, err = Adopt(st, fds)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
+	watched := epollWatched(t)
+	for _, fd := range fds {
+		if watched[fd] {
+			t.Errorf("adopted socket fd %d is in an epoll set before the takeover", fd)
+		}
+	}
+	pos, err := old.QueuePositions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adopted.SetQueuePositions(pos); err != nil {
+		t.Fatal(err)
+	}
+	watched = epollWatched(t)
+	for _, fd := range fds {
+		if !watched[fd] {
+			t.Errorf("adopted socket fd %d is in no epoll set after SetQueuePositions", fd)
+		}
+	}
+}
+
+// epollWatched is the set of fds some epoll instance of this process
+// watches (the "tfd:" lines of its fdinfo).
+func epollWatched(t *testing.T) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "tfd:" {
+				if fd, err := strconv.Atoi(f[1]); err == nil {
+					out[fd] = true
+				}
+			}
+		}
+	}
+	return out
 }

@@ -125,7 +125,7 @@ func (q *Queue) Recv(frames [][]byte, meta []pktio.Meta) (int, error) {
 		if q.v2 != nil && q.spinV2() {
 			continue
 		}
-		if err := q.sock.rc.Read(q.waitFn); err != nil {
+		if err := q.sock.read(q.waitFn); err != nil {
 			if q.closed.Load() {
 				return 0, pktio.ErrClosed
 			}
@@ -410,7 +410,7 @@ func (q *Queue) Ready() bool { return q.closed.Load() || q.blockReady() }
 // frames (pktio.Waitable).
 func (q *Queue) PollFd() int {
 	fd := -1
-	q.sock.rc.Control(func(f uintptr) { fd = int(f) })
+	q.sock.control(func(f int) error { fd = f; return nil })
 	return fd
 }
 

@@ -190,7 +190,7 @@ func (q *Queue) copiedFrame(slot []byte, fh *rxHdr, frame *[]byte, m *pktio.Meta
 		mac += vnetHdrLen
 	}
 	v.readBuf = buf[at:]
-	if err := q.sock.rc.Read(v.readFn); err != nil || v.readErr != nil {
+	if err := q.sock.read(v.readFn); err != nil || v.readErr != nil {
 		bc.errors++
 		return false
 	}

@@ -40,11 +40,42 @@ var dropAll = []bpf.RawInstruction{{Op: unix.BPF_RET | unix.BPF_K, K: 0}}
 // outside it (transmit sockets, see openTxSocket).
 type rawSocket struct {
 	conn *packet.Conn
-	file *os.File // a receive socket taken over from another process (handover.go)
+	file *os.File // a receive socket taken over from another process (handover.go), once polled
 	rc   syscall.RawConn
 
-	fd        int // bare fd when conn is nil
+	fd int // bare fd when conn and file are nil
+	// adopted: taken over from another process; bare until poll (name is
+	// the port's, for the os.File).
+	adopted   bool
+	name      string
 	closeOnce sync.Once
+}
+
+// errNotPolled: a read of an adopted socket before SetQueuePositions put
+// it into the netpoller.
+var errNotPolled = errors.New("pktio: adopted socket read before the takeover (SetQueuePositions)")
+
+// poll puts an adopted socket into the Go netpoller (a no-op for others
+// and once done). Its owner's reads wait there from then on.
+func (s *rawSocket) poll() error {
+	if !s.adopted || s.file != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(s.fd), s.name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	s.file, s.rc = f, rc
+	return nil
+}
+
+// read runs fn in the netpoller's read loop (RawConn.Read).
+func (s *rawSocket) read(fn func(fd uintptr) bool) error {
+	if s.rc == nil {
+		return errNotPolled
+	}
+	return s.rc.Read(fn)
 }
 
 // openSocket opens a SOCK_RAW packet socket bound to ifi for protocol proto
