@@ -49,6 +49,7 @@ var toolPackages = map[string]string{
 	"cat":                  "coreutils",
 	"chown":                "coreutils",
 	"true":                 "coreutils",
+	"sleep":                "coreutils",
 	"sh":                   "dash",
 	"bash":                 "bash",
 	"setpriv":              "util-linux",
