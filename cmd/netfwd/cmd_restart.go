@@ -79,6 +79,14 @@ func runRestart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Env = append(cmd.Env, takeoverStatusEnv+"=3")
 	err = startInNetnsOf(oldPid, cmd)
+	if err == nil {
+		// Its session is an autogroup of its own, which weighs against
+		// the running daemon's whole whatever its threads' nice: the
+		// background too, before its start takes CPU (autogroup.go).
+		if gerr := daemon.LowerSuccessorGroup(cmd.Process.Pid); gerr != nil {
+			fmt.Fprintf(stderr, "netfwd restart: warning: %v\n", gerr)
+		}
+	}
 	pw.Close()
 	if err != nil {
 		pr.Close()

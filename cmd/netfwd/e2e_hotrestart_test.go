@@ -214,6 +214,7 @@ func testHotRestartNoLoss(t *testing.T) {
 		}
 		pids = append(pids, newPid)
 		t.Cleanup(func() { syscall.Kill(newPid, syscall.SIGTERM) })
+		checkForwardingPriority(t, newPid) // round 1's predecessor leads an autogroup of its own
 		if round == 0 {
 			select { // the first daemon is the harness's child: its status is ours to see
 			case <-e.exited:
@@ -332,6 +333,22 @@ func checkForwardingPriority(t *testing.T, pid int) {
 			t.Errorf("pid %d thread %d forwards at policy %d nice %d, want policy %d nice %d (the predecessor's)",
 				pid, tid, got.Policy, got.Nice, want.Policy, want.Nice)
 		}
+	}
+	// Its autogroup (a session of its own, netfwd restart's setsid) at
+	// the nice of the predecessor's, the harness's daemon's: this
+	// test's. It prepared at 19 (internal/daemon/autogroup.go).
+	if b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); err != nil || strings.TrimSpace(string(b)) != "1" {
+		return
+	}
+	var wantGroup, gotGroup string
+	if b, err := os.ReadFile("/proc/self/autogroup"); err == nil {
+		wantGroup = strings.Fields(string(b))[2]
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/autogroup", pid)); err == nil {
+		gotGroup = strings.Fields(string(b))[2]
+	}
+	if gotGroup != wantGroup {
+		t.Errorf("pid %d forwards in an autogroup at nice %q, want %q (the predecessor's)", pid, gotGroup, wantGroup)
 	}
 }
 

@@ -212,7 +212,7 @@ type Daemon struct {
 	// priorityBeforePause is the priority Yield lowered (nil: none).
 	// Both are the handover server goroutine's.
 	handoverNeigh       map[handover.Neighbour]bool
-	priorityBeforePause *schedPriority
+	priorityBeforePause *processPriority
 	finish              chan struct{}
 	// finishErr is why a successor that had taken the rings over failed
 	// (handoverSource.Finish): Run returns it. Written before finish is
@@ -304,6 +304,13 @@ func New(opts Options) (d *Daemon, err error) {
 	}()
 	d = nd
 	if opts.Takeover {
+		// A successor that leads its own session (netfwd restart starts
+		// it so) is an autogroup that weighs against the predecessor's
+		// whole: the background until it takes over (autogroup.go;
+		// netfwd restart lowered it already, this covers other starts).
+		if err := setAutogroupNice(os.Getpid(), niceIdle); err != nil {
+			d.log.Warn("hot restart: lowering this process's autogroup", "err", err)
+		}
 		if err := d.dialPredecessor(); err != nil {
 			return nil, err
 		}

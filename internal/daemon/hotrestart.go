@@ -290,9 +290,9 @@ func (s handoverSource) Pause() (handover.Paused, error) {
 // workers took the queues out of their own epoll sets when they parked.
 func (s handoverSource) Yield(committed bool) {
 	d := s.d
-	if p, err := threadPriority(os.Getpid()); err == nil && d.priorityBeforePause == nil {
+	if p, err := priorityOf(os.Getpid()); err == nil && d.priorityBeforePause == nil {
 		d.priorityBeforePause = &p
-		setProcessPriority(background())
+		setPriority(backgroundProcess())
 	}
 	if !committed {
 		return
@@ -324,7 +324,7 @@ func (d *Daemon) pauseNeighbours() []handover.Neighbour {
 func (s handoverSource) Resume() {
 	d := s.d
 	if d.priorityBeforePause != nil {
-		if err := setProcessPriority(*d.priorityBeforePause); err != nil {
+		if err := setPriority(*d.priorityBeforePause); err != nil {
 			d.log.Warn("hot restart: restoring the priority after the pause", "err", err)
 		}
 		d.priorityBeforePause = nil
@@ -343,7 +343,7 @@ func (s handoverSource) Resume() {
 // said done); this process shuts down, leaving the ports to it, and Run
 // returns err.
 func (s handoverSource) Finish(err error) {
-	setProcessPriority(background()) // the shutdown must not take CPU from the successor's workers (priority.go)
+	setPriority(backgroundProcess()) // the shutdown must not take CPU from the successor's workers (priority.go)
 	for _, pt := range s.d.ports.Load().list {
 		if pt.xp != nil {
 			pt.xp.HandOver() // the successor holds map, program and link now
@@ -682,7 +682,7 @@ func (d *Daemon) takeOver() error {
 		d.handoverSrv.Hold(os.Getpid())
 	}
 	// The priority of the predecessor (read before it changes).
-	prio, prioErr := threadPriority(d.succ.prep.PID)
+	prio, prioErr := priorityOf(d.succ.prep.PID)
 	defer d.succ.closeUMEMs() // those of workers that did not take theirs
 	if err := d.mapUMEMs(); err != nil {
 		return err
@@ -702,9 +702,9 @@ func (d *Daemon) takeOver() error {
 	// forwarder leaves. Not knowing it, the default: never the background.
 	if prioErr != nil {
 		d.log.Warn("hot restart: the previous process's priority; taking the default", "err", prioErr)
-		prio = schedPriority{policy: unix.SCHED_NORMAL}
+		prio = processPriority{threads: schedPriority{policy: unix.SCHED_NORMAL}, hasGroup: true}
 	}
-	if err := setProcessPriority(prio); err != nil {
+	if err := setPriority(prio); err != nil {
 		d.log.Warn("hot restart: taking the previous process's priority", "err", err)
 	}
 	s := d.succ

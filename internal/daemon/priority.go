@@ -17,10 +17,14 @@ package daemon
 // 14 of 20 with nice 19, interleaved runs of 10, the losses before the
 // pause in both (docs/performance.md). Within this machine's noise, and
 // SCHED_IDLE starves where nice 19 only slows: on a saturated machine the
-// successor's start would take minutes. Not adopted.
+// successor's start would take minutes. Not adopted. (That measurement
+// ran while the successor's autogroup was still at nice 0, which made its
+// threads' policy moot (autogroup.go); measured again with the group at
+// 19: 34 of 40 restarts without loss, within the noise of nice 19's.)
 //
 // The successor takes the predecessor's whole priority (policy, nice,
-// real-time priority), so a router run under chrt keeps it.
+// real-time priority, and its autogroup's nice: autogroup.go), so a
+// router run under chrt keeps it.
 //
 // sched_setattr(2) and setpriority(2) act on one thread on Linux: every
 // thread of the process is set (threads created later inherit their
@@ -51,6 +55,45 @@ type schedPriority struct {
 // the forwarding.
 func background() schedPriority {
 	return schedPriority{policy: unix.SCHED_NORMAL, nice: niceIdle}
+}
+
+// processPriority is a process's whole priority: its threads' and, where
+// it leads an autogroup of its own (autogroup.go), the group's nice.
+type processPriority struct {
+	threads  schedPriority
+	group    int  // the autogroup's nice value
+	hasGroup bool // group is known (autogroups on)
+}
+
+// backgroundProcess is background() for the whole process.
+func backgroundProcess() processPriority {
+	return processPriority{threads: background(), group: niceIdle, hasGroup: true}
+}
+
+// priorityOf is process pid's priority: its main thread's and its
+// autogroup's nice.
+func priorityOf(pid int) (processPriority, error) {
+	t, err := threadPriority(pid)
+	if err != nil {
+		return processPriority{}, err
+	}
+	p := processPriority{threads: t}
+	if _, nice, ok, err := autogroupOf(pid); err == nil && ok {
+		p.group, p.hasGroup = nice, true
+	}
+	return p, nil
+}
+
+// setPriority gives this process priority p: every thread, and its
+// autogroup if it leads one (a group it shares stays as it is).
+func setPriority(p processPriority) error {
+	err := setProcessPriority(p.threads)
+	if p.hasGroup {
+		if gerr := setAutogroupNice(os.Getpid(), p.group); err == nil {
+			err = gerr
+		}
+	}
+	return err
 }
 
 // threadPriority is the priority of thread (or process) tid.
@@ -123,10 +166,10 @@ func threadIDs() ([]int, error) {
 	return tids, nil
 }
 
-// LowerPriority puts every thread of this process at the background
-// priority: for a process that only waits beside the forwarding (`netfwd
-// restart`).
-func LowerPriority() error { return setProcessPriority(background()) }
+// LowerPriority puts this process at the background priority (every
+// thread, and its autogroup if it leads one): for a process that only
+// waits beside the forwarding (`netfwd restart`).
+func LowerPriority() error { return setPriority(backgroundProcess()) }
 
 // LowerThreadForSuccessor puts the calling thread at the background
 // priority, which a process it starts inherits: `netfwd restart` starts
