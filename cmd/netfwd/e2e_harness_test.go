@@ -123,6 +123,12 @@ var optimized struct {
 func optimizedNetfwd(t *testing.T) string {
 	t.Helper()
 	optimized.once.Do(func() {
+		// NETFWD_OPTIMIZED_EXE: a binary built beforehand, for probes that
+		// attach to a file (perf probe -x, uprobes).
+		if exe := os.Getenv("NETFWD_OPTIMIZED_EXE"); exe != "" {
+			optimized.exe = exe
+			return
+		}
 		dir, err := os.MkdirTemp("", "netfwd-e2e-bin")
 		if err != nil {
 			optimized.err = err
