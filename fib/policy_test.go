@@ -223,7 +223,13 @@ func TestRuleWalkMatchesReference(t *testing.T) {
 // LookupFlow are the merged lookup plus table default, and agree with the
 // reference walk over the default rules.
 func TestDefaultRulesFastPath(t *testing.T) {
-	for seed := range 20 {
+	// Under -race (64 s for 20 seeds, nothing concurrent in it) a few
+	// seeds; .ci/run runs all 20 in its step without -race.
+	seeds := 20
+	if race.Enabled {
+		seeds = 3
+	}
+	for seed := range seeds {
 		for _, compiled := range []bool{false, true} {
 			g := &policyGen{r: rand.New(rand.NewPCG(uint64(seed), 9))}
 			f := New(Options{Compiled: compiled})
