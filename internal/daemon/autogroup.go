@@ -121,3 +121,13 @@ func setAutogroupNice(pid, nice int) error {
 // started at the background priority already: LowerThreadForSuccessor).
 // The successor does the same itself (New), later in its start.
 func LowerSuccessorGroup(pid int) error { return setAutogroupNice(pid, niceIdle) }
+
+// lowerOwnAutogroup puts a successor that leads its own session (netfwd
+// restart starts it so) at the background's group nice until it takes
+// over: its group weighs against the predecessor's whole. netfwd restart
+// lowered it already (LowerSuccessorGroup); this covers other starts.
+func (d *Daemon) lowerOwnAutogroup() {
+	if err := setAutogroupNice(os.Getpid(), niceIdle); err != nil {
+		d.log.Warn("hot restart: lowering this process's autogroup", "err", err)
+	}
+}

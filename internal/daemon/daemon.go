@@ -304,13 +304,7 @@ func New(opts Options) (d *Daemon, err error) {
 	}()
 	d = nd
 	if opts.Takeover {
-		// A successor that leads its own session (netfwd restart starts
-		// it so) is an autogroup that weighs against the predecessor's
-		// whole: the background until it takes over (autogroup.go;
-		// netfwd restart lowered it already, this covers other starts).
-		if err := setAutogroupNice(os.Getpid(), niceIdle); err != nil {
-			d.log.Warn("hot restart: lowering this process's autogroup", "err", err)
-		}
+		d.lowerOwnAutogroup()
 		if err := d.dialPredecessor(); err != nil {
 			return nil, err
 		}
