@@ -172,6 +172,17 @@ func dupFDs(t *testing.T, fds []int) []int {
 // ns and continues its queues at pos; the port is closed at the test's end.
 func adoptIn(t *testing.T, ns string, st PortState, fds []int, pos []QueuePosition) *Port {
 	t.Helper()
+	adopted := adoptOnly(t, ns, st, fds)
+	if err := adopted.SetQueuePositions(pos); err != nil {
+		t.Fatal(err)
+	}
+	return adopted
+}
+
+// adoptOnly is adoptIn without the positions: a successor before its
+// takeover.
+func adoptOnly(t *testing.T, ns string, st PortState, fds []int) *Port {
+	t.Helper()
 	var adopted *Port
 	if err := pktio.InNetns(ns, func() error {
 		var err error
@@ -181,9 +192,6 @@ func adoptIn(t *testing.T, ns string, st PortState, fds []int, pos []QueuePositi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
-	if err := adopted.SetQueuePositions(pos); err != nil {
-		t.Fatal(err)
-	}
 	return adopted
 }
 
@@ -200,15 +208,7 @@ func TestAdoptedStaysOutOfNetpoller(t *testing.T) {
 		t.Fatal(err)
 	}
 	fds := dupFDs(t, st.FDs)
-	var adopted *Port
-	if err := pktio.InNetns(p.NsB, func() error {
-		var err error
-		adopted, err = Adopt(st, fds)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { adopted.Shutdown(); adopted.Close() })
+	adopted := adoptOnly(t, p.NsB, st, fds)
 	watched := epollWatched(t)
 	for _, fd := range fds {
 		if watched[fd] {
