@@ -82,24 +82,28 @@ func autogroupOf(pid int) (id, nice int, ok bool, err error) {
 	return id, nice, err == nil, err
 }
 
-// leadsAutogroup reports whether process pid's autogroup is its own: it
-// leads its session (setsid made the group for it) and autogroups are on.
-func leadsAutogroup(pid int) bool {
+// ownAutogroupNice is the nice of process pid's autogroup if the group is
+// pid's own: it leads its session (setsid made the group for it) and
+// autogroups are on (ok false otherwise).
+func ownAutogroupNice(pid int) (nice int, ok bool) {
 	sid, err := unix.Getsid(pid)
 	if err != nil || sid != pid {
-		return false
+		return 0, false
 	}
-	_, _, ok, _ := autogroupOf(pid)
+	_, nice, ok, err = autogroupOf(pid)
+	return nice, ok && err == nil
+}
+
+// leadsAutogroup reports whether process pid's autogroup is its own.
+func leadsAutogroup(pid int) bool {
+	_, ok := ownAutogroupNice(pid)
 	return ok
 }
 
 // setAutogroupNice sets the nice value of process pid's autogroup if the
 // group is pid's own (leadsAutogroup); otherwise it does nothing.
 func setAutogroupNice(pid, nice int) error {
-	if !leadsAutogroup(pid) {
-		return nil
-	}
-	if _, cur, ok, err := autogroupOf(pid); err == nil && ok && cur == nice {
+	if cur, ok := ownAutogroupNice(pid); !ok || cur == nice {
 		return nil
 	}
 	path := fmt.Sprintf("/proc/%d/autogroup", pid)
