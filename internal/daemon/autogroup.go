@@ -65,8 +65,16 @@ func parseAutogroup(s string) (id, nice int, err error) {
 	return id, nice, nil
 }
 
+// defaultAutogroup is the id autogroupOf gives the kernel's default group:
+// init's, which every process is in that no setsid moved out (PID 1 and
+// what it starts in its own session; CI runners started so). It is the
+// root task group itself: its tasks weigh one by one, each as much as a
+// group at nice 0 (so nice 0 here), and it has no nice to set (EINVAL).
+// /proc/PID/autogroup is empty for it (proc_sched_autogroup_show_task).
+const defaultAutogroup = 0
+
 // autogroupOf is process pid's autogroup (ok false: autogroups are off, or
-// the kernel has none).
+// the kernel has none); id defaultAutogroup and nice 0 for init's group.
 func autogroupOf(pid int) (id, nice int, ok bool, err error) {
 	if !autogroupsEnabled() {
 		return 0, 0, false, nil
@@ -78,20 +86,24 @@ func autogroupOf(pid int) (id, nice int, ok bool, err error) {
 	if err != nil {
 		return 0, 0, false, err
 	}
+	if strings.TrimSpace(string(b)) == "" {
+		return defaultAutogroup, 0, true, nil
+	}
 	id, nice, err = parseAutogroup(string(b))
 	return id, nice, err == nil, err
 }
 
 // ownAutogroupNice is the nice of process pid's autogroup if the group is
 // pid's own: it leads its session (setsid made the group for it) and
-// autogroups are on (ok false otherwise).
+// autogroups are on (ok false otherwise). The default group is nobody's
+// own, not even init's, a session leader in it.
 func ownAutogroupNice(pid int) (nice int, ok bool) {
 	sid, err := unix.Getsid(pid)
 	if err != nil || sid != pid {
 		return 0, false
 	}
-	_, nice, ok, err = autogroupOf(pid)
-	return nice, ok && err == nil
+	id, nice, ok, err := autogroupOf(pid)
+	return nice, ok && err == nil && id != defaultAutogroup
 }
 
 // leadsAutogroup reports whether process pid's autogroup is its own.

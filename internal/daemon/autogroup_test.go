@@ -111,3 +111,31 @@ func TestSuccessorGroupLoweredAndRaised(t *testing.T) {
 		t.Errorf("the shared group is now %d at nice %d, want %d left at nice %d", id, nice, ownID, ownNice)
 	}
 }
+
+// TestDefaultAutogroup: init's group, which /proc/PID/autogroup shows
+// empty (CI runners started by PID 1 forward and test from it), reads as
+// nice 0 and is nobody's own: never written, not even for init, a session
+// leader. Before, its empty file failed the parse, and a successor of a
+// process in it forwarded with its own group left at nice 19.
+func TestDefaultAutogroup(t *testing.T) {
+	if !autogroupsEnabled() {
+		t.Skip("autogroups are off (kernel.sched_autogroup_enabled)")
+	}
+	b, err := os.ReadFile("/proc/1/autogroup")
+	if err != nil || len(b) != 0 {
+		t.Skipf("PID 1 is not in the default autogroup here (%q, %v)", b, err)
+	}
+	id, nice, ok, err := autogroupOf(1)
+	if err != nil || !ok || id != defaultAutogroup || nice != 0 {
+		t.Fatalf("autogroupOf(1) = %d, %d, %v, %v; want the default group at nice 0", id, nice, ok, err)
+	}
+	if p, err := priorityOf(1); err != nil || !p.hasGroup || p.group != 0 {
+		t.Errorf("priorityOf(1) = %+v, %v; want a group at nice 0 (what a successor of it takes)", p, err)
+	}
+	if leadsAutogroup(1) {
+		t.Errorf("init counted as leading the default group")
+	}
+	if err := setAutogroupNice(1, niceIdle); err != nil {
+		t.Errorf("setAutogroupNice(1) = %v; want nothing done", err)
+	}
+}
