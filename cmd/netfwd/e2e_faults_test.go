@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/netfwd/netfwd/internal/lab"
+	"github.com/netfwd/netfwd/internal/pktio"
 	"github.com/netfwd/netfwd/internal/testenv"
 	"github.com/netfwd/netfwd/internal/vethlab"
 )
@@ -66,6 +68,74 @@ func TestE2EPortRecreated(t *testing.T) {
 	if !strings.Contains(e.stderr.String(), "port re-opened") {
 		t.Errorf("the log does not say the port was re-opened")
 	}
+}
+
+// TestE2ERecreatedPortGuardedWhileDown (--host-path): a routed port's
+// interface re-created is guarded from the kernel's own input as soon as
+// it appears, still down, not once netfwd re-opened the port after it came
+// up: in between, the box's stack answered the peer's ARP for the twin's
+// address with the new interface's MAC, and the peer's frames went there
+// (TestCombinedBIRD's routed port step, kernelguard.go). The peer then
+// resolves the router's address to the router's MAC.
+func TestE2ERecreatedPortGuardedWhileDown(t *testing.T) {
+	e := newE2EArgs(t, lab.Standard(), nil, "--host-path")
+	e.pingOK("h3", lab.InternetIP, 63)
+	isp := e.host("isp")
+	r := e.net.Router
+	if err := e.net.IP(r, "link", "del", "eth0"); err != nil {
+		t.Fatal(err)
+	}
+	// The new interface with a MAC of its own (the lab's first one had
+	// the router's), left down on the router's side.
+	if err := e.net.IP(r, "link", "add", "eth0", "type", "veth", "peer", "name", isp.Iface, "address", isp.MAC.String(), "netns", isp.NS); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.net.IP(isp.NS, "link", "set", isp.Iface, "up"); err != nil {
+		t.Fatal(err)
+	}
+	ok, why := eventually(5*time.Second, func() (bool, string) {
+		var on bool
+		err := pktio.InNetns(r, func() error {
+			ifi, err := net.InterfaceByName("eth0")
+			if err != nil {
+				return err
+			}
+			on, err = pktio.KernelInputDropped(ifi.Index)
+			return err
+		})
+		return on, fmt.Sprintf("guard attached %v, %v", on, err)
+	})
+	if !ok {
+		t.Fatalf("the new eth0, down: %s", why)
+	}
+	if err := e.net.IP(r, "link", "set", "eth0", "up"); err != nil {
+		t.Fatal(err)
+	}
+	if e.net.Spec.HostTxChecksumOff {
+		if err := vethlab.TxChecksumOff(isp.NS, isp.Iface); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"addr", "add", isp.Addr.String(), "dev", isp.Iface},
+		{"route", "add", "10.0.0.0/8", "via", isp.RouterAddr.Addr().String()},
+	} {
+		if err := e.net.IP(isp.NS, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, why = eventually(10*time.Second, func() (bool, string) {
+		r := e.ping("isp", isp.RouterAddr.Addr(), lab.PingOptions{Count: 1, Wait: time.Second})
+		return r.Received == 1, r.Output
+	})
+	if !ok {
+		t.Fatalf("isp -> the router's eth0 address: no reply 10 s after the interface came back: %s", why)
+	}
+	nb, err := e.net.Exec(isp.NS, "ip", "neigh", "show", isp.RouterAddr.Addr().String())
+	if err != nil || !strings.Contains(nb, isp.RouterMAC.String()) {
+		t.Errorf("isp resolved the router's address to %q (%v), want the router's MAC %s", nb, err, isp.RouterMAC)
+	}
+	e.pingOK("h3", lab.InternetIP, 63)
 }
 
 // TestE2EKernelMTU: the uplink's MTU is lowered under the daemon: packets

@@ -197,6 +197,10 @@ type Daemon struct {
 	linkmon *linkMonitor
 	routes  routeSources // routes.go
 	hp      *hostPath    // hostpath.go; nil without --host-path
+	// earlyGuards are kernel input guards of new interfaces of ports not
+	// re-opened yet (kernelguard.go); guarded by earlyMu.
+	earlyMu     sync.Mutex
+	earlyGuards map[string]*kernelGuard
 
 	// Hot restart (hotrestart.go): the handover socket others take over
 	// from; the predecessor this daemon takes over from (New to Run);
@@ -772,6 +776,7 @@ func (d *Daemon) closePorts() error {
 	if d.linkmon != nil {
 		d.linkmon.close()
 	}
+	d.closeEarlyGuards() // after the link monitor: it attaches them
 	return err
 }
 

@@ -55,6 +55,8 @@ func (d *Daemon) linkChanged(ev linkEvent) {
 	}
 	if p == nil {
 		if !ev.up {
+			// The kernel's own input on it dropped already (kernelguard.go).
+			d.earlyGuard(ev.name, ev.index)
 			// Not up yet (a new veth, a reloaded driver's device: they
 			// come up after they appear). Opened then, with --host-path
 			// (filtered data rings in a fanout group, a control ring),

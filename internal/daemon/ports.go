@@ -112,6 +112,23 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if err != nil {
 			return fmt.Errorf("Cannot find device %q", name) // iproute2's words
 		}
+		// With a host path, the box's stack has the router's addresses (on
+		// the twins): it must not also answer on the port itself, from
+		// before the port's sockets exist (kernelguard.go).
+		var guard *kernelGuard
+		if d.opts.HostPath {
+			if guard = d.takeEarlyGuard(name, ifi.Index); guard == nil {
+				if guard, err = attachKernelGuard(ifi.Index); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+		}
+		fail := func(err error) error {
+			if guard != nil {
+				guard.Close()
+			}
+			return fmt.Errorf("%s: %w", name, err)
+		}
 		var lock *portLock
 		var pk, ctl *afpacket.Port
 		var xp *afxdp.Port
@@ -120,35 +137,30 @@ func (d *Daemon) openPort(name string) (*port, error) {
 		if d.succ != nil { // hot restart: the running daemon's port, if it has it
 			var err error
 			if lock, adopted, err = d.adoptLock(name); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+				return fail(err)
 			}
 			if adopted {
 				if pk, ctl, xp, _, err = d.adoptPort(name); err != nil {
 					lock.release()
-					return fmt.Errorf("%s: %w", name, err)
+					return fail(err)
 				}
 			}
 		}
 		if !adopted {
 			var err error
 			if lock, err = lockPort(ifi, d.opts.PortLockWait); err != nil {
+				if guard != nil {
+					guard.Close()
+				}
 				return err
 			}
 			if pk, ctl, xp, why, err = d.openIO(ifi); err != nil {
 				lock.release()
-				return fmt.Errorf("%s: %w", name, err)
+				return fail(err)
 			}
 		}
 		p = &port{name: name, pk: pk, ctl: ctl, xp: xp, ioWhy: why, ifindex: ifi.Index, mtu: ifi.MTU,
-			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock}
-		if d.opts.HostPath {
-			// The box's stack has the router's addresses (on the twins): it
-			// must not also answer on the port itself.
-			if p.guard, err = attachKernelGuard(ifi.Index); err != nil {
-				p.close()
-				return fmt.Errorf("%s: %w", name, err)
-			}
-		}
+			carrier: ifi.Flags&net.FlagRunning != 0, lock: lock, guard: guard}
 		return nil
 	})
 	if err != nil && d.opts.Netns != "" && !errors.Is(err, pktio.ErrClosed) {

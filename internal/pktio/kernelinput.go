@@ -47,3 +47,24 @@ func DropKernelInput(ifindex int) (link.Link, error) {
 	}
 	return l, nil
 }
+
+// KernelInputDropped reports whether DropKernelInput's program is attached
+// to the interface (tests and diagnostics; in the caller's namespace).
+func KernelInputDropped(ifindex int) (bool, error) {
+	r, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return false, err
+	}
+	for _, p := range r.Programs {
+		prog, err := ebpf.NewProgramFromID(p.ID)
+		if err != nil {
+			continue // detached meanwhile
+		}
+		info, err := prog.Info()
+		prog.Close()
+		if err == nil && info.Name == "netfwd_noinput" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
