@@ -19,13 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
-
 	"github.com/netfwd/netfwd/docs/examples"
 	"github.com/netfwd/netfwd/internal/apply"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/pcapfile"
 	"github.com/netfwd/netfwd/l2"
 	"github.com/netfwd/netfwd/l3"
 )
@@ -166,7 +163,7 @@ func replay(cfgFile string, ins []string, outDir string) (string, error) {
 		return "", err
 	}
 	w := e.NewWorker()
-	writers := map[string]*pcapgo.Writer{}
+	writers := map[string]*pcapfile.Writer{}
 	var files []*os.File
 	defer func() {
 		for _, f := range files {
@@ -186,16 +183,15 @@ func replay(cfgFile string, ins []string, outDir string) (string, error) {
 					return
 				}
 				files = append(files, f)
-				pw = pcapgo.NewWriter(f)
-				if err := pw.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+				pw, err = pcapfile.NewWriter(f, pcapfile.MaxSnaplen)
+				if err != nil {
 					writeErr = err
 					return
 				}
 				writers[p.Name] = pw
 			}
 			for _, fr := range out {
-				ci := gopacket.CaptureInfo{Timestamp: now, CaptureLength: len(fr), Length: len(fr)}
-				if err := pw.WritePacket(ci, fr); err != nil {
+				if err := pw.WritePacket(now, fr, len(fr)); err != nil {
 					writeErr = err
 				}
 				sent[p.Name]++
@@ -247,23 +243,23 @@ func readPcap(file, port string, frames *frameHeap, seq *int) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	r, err := pcapgo.NewReader(f)
+	r, err := pcapfile.NewReader(f)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", file, err)
 	}
-	if r.LinkType() != layers.LinkTypeEthernet {
-		return 0, fmt.Errorf("%s: link type %v, want Ethernet", file, r.LinkType())
+	if r.LinkType() != pcapfile.LinkTypeEthernet {
+		return 0, fmt.Errorf("%s: link type %d, want Ethernet (1)", file, r.LinkType())
 	}
 	n := 0
 	for {
-		data, ci, err := r.ReadPacketData()
+		data, ts, _, err := r.ReadPacket()
 		if err == io.EOF {
 			return n, nil
 		}
 		if err != nil {
 			return n, fmt.Errorf("%s: %w", file, err)
 		}
-		*frames = append(*frames, capFrame{ts: ci.Timestamp, port: port, data: data, seq: *seq})
+		*frames = append(*frames, capFrame{ts: ts, port: port, data: data, seq: *seq})
 		*seq++
 		n++
 	}

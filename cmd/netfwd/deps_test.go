@@ -88,3 +88,25 @@ func TestIsScaffolding(t *testing.T) {
 		}
 	}
 }
+
+// TestRouterLinksNoGopacket: gopacket's layers tables cost every start of
+// the binary (each ctl call, a hot restart's successor) 19 ms of CPU in
+// package initialisation; the binary's pcap I/O is internal/pcapfile
+// (docs/architecture.md, "What the router links").
+func TestRouterLinksNoGopacket(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/netfwd")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps ./cmd/netfwd: only %v", deps)
+	}
+	for _, p := range deps {
+		if strings.HasPrefix(p, "github.com/google/gopacket") {
+			t.Errorf("./cmd/netfwd links %s", p)
+		}
+	}
+}

@@ -31,10 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-	"github.com/google/gopacket/pcapgo"
 	"github.com/netfwd/netfwd/internal/config"
+	"github.com/netfwd/netfwd/internal/pcapfile"
 	"golang.org/x/net/bpf"
 )
 
@@ -186,8 +184,8 @@ func (d *Daemon) Capture(q config.Capture, w io.Writer, flush func() error, gone
 		return nil, fmt.Errorf("capture: %s: a capture is running on it already", q.Port)
 	}
 	defer p.capture.CompareAndSwap(c, nil)
-	pw := pcapgo.NewWriter(w)
-	if err := pw.WriteFileHeader(captureSnaplen, layers.LinkTypeEthernet); err != nil {
+	pw, err := pcapfile.NewWriter(w, captureSnaplen)
+	if err != nil {
 		return nil, err
 	}
 	if err := flush(); err != nil {
@@ -195,7 +193,7 @@ func (d *Daemon) Capture(q config.Capture, w io.Writer, flush func() error, gone
 	}
 	var written uint64
 	write := func(f capturedFrame) error {
-		err := pw.WritePacket(gopacket.CaptureInfo{Timestamp: f.ts, CaptureLength: f.n, Length: f.orig}, f.buf[:f.n])
+		err := pw.WritePacket(f.ts, f.buf[:f.n], f.orig)
 		c.free <- f.buf
 		written++
 		return err
