@@ -94,6 +94,22 @@ func readAll(t *testing.T, b []byte) (*Reader, []record) {
 	}
 }
 
+// readAllPcapgo reads every record with the reference reader.
+func readAllPcapgo(t *testing.T, pr *pcapgo.Reader) []record {
+	t.Helper()
+	var out []record
+	for {
+		data, ci, err := pr.ReadPacketData()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("pcapgo, record %d: %v", len(out), err)
+		}
+		out = append(out, record{ci.Timestamp, data, ci.Length})
+	}
+}
+
 func sameRecords(t *testing.T, got, want []record) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -164,18 +180,7 @@ func TestPcapgoReadsOurFiles(t *testing.T) {
 		if pr.LinkType() != layers.LinkTypeEthernet || pr.Snaplen() != snaplen {
 			t.Fatalf("pcapgo reads link type %v snaplen %d", pr.LinkType(), pr.Snaplen())
 		}
-		var got []record
-		for {
-			data, ci, err := pr.ReadPacketData()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, record{ci.Timestamp, data, ci.Length})
-		}
-		sameRecords(t, got, recs)
+		sameRecords(t, readAllPcapgo(t, pr), recs)
 	}
 }
 
@@ -216,18 +221,7 @@ func TestReaderBigEndianAgreesWithPcapgo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ref []record
-		for {
-			data, ci, err := pr.ReadPacketData()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref = append(ref, record{ci.Timestamp, data, ci.Length})
-		}
-		sameRecords(t, ref, recs)
+		sameRecords(t, readAllPcapgo(t, pr), recs)
 	}
 }
 
