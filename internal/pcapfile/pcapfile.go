@@ -117,20 +117,18 @@ func NewReader(r io.Reader) (*Reader, error) {
 		}
 		return nil, fmt.Errorf("pcap file header: %w", err)
 	}
-	switch binary.LittleEndian.Uint32(h[0:4]) {
-	case magicMicros:
-		rd.order, rd.nsFactor = binary.LittleEndian, 1000
-	case magicNanos:
-		rd.order, rd.nsFactor = binary.LittleEndian, 1
-	default:
-		switch binary.BigEndian.Uint32(h[0:4]) {
+	// The magic in the writer's byte order tells that order and the
+	// timestamps' unit.
+	for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		switch order.Uint32(h[0:4]) {
 		case magicMicros:
-			rd.order, rd.nsFactor = binary.BigEndian, 1000
+			rd.order, rd.nsFactor = order, 1000
 		case magicNanos:
-			rd.order, rd.nsFactor = binary.BigEndian, 1
-		default:
-			return nil, fmt.Errorf("not a pcap file (magic %x; pcapng is not read)", h[0:4])
+			rd.order, rd.nsFactor = order, 1
 		}
+	}
+	if rd.order == nil {
+		return nil, fmt.Errorf("not a pcap file (magic %x; pcapng is not read)", h[0:4])
 	}
 	if major, minor := rd.order.Uint16(h[4:6]), rd.order.Uint16(h[6:8]); major != 2 || minor != 4 {
 		return nil, fmt.Errorf("pcap version %d.%d, want 2.4", major, minor)
