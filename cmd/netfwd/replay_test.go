@@ -74,14 +74,14 @@ func udp(ip *layers.IPv4) []gopacket.SerializableLayer {
 // sends, with the answers to the router's ARP requests where they come.
 func exampleInputs() map[string][]exFrame {
 	ms := time.Millisecond
-	up := ipL("10.0.10.5", "8.8.8.8", 1, layers.IPProtocolUDP)
+	up := ipL("10.0.10.5", "198.18.8.8", 1, layers.IPProtocolUDP)
 	return map[string][]exFrame{
 		"eth1": {
 			{0, cat(ether(macA, bcast, 0, layers.EthernetTypeARP), one(arpL(1, macA, "10.0.10.5", net.HardwareAddr{0, 0, 0, 0, 0, 0}, "10.0.10.1")))},
 			{10 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(ipL("10.0.10.5", "10.0.10.1", 64, layers.IPProtocolICMPv4)), echo(8, 1))},
 			{20 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(ipL("10.0.10.5", "10.0.20.5", 64, layers.IPProtocolICMPv4)), echo(8, 2))},
 			{50 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(up), udp(up))},
-			{60 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(ipL("10.0.10.5", "8.8.8.8", 64, layers.IPProtocolICMPv4)), echo(8, 3))},
+			{60 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(ipL("10.0.10.5", "198.18.8.8", 64, layers.IPProtocolICMPv4)), echo(8, 3))},
 			{80 * ms, cat(ether(macA, macBridge, 0, layers.EthernetTypeIPv4), one(ipL("10.0.10.5", "10.66.1.1", 64, layers.IPProtocolICMPv4)), echo(8, 4))},
 		},
 		"eth2": {
@@ -171,7 +171,7 @@ func TestReplayExample(t *testing.T) {
 		"eth1": {"arp-reply 10.0.10.1", "EchoReply 10.0.10.1>10.0.10.5", "EchoReply 10.0.20.5>10.0.10.5",
 			"TimeExceeded(TTLExceeded) 10.0.10.1>10.0.10.5"},
 		"eth2": {"arp-request 10.0.20.5", "EchoRequest 10.0.10.5>10.0.20.5"},
-		"eth0": {"arp-request 203.0.113.1", "EchoRequest 10.0.10.5>8.8.8.8"},
+		"eth0": {"arp-request 203.0.113.1", "EchoRequest 10.0.10.5>198.18.8.8"},
 	}
 	for port, w := range want {
 		var got []string
