@@ -20,18 +20,25 @@ var scaffolding = []string{
 	"internal/race", "internal/testenv",
 }
 
-// moduleDeps returns the module's packages that pkgs link (go list -deps).
-func moduleDeps(t *testing.T, pkgs ...string) []string {
+// linkedPackages returns every package pkgs link (go list -deps), the
+// standard library's included.
+func linkedPackages(t *testing.T, pkgs ...string) []string {
 	t.Helper()
-	const module = "github.com/netfwd/netfwd/"
 	cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
 	cmd.Dir = "../.."
 	out, err := cmd.Output()
 	if err != nil {
 		t.Skipf("go list: %v", err) // no go tool: nothing to check
 	}
+	return strings.Fields(string(out))
+}
+
+// moduleDeps returns the module's packages that pkgs link.
+func moduleDeps(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	const module = "github.com/netfwd/netfwd/"
 	var deps []string
-	for _, line := range strings.Fields(string(out)) {
+	for _, line := range linkedPackages(t, pkgs...) {
 		if p, ok := strings.CutPrefix(line, module); ok {
 			deps = append(deps, p)
 		}
@@ -94,13 +101,7 @@ func TestIsScaffolding(t *testing.T) {
 // package initialisation; the binary's pcap I/O is internal/pcapfile
 // (docs/architecture.md, "What the router links").
 func TestRouterLinksNoGopacket(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "./cmd/netfwd")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	deps := strings.Fields(string(out))
+	deps := linkedPackages(t, "./cmd/netfwd")
 	if len(deps) < 50 {
 		t.Fatalf("go list -deps ./cmd/netfwd: only %v", deps)
 	}

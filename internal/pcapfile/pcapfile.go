@@ -4,7 +4,7 @@
 //
 // Why not gopacket's pcapgo, which shared/design.md names for pcap I/O:
 // pcapgo imports gopacket/layers, whose package initialisation fills its
-// protocol tables (466 kB, 20-25 ms of CPU on the 2-vCPU test VMs) in
+// protocol tables (466 kB, 19-25 ms of CPU on the 2-vCPU test VMs) in
 // every start of the netfwd binary: each `ctl` call, and each hot
 // restart's `netfwd restart` and successor, which start beside a running
 // datapath (docs/performance.md). The format is two fixed headers; the
