@@ -26,7 +26,6 @@ import (
 	"github.com/netfwd/netfwd/internal/handover"
 	"github.com/netfwd/netfwd/internal/lab"
 	"github.com/netfwd/netfwd/internal/pktio"
-	"github.com/netfwd/netfwd/internal/pktio/afpacket"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,68 +105,6 @@ func startUDPCounter(t *testing.T, ns string, port int, max int) *udpCounter {
 func (c *udpCounter) close() {
 	c.conn.Close()
 	<-c.stopped
-}
-
-// startPacedUDP sends frames 0..total-1 (template with the sequence
-// number in the first 8 bytes of the UDP payload) from host h at rate
-// frames/s (0: as fast as it goes) in batches; a batch the kernel takes only
-// in part is sent on from where it stopped, so every sequence number
-// leaves exactly once. sent counts them; the channel gets the outcome when
-// all are sent.
-func startPacedUDP(t *testing.T, h *lab.Host, total, rate int, template []byte, sent *atomic.Uint64, stop *atomic.Bool) <-chan error {
-	t.Helper()
-	var port *afpacket.Port
-	err := pktio.InNetns(h.NS, func() error {
-		var err error
-		port, err = afpacket.Open(h.Iface, afpacket.Config{BlockSize: 1 << 16, Blocks: 2, Filter: dropAllFilter,
-			NotPromiscuous: true, NoOffload: true, Tx: afpacket.TxSendmmsg})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	txh, err := port.NewTx()
-	if err != nil {
-		port.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		defer func() { txh.Close(); port.Shutdown(); port.Close() }()
-		const batch = 64
-		start := time.Now()
-		bufs := make([][]byte, batch)
-		for i := range bufs {
-			bufs[i] = bytes.Clone(template)
-		}
-		frames := make([][]byte, 0, batch)
-		for seq := 0; seq < total && (stop == nil || !stop.Load()); seq += batch {
-			if rate > 0 {
-				due := start.Add(time.Duration(float64(seq) / float64(rate) * float64(time.Second)))
-				time.Sleep(time.Until(due))
-			}
-			frames = frames[:0]
-			for i := seq; i < min(seq+batch, total); i++ {
-				f := bufs[i-seq]
-				binary.BigEndian.PutUint64(f[14+28:], uint64(i)) // no UDP checksum: lab.UDPFrame leaves it 0
-				frames = append(frames, f)
-			}
-			for tries := 0; len(frames) > 0; tries++ {
-				n, err := txh.Send(frames, nil)
-				frames = frames[n:]
-				sent.Add(uint64(n))
-				if err != nil && tries > 1000 {
-					done <- fmt.Errorf("sender: %v", err)
-					return
-				}
-				if len(frames) > 0 {
-					time.Sleep(time.Millisecond)
-				}
-			}
-		}
-		done <- nil
-	}()
-	return done
 }
 
 // TestHotRestartNoLoss: a hot restart under a 20 kpps routed UDP stream
@@ -553,6 +490,13 @@ func TestHotRestartRate(t *testing.T) {
 	aMAC, _ := net.ParseMAC(attackMACa)
 	template := lab.UDPFrame(attackMACpa, aMAC, 0, attackAIP, attackBIP, 64, 4000, 9000, make([]byte, 64-14-28))
 	rxPackets := func() uint64 { return ifaceRxPackets(t, b.NS, b.Iface) }
+	// The generator runs as a real-time thread (e2e_paced_sender_test.go):
+	// a tester keeps its pace whatever the router's processes do. With
+	// NETFWD_HOTRESTART_GENERATOR=normal it shares the CPUs as an ordinary
+	// thread (the measurement before 2026-12-06's evening), and falls
+	// behind while the successor starts, then sends what it owes at once.
+	realtime := rate > 0 && os.Getenv("NETFWD_HOTRESTART_GENERATOR") != "normal"
+	var gen pacedStats
 	window := func(restart bool) (sent, got uint64, d time.Duration) {
 		var n atomic.Uint64
 		var stop atomic.Bool
@@ -562,7 +506,8 @@ func TestHotRestartRate(t *testing.T) {
 		if rate > 0 {
 			total = rate * 3
 		}
-		done := startPacedUDP(t, e.host("a"), total, rate, template, &n, &stop)
+		gen.reset()
+		done := startPacedUDPWith(t, e.host("a"), total, rate, template, &n, pacedOptions{stop: &stop, realtime: realtime, stats: &gen})
 		time.Sleep(100 * time.Millisecond)
 		if rx != nil {
 			rx.maxGap.Store(0) // the silence between the windows is not the router's
@@ -598,6 +543,7 @@ func TestHotRestartRate(t *testing.T) {
 	for r := 1; r <= rounds; r++ {
 		logged := len(e.stderr.String())
 		sA, gA, dA := window(false)
+		lateA := gen.maxLate.Load()
 		var gapA int64
 		var nSil int
 		if rx != nil {
@@ -608,6 +554,10 @@ func TestHotRestartRate(t *testing.T) {
 		}
 		tx0, backlog0 := e.scrape().Sum("netfwd_port_tx_drops_total"), softnetDrops(t)
 		sB, gB, dB := window(true)
+		if rate > 0 {
+			t.Logf("round %d: generator (real-time %v) at most %.1f ms behind its schedule without a restart, %.1f ms (%.0f frames owed at once, at %s) with one", r, realtime,
+				float64(lateA)/1e6, float64(gen.maxLate.Load())/1e6, float64(gen.maxLate.Load())/1e9*float64(rate), time.Unix(0, gen.maxLateAt.Load()).UTC().Format("15:04:05.000"))
+		}
 		// Where window B's frames were lost: the rings (the new daemon
 		// reads the same sockets, so its count holds what the old one had
 		// not read), the transmit side, or a CPU's backlog
@@ -627,7 +577,7 @@ func TestHotRestartRate(t *testing.T) {
 		}
 		log := e.stderr.String()[logged:]
 		for _, l := range strings.Split(log, "\n") {
-			if strings.Contains(l, "hot restart") || strings.Contains(l, "shutting down") || strings.Contains(l, "stopped") || strings.Contains(l, "running") {
+			if strings.Contains(l, "hot restart") || strings.Contains(l, "shutting down") || strings.Contains(l, "stopped") || strings.Contains(l, "running") || strings.Contains(l, "overflowed") {
 				t.Log(l)
 			}
 		}
