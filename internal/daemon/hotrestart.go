@@ -49,7 +49,8 @@ package daemon
 // parking worker sends on parkedNote (buffered, never blocks), which the
 // pause waits on; handoverSource's methods run on the handover server's
 // goroutine of the successor holding it, one successor at a time;
-// successor belongs to Run's goroutine.
+// successor belongs to Run's goroutine, but for its priority guard, a
+// timer ordered against the takeover's priority change by prioMu.
 
 import (
 	"errors"
@@ -57,6 +58,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -408,6 +410,12 @@ type successor struct {
 	commit                      time.Duration
 	gap, caughtUp               time.Duration
 	dropsAtPause, dropsCaughtUp uint64
+	// idleGuard raises a start still at SCHED_IDLE after
+	// prepareIdleLimit to nice 19 (guardIdleStart); tookPriority, under
+	// prioMu, says the takeover set the predecessor's priority already.
+	idleGuard    *time.Timer
+	prioMu       sync.Mutex
+	tookPriority bool
 }
 
 // mapUMEMs maps the predecessor's UMEMs while it still forwards: the
@@ -457,8 +465,34 @@ func (d *Daemon) dialPredecessor() error {
 		s.ports[p.Name] = p
 	}
 	d.succ = s
+	d.guardIdleStart(prepareIdleLimit)
 	d.log.Info("hot restart: taking over", "from_pid", prep.PID, "ports", len(prep.Ports), "protocol", cl.Peer())
 	return nil
+}
+
+// prepareIdleLimit is how long a successor prepares at SCHED_IDLE
+// (priority.go) before it goes on at nice 19: about ten times its start
+// on a quiet 2-vCPU VM.
+const prepareIdleLimit = 2 * time.Second
+
+// guardIdleStart: a successor still preparing at SCHED_IDLE after
+// limit goes on at the background priority, nice 19 (the
+// forwarding fills the CPUs: at SCHED_IDLE it would wait for a gap in
+// the traffic). A successor started otherwise keeps its priority.
+func (d *Daemon) guardIdleStart(limit time.Duration) {
+	s := d.succ
+	s.idleGuard = time.AfterFunc(limit, func() {
+		s.prioMu.Lock()
+		defer s.prioMu.Unlock()
+		if p, err := threadPriority(os.Getpid()); s.tookPriority || err != nil || p.policy != unix.SCHED_IDLE {
+			return
+		}
+		if err := setProcessPriority(background()); err != nil {
+			d.log.Warn("hot restart: leaving SCHED_IDLE", "err", err)
+			return
+		}
+		d.log.Info("hot restart: still preparing, at nice 19 from now on (SCHED_IDLE before)", "after", limit)
+	})
 }
 
 // adoptPort takes a port over from the running daemon: its receive
@@ -704,10 +738,14 @@ func (d *Daemon) takeOver() error {
 		d.log.Warn("hot restart: the previous process's priority; taking the default", "err", prioErr)
 		prio = processPriority{threads: schedPriority{policy: unix.SCHED_NORMAL}, hasGroup: true}
 	}
+	s := d.succ
+	s.prioMu.Lock()
+	s.tookPriority = true // the guard leaves the priority alone from now on
+	s.prioMu.Unlock()
+	s.idleGuard.Stop()
 	if err := setPriority(prio); err != nil {
 		d.log.Warn("hot restart: taking the previous process's priority", "err", err)
 	}
-	s := d.succ
 	s.start = time.Now()
 	paused, err := s.cl.Pause()
 	if err != nil {

@@ -10,17 +10,25 @@ package daemon
 // moment it takes over, and the predecessor drops to the background
 // priority for its shutdown.
 //
-// The background priority is nice 19 (SCHED_OTHER). SCHED_IDLE was
-// measured in its place for the successor's start (a waking worker
-// preempts a SCHED_IDLE thread at once, where EEVDF lets a nice-19 one
-// finish its slice): 17 of 20 restarts at 178 kpps without loss against
-// 14 of 20 with nice 19, interleaved runs of 10, the losses before the
-// pause in both (docs/performance.md). Within this machine's noise, and
-// SCHED_IDLE starves where nice 19 only slows: on a saturated machine the
-// successor's start would take minutes. Not adopted. (That measurement
-// ran while the successor's autogroup was still at nice 0, which made its
-// threads' policy moot (autogroup.go); measured again with the group at
-// 19: 34 of 40 restarts without loss, within the noise of nice 19's.)
+// The background priority is nice 19 (SCHED_OTHER): `netfwd restart`
+// while it waits, the predecessor for its shutdown. The successor prepares
+// at SCHED_IDLE (nice 19 kept for when it leaves it): a waking worker of
+// the predecessor preempts a SCHED_IDLE thread at once, where EEVDF lets a
+// nice-19 one finish its slice, and the scheduler counts a CPU that runs
+// only SCHED_IDLE threads as idle when it places a woken thread (so the
+// worker is not queued beside the generator or another worker while the
+// successor holds the other CPU). Measured with a generator that keeps its
+// pace (docs/performance.md, 2026-12-06 night): 203 kpps, runs of 20
+// rounds, 60 of 60 restarts without loss at SCHED_IDLE against 55 of 60
+// at nice 19, whose 5 losing rounds lost 704-6,212 frames, 4 of them
+// before the pause. An earlier measurement with an ordinary generator (34
+// of 40 against 59 of 70) was within the noise of the generator's own
+// stalls.
+//
+// SCHED_IDLE starves where nice 19 only slows: on a machine whose CPUs
+// the forwarding fills, the successor's ~200 ms of start (this VM) would
+// take a minute. So a successor still preparing after prepareIdleLimit
+// goes on at nice 19 (guardIdleStart).
 //
 // The successor takes the predecessor's whole priority (policy, nice,
 // real-time priority, and its autogroup's nice: autogroup.go), so a
@@ -55,6 +63,13 @@ type schedPriority struct {
 // the forwarding.
 func background() schedPriority {
 	return schedPriority{policy: unix.SCHED_NORMAL, nice: niceIdle}
+}
+
+// preparing is the priority a successor starts at: it runs only on a CPU
+// nothing else wants (SCHED_IDLE), with the background's nice for when
+// it leaves the idle policy (guardIdleStart).
+func preparing() schedPriority {
+	return schedPriority{policy: unix.SCHED_IDLE, nice: niceIdle}
 }
 
 // processPriority is a process's whole priority: its threads' and, where
@@ -171,8 +186,8 @@ func threadIDs() ([]int, error) {
 // waits beside the forwarding (`netfwd restart`).
 func LowerPriority() error { return setPriority(backgroundProcess()) }
 
-// LowerThreadForSuccessor puts the calling thread at the background
-// priority, which a process it starts inherits: `netfwd restart` starts
-// the successor from it. The successor takes its predecessor's priority
-// when it takes over (takeOver).
-func LowerThreadForSuccessor() error { return setThreadPriority(0, background()) }
+// LowerThreadForSuccessor puts the calling thread at the successor's
+// preparing priority, which a process it starts inherits: `netfwd
+// restart` starts the successor from it. The successor takes its
+// predecessor's priority when it takes over (takeOver).
+func LowerThreadForSuccessor() error { return setThreadPriority(0, preparing()) }

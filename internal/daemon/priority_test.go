@@ -6,9 +6,12 @@ package daemon
 // inherits it, and setting the process reaches every thread.
 
 import (
+	"io"
+	"log/slog"
 	"os/exec"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,13 +80,13 @@ func TestLoweredThreadStartsBackgroundChild(t *testing.T) {
 		r.child = p
 	}()
 	r := <-got
-	if r.child != background() {
-		t.Errorf("the child of a lowered thread runs at %+v, want %+v", r.child, background())
+	if r.child != preparing() {
+		t.Errorf("the child of a lowered thread runs at %+v, want %+v", r.child, preparing())
 	}
 	// Only the one thread (which may be the main thread: a goroutine
 	// locks whichever thread it runs on).
 	for tid, p := range threadPriorities(t) {
-		if tid != r.tid && p == background() {
+		if tid != r.tid && p == preparing() {
 			t.Errorf("thread %d is at %+v too: only thread %d was to be lowered", tid, p, r.tid)
 		}
 	}
@@ -124,5 +127,40 @@ func TestSetProcessPriorityReachesEveryThread(t *testing.T) {
 				t.Errorf("thread %d at %+v after setting the process to %+v", tid, got, p)
 			}
 		}
+	}
+}
+
+// TestIdleStartGuard: a successor still preparing at SCHED_IDLE after the
+// guard's limit goes on at nice 19 (on a machine the forwarding fills it
+// would otherwise wait for a gap in the traffic); one that took its
+// predecessor's priority already is left alone.
+func TestIdleStartGuard(t *testing.T) {
+	if unix.Geteuid() != 0 {
+		t.Skip("needs root (CAP_SYS_NICE: back from nice 19)")
+	}
+	orig, err := threadPriority(unix.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer setProcessPriority(orig)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, took := range []bool{false, true} {
+		if err := setProcessPriority(preparing()); err != nil {
+			t.Fatal(err)
+		}
+		d := &Daemon{log: log, succ: &successor{}}
+		d.succ.tookPriority = took
+		d.guardIdleStart(20 * time.Millisecond)
+		want := background()
+		if took {
+			want = preparing()
+		}
+		time.Sleep(200 * time.Millisecond) // the guard fires at 20 ms; then nothing changes
+		for tid, p := range threadPriorities(t) {
+			if p != want {
+				t.Errorf("took over %v: thread %d at %+v, want %+v", took, tid, p, want)
+			}
+		}
+		d.succ.idleGuard.Stop()
 	}
 }
