@@ -10,13 +10,14 @@ package main
 // hold, which no link at that rate would send (measured during hot
 // restarts: the successor's start takes a CPU for ~200 ms). So the
 // generator reports how far behind it fell (pacedStats.maxLate), and
-// pacedOptions.realtime runs it as a real-time thread (SCHED_FIFO, paced by
-// clock_nanosleep on the absolute schedule): what a tester on a machine of
+// pacedOptions.realtime runs it as a real-time thread (SCHED_FIFO, sleeping
+// in clock_nanosleep until each batch's due time): what a tester on a machine of
 // its own does, keeping its pace whatever the router's processes do. It
 // still takes the CPU it needs from the router (half a core at 178 kpps),
 // only never waits for it.
 //
-// Locking: the counters are atomics; the sender goroutine owns the rest.
+// Locking: the counters are atomics with one writer, the sender goroutine,
+// which owns the rest; readers read them between windows.
 
 import (
 	"bytes"
